@@ -1,0 +1,58 @@
+# Two commands do everything on a fresh machine:  `make demo`  and  `make test`.
+# Both create .venv when it is missing and install the project into it.
+SHELL := /bin/bash
+PY    := .venv/bin/python
+BIN   := .venv/bin
+# Real MNIST IDX files for development and CI (never copied into the repository).
+export FRACSGD_DATA ?= $(shell [ -d ../shared/data/MNIST/raw ] && cd ../shared/data && pwd)
+export MPLBACKEND := Agg
+export PYTHONHASHSEED := 0
+
+.PHONY: venv install demo test test-nbs test-py check-clean docs chromium bench clean
+
+venv: .venv/.installed
+
+.venv/.installed: setup.py settings.ini
+	@test -x $(PY) || python3 -m venv .venv
+	$(BIN)/pip install -q --upgrade "pip<27"
+	$(BIN)/pip install -q -e ".[dev]"
+	@touch $@
+
+install: venv
+
+## The main job: the moons anomalous-diffusion study (paper fig. 1), quick mode.
+demo: venv
+	$(BIN)/fracsgd run moons-diffusion --quick
+
+## Everything CI checks: clean export, every notebook, pytest (incl. the docs site in headless Chromium).
+test: venv chromium
+	$(MAKE) check-clean
+	$(MAKE) test-nbs
+	$(MAKE) test-py
+
+# nbdev_export and nbdev_clean must not change a clean checkout.
+check-clean:
+	@before=$$(find nbs fracsgd -type f \( -name '*.ipynb' -o -name '*.py' \) -not -path '*/_proc/*' -print0 | sort -z | xargs -0 sha1sum | sha1sum); \
+	$(BIN)/nbdev_export && $(BIN)/nbdev_clean && \
+	after=$$(find nbs fracsgd -type f \( -name '*.ipynb' -o -name '*.py' \) -not -path '*/_proc/*' -print0 | sort -z | xargs -0 sha1sum | sha1sum); \
+	if [ "$$before" != "$$after" ]; then echo "FAIL: nbdev_export/nbdev_clean changed files: export and clean the notebooks, then commit"; git status --short nbs fracsgd; exit 1; fi; \
+	echo "check-clean: nbdev_export and nbdev_clean change nothing"
+
+test-nbs:
+	$(BIN)/nbdev_test --n_workers 1 --timing
+
+test-py:
+	$(BIN)/pytest -q tests
+
+## Documentation site into _site/: Quarto when it is on PATH, else the pure-Python renderer.
+docs: venv
+	$(PY) tools/site.py build
+
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+bench: venv
+	$(BIN)/fracsgd bench displacement
+
+clean:
+	rm -rf _docs _proc _site results .pytest_cache
