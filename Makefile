@@ -16,6 +16,7 @@ venv: .venv/.installed
 	@test -x $(PY) || python3 -m venv .venv
 	$(BIN)/pip install -q --upgrade "pip<27"
 	$(BIN)/pip install -q -e ".[dev]"
+	$(PY) tools/site.py katex
 	@touch $@
 
 install: venv
@@ -24,11 +25,13 @@ install: venv
 demo: venv
 	$(BIN)/fracsgd run moons-diffusion --quick
 
-## Everything CI checks: clean export, every notebook, pytest (incl. the docs site in headless Chromium).
+## Everything CI checks: clean export, every notebook (nbdev_test), the docs site (which runs every notebook again
+## to show its outputs), and pytest, whose site test opens every page of that fresh build in headless Chromium.
 test: venv chromium
 	$(MAKE) check-clean
 	$(MAKE) test-nbs
-	$(MAKE) test-py
+	$(MAKE) docs
+	FRACSGD_SITE_DIR=_site $(MAKE) test-py
 
 # nbdev_export and nbdev_clean must not change a clean checkout.
 check-clean:
@@ -37,6 +40,7 @@ check-clean:
 	after=$$(find nbs fracsgd -type f \( -name '*.ipynb' -o -name '*.py' \) -not -path '*/_proc/*' -print0 | sort -z | xargs -0 sha1sum | sha1sum); \
 	if [ "$$before" != "$$after" ]; then echo "FAIL: nbdev_export/nbdev_clean changed files: export and clean the notebooks, then commit"; git status --short nbs fracsgd; exit 1; fi; \
 	echo "check-clean: nbdev_export and nbdev_clean change nothing"
+	$(PY) tools/readme.py --check
 
 test-nbs:
 	$(BIN)/nbdev_test --n_workers 1 --timing

@@ -18,8 +18,8 @@ Steps of `build`:
 """
 from __future__ import annotations
 
-import argparse, json, os, re, shutil, subprocess, sys, tarfile, tempfile, time
-from concurrent.futures import ThreadPoolExecutor
+import argparse, json, os, re, shutil, subprocess, sys, tarfile, tempfile, threading, time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from configparser import ConfigParser
 from pathlib import Path
 
@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 KATEX_VERSION = '0.16.11'  # the version smalldocs' pages ask for; any 0.16.x renders the same markup
 KATEX_DIR = Path(sys.prefix) / 'share' / f'katex-{KATEX_VERSION}'  # inside the venv: installed, not committed
 CDN_KATEX = re.compile(r'https://cdn\.jsdelivr\.net/npm/katex@[^/"\']*/dist/?')
+WEB_IMPORT = re.compile(r'@import\s+(?:url\(\s*["\']?(?:https?:)?//[^)]*\)|["\'](?:https?:)?//[^"\']*["\'])[^;]*;', re.I)
+WEB_URL_IN_CSS = re.compile(r'(?:@import\s+|url\()\s*["\']?(?:https?:)?//', re.I)
 EXTERNAL_ASSET = re.compile(r'<(?:script|link)\b[^>]*\b(?:src|href)\s*=\s*["\'](?:https?:)?//[^"\']*["\']', re.I)
 
 
@@ -60,7 +62,7 @@ def process_one(src: Path, dst: Path, execute: bool, order: int, nbs: Path) -> N
     os.environ.setdefault('MPLBACKEND', 'Agg')
     from execnb.nbio import read_nb, write_nb, mk_cell
     from execnb.shell import CaptureShell
-    from nbdev.processors import FilterDefaults, exec_show_docs, strip_ansi
+    from nbdev.processors import FilterDefaults, add_show_docs, exec_show_docs
     from nbdev.process import Processor
 
     flags = set(settings().get('tst_flags', '').split('|')) - {''}
@@ -75,8 +77,8 @@ def process_one(src: Path, dst: Path, execute: bool, order: int, nbs: Path) -> N
                 note = mk_cell(
                     '::: {.callout-note title="Not run in this build"}\n'
                     f'The cell above is marked `#| {found[0]}`: it is too slow for the documentation build (and for CI), '
-                    'so it was not run here and has no output on this page. Run the notebook yourself to see it '
-                    '(set `FRACSGD_FULL=1` for the paper-scale configuration).\n:::', 'markdown')
+                    'so it was not run here and has no output on this page. Run the notebook yourself to see it.\n:::',
+                    'markdown')
                 note.skip_note_ = True
                 self.nb.cells.insert(cell.idx_ + 1, note)
 
@@ -100,15 +102,15 @@ def process_one(src: Path, dst: Path, execute: bool, order: int, nbs: Path) -> N
     class Procs(FilterDefaults):
         def base_procs(self):
             procs = list(super().base_procs())
-            if execute:
-                i = procs.index(exec_show_docs)
-                procs[i:i + 1] = [mark_skipped, exec_all, strip_ansi]
+            if execute:  # run the cells as nbdev_test does: right after nbdev adds its show_doc cells, before any rewrite
+                procs.remove(exec_show_docs)
+                i = procs.index(add_show_docs) + 1
+                procs[i:i] = [mark_skipped, exec_all]
             else:
                 procs.insert(procs.index(exec_show_docs), mark_skipped)
             return procs
 
     os.chdir(src.parent)
-    sys.path.insert(0, str(ROOT))
     nb = read_nb(src)
     Procs()(nb)
     fm = getattr(nb, 'frontmatter_', {}) or {}
@@ -124,7 +126,7 @@ def process_one(src: Path, dst: Path, execute: bool, order: int, nbs: Path) -> N
     write_nb(nb, dst)
 
 
-def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None) -> list[tuple[Path, float]]:
+def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None, timeout: float = 900) -> list[tuple[Path, float]]:
     "Process every notebook of `nbs` (default: nbs_path of settings.ini) into `proc`, in parallel processes; return (notebook, seconds) pairs."
     nbs = (nbs or ROOT / settings().get('nbs_path', 'nbs')).resolve()
     if proc.exists(): shutil.rmtree(proc)
@@ -138,7 +140,7 @@ def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None) ->
         if dst in seen:
             raise SystemExit(f'{rel} and {seen[dst]} both become the page {dst.relative_to(proc).with_suffix(".html")}: rename one')
         seen[dst] = rel
-        jobs.append((nb, dst, i))
+        jobs.append((nb, dst, 0 if rel.as_posix() == 'index.ipynb' else i + 1))  # the home page first
     for f in nbs.rglob('*'):  # pictures, .qmd/.md pages, css and the like, as nbdev's proc_nbs copies them
         rel = f.relative_to(nbs)
         if f.is_file() and f.suffix != '.ipynb' and not any(p.startswith(('_', '.')) for p in rel.parts) \
@@ -146,21 +148,46 @@ def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None) ->
             (proc / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(f, proc / rel)
     shutil.copy2(ROOT / '_quarto.yml', proc / '_quarto.yml')
+    shutil.copy2(Path(__file__).with_name('site.css'), proc / 'styles.css')
 
     def run(job):
         nb, dst, order = job
         t = time.time()
         cmd = [sys.executable, str(Path(__file__).resolve()), '_process', str(nb), str(dst), str(order), str(nbs)]
         if not execute: cmd.append('--no-execute')
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode:
-            raise SystemExit(f'FAILED {nb.relative_to(nbs)}\n{r.stderr[-6000:]}')
+        if stop.is_set(): return nb, 0.0
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        running.add(p)
+        try:
+            _, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill(); p.communicate()
+            raise BuildError(f'{nb.relative_to(nbs)} took more than {timeout:.0f}s to run: mark its slow cells `#| heavy`')
+        finally:
+            running.discard(p)
+        if p.returncode:
+            if stop.is_set(): return nb, 0.0  # stopped because another notebook failed
+            raise BuildError(f'{nb.relative_to(nbs)} failed:\n{err[-6000:]}')
         dt = time.time() - t
         print(f'  {dt:6.1f}s  {nb.relative_to(nbs)} -> {dst.relative_to(proc)}', flush=True)
         return nb, dt
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
-        return list(ex.map(run, jobs))
+    running, stop = set(), threading.Event()
+    ex = ThreadPoolExecutor(max_workers=max(1, workers))
+    futures = [ex.submit(run, j) for j in jobs]
+    try:
+        for f in as_completed(futures): f.result()  # the first failure stops the build
+    except BaseException:
+        stop.set()
+        for p in list(running): p.terminate()  # only the processes this build started
+        ex.shutdown(wait=True, cancel_futures=True)
+        raise
+    ex.shutdown()
+    return [f.result() for f in futures]
+
+
+class BuildError(SystemExit):
+    "The site cannot be built; the message says why."
 
 
 # ----------------------------------------------------------------------------------------------------------- KaTeX
@@ -213,6 +240,11 @@ def postprocess(site: Path, katex: Path) -> list[str]:
     own = cfg.get('doc_host', '').rstrip('/') + '/' + (base + '/' if base else '')  # nbdev's doc links point here
     shutil.copytree(katex, site / 'site_libs' / 'katex', dirs_exist_ok=True)
     bad = []
+    for css in site.rglob('*.css'):  # themes @import web fonts (Google Fonts): drop them, the fallback fonts are local
+        text = css.read_text(encoding='utf-8', errors='surrogateescape')
+        new = WEB_IMPORT.sub('', text)
+        if new != text: css.write_text(new, encoding='utf-8', errors='surrogateescape')
+        if WEB_URL_IN_CSS.search(new): bad.append(str(css.relative_to(site)))
     for page in site.rglob('*.html'):
         up = '../' * (len(page.relative_to(site).parts) - 1)
         text = page.read_text(encoding='utf-8')
@@ -224,12 +256,13 @@ def postprocess(site: Path, katex: Path) -> list[str]:
     return bad
 
 
-def build(out: Path, proc: Path, execute: bool = True, workers: int = 2, renderer: str = 'auto', nbs: Path | None = None) -> dict:
+def build(out: Path, proc: Path, execute: bool = True, workers: int = 2, renderer: str = 'auto', nbs: Path | None = None,
+          timeout: float = 900) -> dict:
     "Prepare, render and post-process the site into `out`; return timings."
     t0 = time.time()
     katex = ensure_katex()
     print(f'preparing notebooks ({"executing" if execute else "not executing"}, {workers} worker(s))', flush=True)
-    times = prepare(proc, execute, workers, nbs)
+    times = prepare(proc, execute, workers, nbs, timeout)
     t1 = time.time()
     built = render(proc, renderer)
     if out.exists(): shutil.rmtree(out)
@@ -256,6 +289,7 @@ def main(argv=None):
     b.add_argument('--renderer', default='auto', choices=['auto', 'quarto', 'smalldocs'])
     b.add_argument('--out', type=Path, default=ROOT / '_site')
     b.add_argument('--proc', type=Path, default=ROOT / '_proc')
+    b.add_argument('--timeout', type=float, default=900, help='seconds one notebook may take (default 900)')
     b.add_argument('--nbs', type=Path, default=None, help='the notebooks folder (default: nbs_path of settings.ini)')
     sub.add_parser('katex', help=f'fetch KaTeX {KATEX_VERSION} from the npm registry into {KATEX_DIR}')
     one = sub.add_parser('_process')  # internal: one notebook, in its own process
@@ -263,7 +297,7 @@ def main(argv=None):
     one.add_argument('--no-execute', dest='execute', action='store_false')
     a = p.parse_args(argv)
     if a.cmd == 'build':
-        build(a.out.resolve(), a.proc.resolve(), a.execute, a.workers, a.renderer, a.nbs)
+        build(a.out.resolve(), a.proc.resolve(), a.execute, a.workers, a.renderer, a.nbs, a.timeout)
     elif a.cmd == 'katex':
         print(ensure_katex())
     else:
