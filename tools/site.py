@@ -65,7 +65,7 @@ def process_one(src: Path, dst: Path, execute: bool, order: int, nbs: Path) -> N
     from nbdev.processors import FilterDefaults, add_show_docs, exec_show_docs
     from nbdev.process import Processor
 
-    flags = set(settings().get('tst_flags', '').split('|')) - {''}
+    flags = set(settings().get('tst_flags', '').replace('|', ' ').split())
 
     class mark_skipped(Processor):
         "Put a visible note after each cell whose test flag (`#| heavy`, `#| gpu`) keeps it from running here."
