@@ -13,8 +13,7 @@ cfg = cfg['DEFAULT']
 for key in 'version description keywords author author_email license lib_name min_python git_url'.split():
     assert key in cfg, f'settings.ini is missing `{key}`'
 
-licenses = {'apache2': ('Apache Software License 2.0', 'OSI Approved :: Apache Software License')}
-lic = licenses[cfg['license']]
+licenses = {'apache2': 'Apache-2.0'}  # SPDX expression (license classifiers are deprecated in setuptools)
 statuses = ['1 - Planning', '2 - Pre-Alpha', '3 - Alpha', '4 - Beta', '5 - Production/Stable', '6 - Mature']
 py_versions = ['3.10', '3.11', '3.12', '3.13']
 min_python = cfg['min_python']
@@ -25,11 +24,10 @@ dev_requirements = cfg.get('dev_requirements', '').split()
 setuptools.setup(
     name=cfg['lib_name'],
     version=cfg['version'],
-    license=lic[0],
+    license=licenses[cfg['license']],
     classifiers=[
         'Development Status :: ' + statuses[int(cfg['status'])],
         'Intended Audience :: ' + cfg['audience'].title(),
-        'License :: ' + lic[1],
         'Natural Language :: ' + cfg['language'].title(),
     ] + ['Programming Language :: Python :: ' + v for v in py_versions[py_versions.index(min_python):]],
     url=cfg['git_url'],
