@@ -188,3 +188,16 @@ def test_progress_bar_counts_every_step(capsys):
         silent = capsys.readouterr().err
     assert 'SGLD, 1 model(s) x 2 chains' in shown and '60/60' in shown      # 10 burn-in + 50 draws
     assert 'SGLD' not in silent                                               # off by default
+
+
+def test_a_model_that_cannot_be_copied_still_works():
+    # the lone-chain fast path copies the model; one holding a lock cannot be copied and must take the vmap path,
+    # with the same numbers as a copyable twin (same weights, same seeds)
+    import threading
+    m, data = _regular(n=500)
+    locked = nn.Linear(10, 3, bias=False); locked.weight.data.copy_(m.weight.data); locked.lock = threading.Lock()
+    kw = dict(step_size=1e-4, n_chains=1, n_draws=40, n_burnin=5, batch_size=100, seed=1, device='cpu')
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        a, b = estimate_llc(m, data, 'regression', **kw), estimate_llc(locked, data, 'regression', **kw)
+    np.testing.assert_allclose(a.loss_trace, b.loss_trace, rtol=1e-5, atol=1e-7)
