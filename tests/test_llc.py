@@ -201,3 +201,10 @@ def test_a_model_that_cannot_be_copied_still_works():
         warnings.simplefilter('ignore')
         a, b = estimate_llc(m, data, 'regression', **kw), estimate_llc(locked, data, 'regression', **kw)
     np.testing.assert_allclose(a.loss_trace, b.loss_trace, rtol=1e-5, atol=1e-7)
+
+
+def test_bad_input_is_named_with_the_progress_bar_on():
+    # the bar must not hide the real error (a failure before the first step used to leave no bar to close)
+    m, (X, y) = _regular(n=100)
+    with pytest.raises(ValueError, match='architecture'):
+        estimate_llc([m, nn.Linear(10, 4)], (X, y), 'regression', progress=True, device='cpu')
