@@ -377,3 +377,24 @@ def test_pages_show_executed_outputs(crawl):
         rel = (nb.relative_to(NBS).parent / f'{page_name(nb)}.html').as_posix()
         if not crawl['report'].get(rel, {'info': {}})['info'].get('images'): empty.append(rel)
     assert not empty, f'chapters that draw plots but show no picture (notebook not executed?): {empty}'
+
+
+def test_quarto_renderer_is_called_when_on_path(tmp_path, monkeypatch):
+    """Quarto cannot be installed here, so its branch is checked against a stand-in `quarto` on PATH: `auto` must pick
+    it, call `quarto render <proc> --no-execute` (the notebooks were executed while preparing), and take the site from
+    the `output-dir` that the root `_quarto.yml` names. What Quarto itself makes of the pages is not tested here."""
+    import importlib.util, yaml
+    spec = importlib.util.spec_from_file_location('fracsgd_site_tool', SITE_TOOL)
+    tool = importlib.util.module_from_spec(spec); spec.loader.exec_module(tool)
+    bin_dir, proc, calls = tmp_path / 'bin', tmp_path / 'proc', tmp_path / 'calls.json'
+    bin_dir.mkdir(); proc.mkdir()
+    fake = bin_dir / 'quarto'
+    fake.write_text(f'#!{sys.executable}\nimport json, sys, pathlib\n'
+                    f'pathlib.Path({str(calls)!r}).write_text(json.dumps(sys.argv[1:]))\n'
+                    "out = pathlib.Path(sys.argv[2]) / '_site'; out.mkdir(); (out / 'index.html').write_text('ok')\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bin_dir}{os.pathsep}{os.environ["PATH"]}')
+    site = tool.render(proc, 'auto')
+    assert json.loads(calls.read_text()) == ['render', str(proc), '--no-execute']
+    assert site == proc / yaml.safe_load((ROOT / '_quarto.yml').read_text())['project']['output-dir']
+    assert (site / 'index.html').read_text() == 'ok'
