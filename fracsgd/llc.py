@@ -25,7 +25,7 @@ __all__ = ['PAPER_PRESET', 'AUTO_SETTING', 'DLN_SUITE', 'cross_entropy_loss', 'g
            'reduced_rank_regression_lambda', 'make_dln', 'dln_data', 'top_hessian_eigenvalue', 'calibrate_step_size',
            'localization_sweep', 'plateau_test', 'LLCMeasurement', 'final_llc', 'calibrate', 'dln_table']
 
-# %% ../nbs/07_llc.ipynb #6bd8aff4
+# %% ../nbs/07_llc.ipynb #302ba78b
 def cross_entropy_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     "Per-sample negative log-likelihood of a classifier with logits `output` and integer labels `target`."
     return F.cross_entropy(output, target, reduction='none')
@@ -50,7 +50,7 @@ def default_n_beta(n: int) -> float:
     if n < 2: raise ValueError(f"n_beta = n/log n needs at least 2 training samples, got n={n}")
     return n / math.log(n)
 
-# %% ../nbs/07_llc.ipynb #fc51d30c
+# %% ../nbs/07_llc.ipynb #18d962da
 PAPER_PRESET = dict(step_size=1e-5, localization=100.0, n_chains=1, n_draws=400, n_burnin=0, steps_between_draws=1)
 
 def preset(name: str) -> dict:
@@ -114,7 +114,7 @@ def _full_loss(template, loss_fn, stack_flat, stack, buffers, X, y, eval_batch=4
 
 # ---------------- the sampler
 
-# %% ../nbs/07_llc.ipynb #6f4128f0
+# %% ../nbs/07_llc.ipynb #f3936f5f
 class SGLDDivergenceError(FloatingPointError):
     "SGLD produced a NaN/inf loss: the step size is too large for this model and temperature."
 
@@ -151,9 +151,8 @@ def _chain_loss(template, loss_fn, f, stack, w, bufs):
     """Autograd leaves holding the chains' weights in the memory of `w` [K, D], one per parameter tensor, and
     `step_loss(xb, yb) -> [K]`. One chain calls a private copy of the model whose parameters are those leaves (no
     per-step rebinding); several chains go through `f` (functional_call under vmap)."""
-    K = len(w)
-    pieces = [p.view(K, *shape) for p, shape in zip(w.split(stack.sizes, dim=1), stack.shapes)]
-    try: model = copy.deepcopy(template) if K == 1 else None
+    pieces = list(stack.params(w).values())             # [K, *shape] views of w, in the model's parameter order
+    try: model = copy.deepcopy(template) if len(w) == 1 else None
     except Exception: model = None                      # a model that cannot be copied (e.g. it holds a lock) goes through f
     if model is None:
         leaves = [p.detach().requires_grad_(True) for p in pieces]
@@ -224,7 +223,7 @@ def _mala_acceptance(f, stack, bufs, xb, yb, w_old, w_new, g_old, l_old, w0, n_b
 
 # ---------------- statistics
 
-# %% ../nbs/07_llc.ipynb #a5cf9870
+# %% ../nbs/07_llc.ipynb #0614c2f3
 def batch_means_se(x: np.ndarray) -> tuple[float, float]:
     "Monte-Carlo standard error of the mean of correlated chains `x` [chains, draws] by batch means; also the effective sample size."
     x = np.atleast_2d(np.asarray(x, dtype=float)); C, N = x.shape
@@ -362,7 +361,7 @@ def _assemble(models, trace, draws, base, diag, n_beta, h, single):
                      per_chain=pick(per_chain), loss_trace=pick(trace), baseline=float(base[0]) if single else base,
                      n_beta=n_beta, diagnostics=dg, diagnostic_trace=diag, hyper=dict(h, n_beta=n_beta))
 
-# %% ../nbs/07_llc.ipynb #eb628d0b
+# %% ../nbs/07_llc.ipynb #1a9264d6
 def _aoyagi_subset(deltas: list[int]) -> list[int]:
     "The Delta values of Aoyagi's index set: the shortest ascending prefix (>= 2 entries) meeting the theorem's three conditions."
     order = sorted(deltas)
@@ -384,7 +383,7 @@ def aoyagi_dln_lambda(layer_sizes: Sequence[int], rank: int) -> Fraction:
     return (Fraction(-r * r + r * (H[0] + H[-1]), 2) + Fraction(a * (ell - a), 4 * ell)
             - Fraction(ell * (ell - 1), 4) * Fraction(S, ell) ** 2 + Fraction(pairs, 2))
 
-# %% ../nbs/07_llc.ipynb #e039b4be
+# %% ../nbs/07_llc.ipynb #631a0186
 def reduced_rank_regression_lambda(M: int, H: int, N: int, r: int) -> Fraction:
     "Aoyagi & Watanabe (2005): learning coefficient of reduced-rank regression x in R^M -> R^H -> R^N at true rank r."
     if not 0 <= r <= min(M, H, N): raise ValueError(f"rank r={r} must lie in [0, min(M, H, N)]")
@@ -395,7 +394,7 @@ def reduced_rank_regression_lambda(M: int, H: int, N: int, r: int) -> Fraction:
     if N + H < M + r: return Fraction(H * N - H * r + M * r, 2)
     return Fraction(M * N, 2)
 
-# %% ../nbs/07_llc.ipynb #a92b68b1
+# %% ../nbs/07_llc.ipynb #7ec57663
 def make_dln(layer_sizes: Sequence[int], rank: int, seed: int = 0) -> nn.Sequential:
     "A bias-free deep linear network with widths `layer_sizes` whose every layer has rank `rank` (singular values in [0.5, 1.5])."
     if rank < 1 or rank > min(layer_sizes): raise ValueError(f"rank must be in [1, min(layer_sizes)={min(layer_sizes)}], got {rank}")
@@ -411,7 +410,7 @@ def dln_data(model: nn.Sequential, n: int, seed: int = 0) -> tuple[torch.Tensor,
     X = torch.randn(n, model[0].in_features, generator=torch.Generator().manual_seed(seed))
     with torch.no_grad(): return X, model(X)
 
-# %% ../nbs/07_llc.ipynb #688e3550
+# %% ../nbs/07_llc.ipynb #ea5302fc
 def top_hessian_eigenvalue(model: nn.Module, data, loss='classification', *, n_iter: int = 50, tol: float = 1e-3,
                            max_samples: int | None = 8192, seed: int = 0, device=None) -> float:
     "Largest Hessian eigenvalue of the mean per-sample loss L_n at the model's parameters, by power iteration on Hessian-vector products."
@@ -448,7 +447,7 @@ def calibrate_step_size(model: nn.Module, data, loss='classification', *, locali
     h = abs(top_hessian_eigenvalue(model, data, loss, **hess_kw))
     return stiffness / (nb * h + localization)
 
-# %% ../nbs/07_llc.ipynb #8f4dc358
+# %% ../nbs/07_llc.ipynb #f97f0f7f
 def localization_sweep(model: nn.Module, data, loss='classification', localizations=(1, 3, 10, 30, 100), *,
                        step_size: float | None = None, stiffness: float = 0.05, **hyper) -> pd.DataFrame:
     "LLC estimate for each localization gamma (step size calibrated per gamma unless given); one row per gamma."
@@ -482,7 +481,7 @@ def plateau_test(sweep: pd.DataFrame, rel_tol: float = 0.05, n_se: float = 2.0) 
     return dict(found=found, localization=float(s.localization[lo]), low=float(s.localization[lo]), high=float(s.localization[hi]),
                 llc=float(s.llc[lo:hi + 1].mean()))
 
-# %% ../nbs/07_llc.ipynb #fd05dcd9
+# %% ../nbs/07_llc.ipynb #e7d66040
 class LLCMeasurement:
     """A displacement-recorder measurement: called as `fn(model)` every `every` training steps, returns the LLC estimate.
 
@@ -509,7 +508,7 @@ def final_llc(table: pd.DataFrame, column: str = 'llc', last: int = 10) -> float
     if len(vals) == 0: raise ValueError(f"column {column!r} holds no LLC estimates")
     return float(vals.iloc[-last:].mean())
 
-# %% ../nbs/07_llc.ipynb #18760559
+# %% ../nbs/07_llc.ipynb #75307b17
 AUTO_SETTING = dict(stiffness=0.3, burnin_stiffness=2.0, localization_ratio=1e-4, n_chains=4, n_burnin=6000, n_draws=6000,
                     steps_between_draws=1, batch_size=500)
 
@@ -525,7 +524,7 @@ def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | 
                 localization=gamma, n_chains=a['n_chains'], n_burnin=a['n_burnin'], n_draws=a['n_draws'],
                 steps_between_draws=a['steps_between_draws'], batch_size=a['batch_size'], n_beta=nb, on_divergence='backoff')
 
-# %% ../nbs/07_llc.ipynb #f5ebc295
+# %% ../nbs/07_llc.ipynb #c8ba0ac9
 DLN_SUITE = [([10, 8, 10], 4), ([12, 10, 8, 12], 3), ([15, 10, 15], 5), ([16, 12, 12, 16], 6), ([20, 15, 20], 5),
              ([24, 16, 16, 16, 24], 8), ([25, 20, 25], 8)]
 

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fracsgd.llc import (LLCMeasurement, SGLDDivergenceError, aoyagi_dln_lambda, batch_means_se, calibrate,
-                         calibrate_step_size, default_n_beta, dln_data, dln_table, estimate_llc, final_llc, make_dln,
-                         reduced_rank_regression_lambda, top_hessian_eigenvalue)
+from fracsgd.llc import (LLCMeasurement, SGLDDivergenceError, aoyagi_dln_lambda, batch_means_se, calibrate_step_size,
+                         default_n_beta, dln_table, estimate_llc, final_llc, reduced_rank_regression_lambda,
+                         top_hessian_eigenvalue)
 
 torch.set_num_threads(1)
 

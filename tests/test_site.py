@@ -369,7 +369,7 @@ def test_heavy_cells_are_marked_not_run(crawl):
 
 def test_pages_show_executed_outputs(crawl):
     "Each chapter whose notebook has a plot or a table cell shows at least one picture or table output."
-    site, empty = crawl['site'], []
+    empty = []
     for nb in source_notebooks():
         src = ''.join(''.join(c['source']) for c in json.loads(nb.read_text())['cells'] if c['cell_type'] == 'code'
                       and not re.search(r'^\s*#\|\s*(heavy|gpu)\s*$', ''.join(c['source']), re.M))
