@@ -8,7 +8,7 @@ export FRACSGD_DATA ?= $(shell [ -d ../shared/data/MNIST/raw ] && cd ../shared/d
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
-.PHONY: venv install demo test test-nbs test-py check-clean docs chromium bench clean
+.PHONY: venv install demo test test-nbs test-py check-clean docs chromium bench clean sync lab
 
 venv: .venv/.installed
 
@@ -41,6 +41,16 @@ check-clean:
 	if [ "$$before" != "$$after" ]; then echo "FAIL: nbdev_export/nbdev_clean changed files: export and clean the notebooks, then commit"; git status --short nbs fracsgd; exit 1; fi; \
 	echo "check-clean: nbdev_export and nbdev_clean change nothing"
 	$(PY) tools/readme.py --check
+	$(PY) tools/pairs.py --check
+
+## Bring every notebook and its percent script in nbs/_scripts/ together (the newer of the two wins), then export.
+sync: venv
+	$(PY) tools/pairs.py --sync
+	$(BIN)/nbdev_export
+
+## JupyterLab on the notebooks (jupytext opens the paired scripts as notebooks too).
+lab: venv
+	$(BIN)/jupyter lab nbs
 
 test-nbs:
 	$(BIN)/nbdev_test --n_workers 1 --timing

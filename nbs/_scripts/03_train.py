@@ -1,0 +1,133 @@
+# %% [markdown]
+# # Training
+#
+# > The smallest training loop the studies need: fully connected ReLU nets (with optional batch norm) trained by minibatch SGD or Adam, with a hook for the displacement recorder and clear errors when training diverges.
+
+# %%
+#| default_exp train
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import math
+from collections import OrderedDict
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from fracsgd.data import batches
+
+
+# %% [markdown]
+# The paper's MNIST networks are fully connected ReLU nets with batch normalisation (appendix G.1); its moons networks
+# have two hidden layers of 64 ReLU units (appendix G.4). `make_mlp` builds both from a list of layer sizes. Hidden
+# layers are named `layer1`, `layer2`, … and the output layer `out`, so per-layer columns of the trajectory table read
+# naturally.
+
+# %%
+#| export
+def make_mlp(sizes: Sequence[int], batch_norm: bool = False, seed: int | None = None) -> nn.Sequential:
+    "A fully connected ReLU net with layer `sizes` (input first, output last), batch norm after each hidden linear layer if asked."
+    if len(sizes) < 2 or any(int(s) < 1 for s in sizes): raise ValueError(f"sizes must list ≥ 2 positive widths, got {sizes}")
+    if seed is not None: torch.manual_seed(seed)
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes[:-2], sizes[1:-1]), 1):
+        block = [nn.Linear(a, b)] + ([nn.BatchNorm1d(b)] if batch_norm else []) + [nn.ReLU()]
+        layers.append((f'layer{i}', nn.Sequential(*block)))
+    layers.append(('out', nn.Linear(sizes[-2], sizes[-1])))
+    return nn.Sequential(OrderedDict(layers))
+
+
+# %%
+net = make_mlp([2, 64, 64, 2], seed=0)
+assert [n for n, _ in net.named_children()] == ['layer1', 'layer2', 'out']
+assert sum(p.numel() for p in net.parameters()) == 2*64 + 64 + 64*64 + 64 + 64*2 + 2
+assert net(torch.randn(5, 2)).shape == (5, 2)
+assert any(isinstance(m, nn.BatchNorm1d) for m in make_mlp([784, 128, 64, 32, 10], batch_norm=True).modules())
+net
+
+
+# %% [markdown]
+# ## The loop
+#
+# `train` runs minibatch training for a number of epochs (or of steps), reshuffling each epoch with its own seeded
+# generator (through `batches` of the [data chapter](data.html)), and calls `recorder.record(step, loss)` after every optimizer step; step 0 is the initialisation. A
+# loss that becomes NaN or infinite stops the run at once with an error naming the step and the learning rate
+# rather than letting a diverged run pollute a sweep.
+
+# %%
+#| export
+def _check_data(X, y):
+    if len(X) == 0: raise ValueError("empty dataset: X has no rows")
+    if len(X) != len(y): raise ValueError(f"shape mismatch: X has {len(X)} rows but y has {len(y)}")
+
+def make_optimizer(params, optimizer: str = 'sgd', lr: float = 1e-2, momentum: float = 0., weight_decay: float = 0.):
+    "The optimizer by name: 'sgd' (with optional momentum) or 'adam'."
+    if optimizer == 'sgd': return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    if optimizer == 'adam': return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    raise ValueError(f"unknown optimizer {optimizer!r}: use 'sgd' or 'adam'")
+
+def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batch_size: int, epochs: int | None = None,
+          steps: int | None = None, optimizer: str = 'sgd', momentum: float = 0., weight_decay: float = 0.,
+          loss_fn: Callable = F.cross_entropy, recorder=None, seed: int = 0, progress: bool = False,
+          device=None) -> pd.DataFrame:
+    "Train `model` on (X, y) by minibatches; calls `recorder.record(step, loss)` after each step; returns step, loss."
+    _check_data(X, y)
+    if (epochs is None) == (steps is None): raise ValueError("give exactly one of `epochs` or `steps`")
+    device = device or next(model.parameters()).device
+    X, y = X.to(device), y.to(device)
+    per_epoch = math.ceil(len(X) / batch_size)
+    total = steps if steps is not None else epochs * per_epoch
+    opt = make_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
+    gen, losses, step = torch.Generator().manual_seed(seed), np.empty(total), 0
+    model.train()
+    with tqdm(total=total, disable=not progress, desc='training', unit='step') as bar:
+        while step < total:
+            for xb, yb in batches(X, y, batch_size, generator=gen):
+                loss = loss_fn(model(xb), yb)
+                opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+                step += 1; losses[step - 1] = lv = loss.item()
+                if not math.isfinite(lv):
+                    raise FloatingPointError(f"loss became {lv} at step {step} (lr={lr}, optimizer={optimizer}): "
+                                             "the run diverged; lower the learning rate")
+                if recorder is not None: recorder.record(step, lv)
+                bar.update()
+                if step == total: break
+    return pd.DataFrame(dict(step=np.arange(1, total + 1), loss=losses))
+
+
+# %% [markdown]
+# Two hundred steps on the moons data must lower the loss; a learning rate of $10^{6}$ must fail loudly, naming
+# itself; mismatched inputs must be refused.
+
+# %%
+import warnings
+from fracsgd.data import load_moons
+with warnings.catch_warnings():
+    warnings.simplefilter('ignore')                  # the loader says which source it used; not needed here
+    Xm, ym, _ = load_moons(512, 0.2, seed=0, device='cpu')
+hist = train(make_mlp([2, 64, 64, 2], seed=0), Xm, ym, lr=0.1, batch_size=128, epochs=50)
+assert len(hist) == 50 * 4 and hist.loss.iloc[-20:].mean() < 0.5 * hist.loss.iloc[:4].mean()
+try: train(make_mlp([2, 64, 64, 2], seed=0), Xm, ym, lr=1e6, batch_size=128, epochs=5); raise AssertionError
+except FloatingPointError as e: assert 'lr=1000000.0' in str(e) and 'diverged' in str(e)
+try: train(make_mlp([2, 8, 2]), Xm, ym[:10], lr=0.1, batch_size=8, steps=1); raise AssertionError
+except ValueError as e: assert 'shape mismatch' in str(e)
+hist.loss.iloc[::40]
+
+# %%
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots(figsize=(5, 3))
+ax.plot(hist.step, hist.loss); ax.set_xlabel('SGD step'); ax.set_ylabel('minibatch cross-entropy (nats)');
+
+# %%
+#| hide
+import nbdev; nbdev.nbdev_export()
