@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from .core import default_device
-from .train import make_mlp
+from .models import make_mlp
 from .displacement import Recorder, log_steps
 
 # %% auto #0

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from .core import default_device
-from .train import make_mlp
+from .models import make_mlp
 from .llc import estimate_llc, default_n_beta
 from .bench import report, timed
 

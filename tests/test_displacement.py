@@ -8,7 +8,8 @@ from torch import nn
 import torch.nn.functional as F
 
 from fracsgd.displacement import Recorder, hf_callback, log_steps
-from fracsgd.train import make_mlp, train
+from fracsgd.models import make_mlp
+from fracsgd.train import train
 
 
 def flat(model): return torch.cat([p.detach().flatten() for p in model.parameters()])

@@ -5,7 +5,7 @@
 
 nbdev reads only the .ipynb; the script is for editing and reviewing a chapter as plain Python.
 """
-import subprocess, sys
+import json, subprocess, sys
 from pathlib import Path
 
 import jupytext
@@ -27,6 +27,11 @@ def twin(nb: Path) -> Path:
     return nb.parent / '_scripts' / (nb.stem + '.py')
 
 
+def cells(notebook) -> list[tuple[str, str]]:
+    "What a pair must agree on: each cell's type and source (outputs live only in the notebook)."
+    return [(c.cell_type, c.source.strip()) for c in notebook.cells]
+
+
 def problems() -> list[str]:
     "One line for each pair that is out of sync, each notebook without a script and each script without a notebook."
     config = load_jupytext_config(str(NBS))
@@ -36,16 +41,30 @@ def problems() -> list[str]:
         if not script.is_file():
             out.append(f'{nb.relative_to(ROOT)} has no paired script {script.relative_to(ROOT)}')
             continue
-        expected = jupytext.writes(jupytext.read(nb), fmt='py:percent', config=config)
-        if script.read_text() != expected:
+        if cells(jupytext.read(nb)) != cells(jupytext.read(script, config=config)):
             out.append(f'{nb.relative_to(ROOT)} and {script.relative_to(ROOT)} differ')
     twins = {twin(nb) for nb in notebooks()}
     out += [f'{s.relative_to(ROOT)} has no notebook' for s in sorted(NBS.rglob('_scripts/*.py')) if s not in twins]
     return out
 
 
+KERNEL = {'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}}
+
+
+def new_notebooks() -> None:
+    "Make a notebook for each script that has none, with the metadata every notebook of nbs/ carries."
+    for script in sorted(SCRIPTS.glob('*.py')):
+        nb = NBS / (script.stem + '.ipynb')
+        if nb.exists(): continue
+        subprocess.run([sys.executable, '-m', 'jupytext', '--to', 'ipynb', '-o', str(nb), str(script)], check=True)
+        data = json.loads(nb.read_text())
+        data['metadata'] = KERNEL
+        nb.write_text(json.dumps(data, indent=1, ensure_ascii=False) + '\n')
+
+
 if __name__ == '__main__':
     if '--sync' in sys.argv:
+        new_notebooks()
         subprocess.run([sys.executable, '-m', 'jupytext', '--sync', *map(str, notebooks())], check=True)
     found = problems()
     for line in found: print(line)

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.core import default_device
-from fracsgd.train import make_mlp
+from fracsgd.models import make_mlp
 from fracsgd.displacement import Recorder, log_steps
 
 

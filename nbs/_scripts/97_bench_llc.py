@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.core import default_device
-from fracsgd.train import make_mlp
+from fracsgd.models import make_mlp
 from fracsgd.llc import estimate_llc, default_n_beta
 from fracsgd.bench import report, timed
 

@@ -84,7 +84,7 @@ def parameter_groups(model: nn.Module, groups='layer') -> dict[str, list[str]]:
 
 
 # %%
-from fracsgd.train import make_mlp
+from fracsgd.models import make_mlp
 net = make_mlp([784, 128, 64, 10], batch_norm=True, seed=0)
 g = parameter_groups(net)
 assert list(g) == ['layer1.0', 'layer1.1', 'layer2.0', 'layer2.1', 'out'] and g['out'] == ['out.weight', 'out.bias']

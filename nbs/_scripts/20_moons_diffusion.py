@@ -24,7 +24,8 @@ from tqdm.auto import tqdm
 
 from fracsgd.core import full_mode, results_dir, write_table, read_table, seed_everything, default_device
 from fracsgd.data import load_moons
-from fracsgd.train import make_mlp, train
+from fracsgd.models import make_mlp
+from fracsgd.train import train
 from fracsgd.displacement import Recorder, runs_matrix
 from fracsgd.spectral import (fit_power_law, detect_crossover, fit_after_crossover, compare_growth_laws,
                               diffusion_exponents)

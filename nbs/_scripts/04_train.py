@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Training
 #
-# > The smallest training loop the studies need: fully connected ReLU nets (with optional batch norm) trained by minibatch SGD or Adam, with a hook for the displacement recorder and clear errors when training diverges.
+# > The smallest training loop the studies need: a model trained by minibatch SGD or Adam, with a hook for the displacement recorder and clear errors when training diverges.
 
 # %%
 #| default_exp train
@@ -14,8 +14,7 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import math
-from collections import OrderedDict
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -25,35 +24,6 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from fracsgd.data import batches
-
-
-# %% [markdown]
-# The paper's MNIST networks are fully connected ReLU nets with batch normalisation (appendix G.1); its moons networks
-# have two hidden layers of 64 ReLU units (appendix G.4). `make_mlp` builds both from a list of layer sizes. Hidden
-# layers are named `layer1`, `layer2`, … and the output layer `out`, so per-layer columns of the trajectory table read
-# naturally.
-
-# %%
-#| export
-def make_mlp(sizes: Sequence[int], batch_norm: bool = False, seed: int | None = None) -> nn.Sequential:
-    "A fully connected ReLU net with layer `sizes` (input first, output last), batch norm after each hidden linear layer if asked."
-    if len(sizes) < 2 or any(int(s) < 1 for s in sizes): raise ValueError(f"sizes must list ≥ 2 positive widths, got {sizes}")
-    if seed is not None: torch.manual_seed(seed)
-    layers = []
-    for i, (a, b) in enumerate(zip(sizes[:-2], sizes[1:-1]), 1):
-        block = [nn.Linear(a, b)] + ([nn.BatchNorm1d(b)] if batch_norm else []) + [nn.ReLU()]
-        layers.append((f'layer{i}', nn.Sequential(*block)))
-    layers.append(('out', nn.Linear(sizes[-2], sizes[-1])))
-    return nn.Sequential(OrderedDict(layers))
-
-
-# %%
-net = make_mlp([2, 64, 64, 2], seed=0)
-assert [n for n, _ in net.named_children()] == ['layer1', 'layer2', 'out']
-assert sum(p.numel() for p in net.parameters()) == 2*64 + 64 + 64*64 + 64 + 64*2 + 2
-assert net(torch.randn(5, 2)).shape == (5, 2)
-assert any(isinstance(m, nn.BatchNorm1d) for m in make_mlp([784, 128, 64, 32, 10], batch_norm=True).modules())
-net
 
 
 # %% [markdown]
@@ -112,6 +82,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batc
 # %%
 import warnings
 from fracsgd.data import load_moons
+from fracsgd.models import make_mlp
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')                  # the loader says which source it used; not needed here
     Xm, ym, _ = load_moons(512, 0.2, seed=0, device='cpu')

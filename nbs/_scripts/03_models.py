@@ -1,0 +1,99 @@
+# %% [markdown]
+# # Models
+#
+# > The architectures of the studies, built from a few numbers: fully connected ReLU nets (with optional batch norm) and bias-free deep linear networks of a chosen rank.
+
+# %%
+#| default_exp models
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+from collections import OrderedDict
+from typing import Sequence
+
+import torch
+from torch import nn
+
+# %% [markdown]
+# Every study builds its nets here, so a reader finds each architecture of the paper in one place, next to a check of
+# its shape and parameter count. The convolutional and residual nets of the CIFAR-10 study, the modular-arithmetic
+# nets of the grokking study and small transformers will join this chapter with those studies.
+#
+# ## Fully connected ReLU nets
+#
+# The paper's MNIST networks are fully connected ReLU nets with batch normalisation (appendix G.1); its moons networks
+# have two hidden layers of 64 ReLU units (appendix G.4). `make_mlp` builds both from a list of layer sizes. Hidden
+# layers are named `layer1`, `layer2`, … and the output layer `out`, so per-layer columns of the trajectory table read
+# naturally.
+
+# %%
+#| export
+def make_mlp(sizes: Sequence[int], batch_norm: bool = False, seed: int | None = None) -> nn.Sequential:
+    "A fully connected ReLU net with layer `sizes` (input first), batch norm after each hidden linear layer if asked."
+    if len(sizes) < 2 or any(int(s) < 1 for s in sizes):
+        raise ValueError(f"sizes must list ≥ 2 positive widths, got {sizes}")
+    if seed is not None:
+        torch.manual_seed(seed)
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes[:-2], sizes[1:-1]), 1):
+        block = [nn.Linear(a, b)] + ([nn.BatchNorm1d(b)] if batch_norm else []) + [nn.ReLU()]
+        layers.append((f'layer{i}', nn.Sequential(*block)))
+    layers.append(('out', nn.Linear(sizes[-2], sizes[-1])))
+    return nn.Sequential(OrderedDict(layers))
+
+
+# %%
+net = make_mlp([2, 64, 64, 2], seed=0)
+assert [n for n, _ in net.named_children()] == ['layer1', 'layer2', 'out']
+assert sum(p.numel() for p in net.parameters()) == 2*64 + 64 + 64*64 + 64 + 64*2 + 2
+assert net(torch.randn(5, 2)).shape == (5, 2)
+assert any(isinstance(m, nn.BatchNorm1d) for m in make_mlp([784, 128, 64, 32, 10], batch_norm=True).modules())
+net
+
+# %% [markdown]
+# ## Deep linear networks
+#
+# A deep linear network $f(x) = W_M\cdots W_1 x$ is the one family of deep nets whose learning coefficient is known
+# exactly (Aoyagi 2024; Lau et al. 2024, appendix I), so it is the ground truth of the LLC estimator (see the
+# [DLN chapter](dln.html)). `make_dln` builds one without biases at a *minimal-rank* parameter: every layer has rank
+# $r$, with singular values drawn from $[0.5, 1.5]$, so the product map has rank $r$ as well.
+
+# %%
+#| export
+def make_dln(layer_sizes: Sequence[int], rank: int, seed: int = 0) -> nn.Sequential:
+    "A bias-free deep linear network with widths `layer_sizes` whose every layer has rank `rank`."
+    if rank < 1 or rank > min(layer_sizes):
+        raise ValueError(f"rank must be in [1, min(layer_sizes)={min(layer_sizes)}], got {rank}")
+    g = torch.Generator().manual_seed(seed)
+    layers = []
+    for a, b in zip(layer_sizes[:-1], layer_sizes[1:]):
+        U, _ = torch.linalg.qr(torch.randn(b, rank, generator=g))        # [b, rank], orthonormal columns
+        V, _ = torch.linalg.qr(torch.randn(a, rank, generator=g))        # [a, rank]
+        lin = nn.Linear(a, b, bias=False)
+        lin.weight.data = (U * (0.5 + torch.rand(rank, generator=g))) @ V.T   # [b, a], rank `rank`
+        layers.append(lin)
+    return nn.Sequential(*layers)
+
+
+# %%
+dln = make_dln([10, 8, 10], 4, seed=0)
+assert all(torch.linalg.matrix_rank(layer.weight) == 4 for layer in dln)
+assert torch.linalg.matrix_rank(dln[1].weight @ dln[0].weight) == 4
+assert [layer.weight.shape for layer in dln] == [(8, 10), (10, 8)]
+sv = torch.linalg.svdvals(dln[0].weight)[:4]
+assert (sv > 0.5 - 1e-5).all() and (sv < 1.5 + 1e-5).all()
+try:
+    make_dln([10, 8, 10], 9)
+    raise AssertionError
+except ValueError as e:
+    assert 'rank' in str(e)
+
+# %%
+#| hide
+import nbdev
+nbdev.nbdev_export()
