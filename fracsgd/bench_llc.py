@@ -13,119 +13,138 @@ import torch.nn.functional as F
 
 from .core import default_device
 from .models import make_mlp
-from .llc import estimate_llc, default_n_beta
+from .llc import estimate_llc
+from .sgld import SGLDSettings, default_n_beta
 from .bench import report, timed
 
 # %% auto #0
 __all__ = ['bare_steps', 'bench_vs_devinterp', 'bench_ensemble', 'bench_step_overhead', 'run_llc_benchmark']
 
 # %% ../nbs/97_bench_llc.ipynb #bb012991
-def _devinterp_llc(model, X, y, *, step_size, localization, n_chains, n_draws, batch_size, n_beta):
-    "Run devinterp 2.0.1's `llc()` on `(X, y)` with a cross-entropy loss; return its mean LLC."
+def _devinterp_llc(model, X, y, s: SGLDSettings):
+    """Run devinterp 2.0.1's `llc()` on `(X, y)` with a cross-entropy loss under the settings `s`.
+    Returns its mean LLC."""
     from datasets import Dataset
     from devinterp.slt.llc import llc
     ds = Dataset.from_dict({'input_ids': [[i, i] for i in range(len(X))]}).with_format('torch')
     def loss_fn(m, input_ids):
         idx = input_ids[:, 0].to(X.device)
         return F.cross_entropy(m(X[idx]), y[idx], reduction='none')[:, None]
-    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
-        warnings.simplefilter('ignore')                 # and its per-chain progress bars go to a string, not the page
-        out = llc(model, ds, {}, lr=step_size, n_beta=n_beta, localization=localization, num_chains=n_chains,
-                  num_draws=n_draws, num_burnin_steps=0, num_steps_bw_draws=1, batch_size=batch_size,
-                  num_init_loss_batches=max(1, len(X) // batch_size), loss_fn=loss_fn, device=str(X.device),
-                  output_path=str(Path(d) / 'samples.zarr'))
+    # its per-chain progress bars go to a string, not the page
+    quiet = contextlib.redirect_stderr(io.StringIO())
+    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings(), quiet:
+        warnings.simplefilter('ignore')
+        out = llc(model, ds, {}, lr=s.step_size, n_beta=s.n_beta, localization=s.localization,
+                  num_chains=s.n_chains, num_draws=s.n_draws, num_burnin_steps=0, num_steps_bw_draws=1,
+                  batch_size=s.batch_size, num_init_loss_batches=max(1, len(X) // s.batch_size),
+                  loss_fn=loss_fn, device=str(X.device), output_path=str(Path(d) / 'samples.zarr'))
         return float(out.llc_mean)
 
-def _ours(models, X, y, **h):
+def _ours(models, X, y, s: SGLDSettings):
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        return estimate_llc(models, (X, y), 'classification', n_burnin=0, steps_between_draws=1, seed=0, device=X.device, **h)
+        return estimate_llc(models, (X, y), 'classification', s, device=X.device)
+
+def _bench_settings(n: int, n_draws: int, batch_size: int) -> SGLDSettings:
+    "The paper's SGLD step and localization, 4 chains, no burn-in (devinterp averages its burn-in too)."
+    return SGLDSettings(step_size=1e-5, localization=100.0, n_chains=4, n_draws=n_draws, n_burnin=0,
+                        steps_between_draws=1, batch_size=batch_size, n_beta=default_n_beta(n), seed=0)
 
 # %% ../nbs/97_bench_llc.ipynb #a29d1d44
 def _mnist(n: int, device):
-    "The paper's MNIST training half (flattened), or random images of the same shape when no MNIST is available."
+    "The paper's MNIST training half (flattened), or random images of the same shape if there is no MNIST."
+    from fracsgd.data import flatten
+    from fracsgd.datasets.mnist import mnist_subset
     try:
-        from fracsgd.data import mnist_subset, flatten
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             s = mnist_subset(n=2 * n, test_fraction=0.5)
         return flatten(s.X_train).to(device), s.y_train.to(device), 'MNIST'
     except Exception:
         g = torch.Generator().manual_seed(0)
-        return torch.rand(n, 784, generator=g).to(device), torch.randint(0, 10, (n,), generator=g).to(device), 'random stand-in'
+        X = torch.rand(n, 784, generator=g).to(device)
+        y = torch.randint(0, 10, (n,), generator=g).to(device)
+        return X, y, 'random stand-in'
 
 def bare_steps(net, X, y, n_steps: int, batch_size: int = 256, noise: bool = False, seed: int = 0) -> float:
-    """Seconds for `n_steps` plain forward+backward steps of `net` on random minibatches of `(X, y)` (cross-entropy).
-    With `noise=True` each step also draws one Gaussian per weight: the work no SGLD step can skip, i.e. the floor."""
+    """Seconds for `n_steps` plain forward+backward steps of `net` on random minibatches of `(X, y)`
+    (cross-entropy). With `noise=True` each step also draws one Gaussian per weight: the work no SGLD step
+    can skip, i.e. the floor."""
     device = X.device
     g, gn = torch.Generator().manual_seed(seed), torch.Generator(device).manual_seed(seed + 1)
     eta = torch.empty(sum(p.numel() for p in net.parameters()), device=device)
     def run():
         for _ in range(n_steps):
             idx = torch.randint(0, len(X), (batch_size,), generator=g).to(device)
-            net.zero_grad(set_to_none=True); F.cross_entropy(net(X[idx]), y[idx]).backward()
-            if noise: eta.normal_(generator=gn)
+            net.zero_grad(set_to_none=True)
+            F.cross_entropy(net(X[idx]), y[idx]).backward()
+            if noise:
+                eta.normal_(generator=gn)
     return timed(run)[0]
 
 def bench_vs_devinterp(quick: bool = True, device=None) -> dict:
     """Ours vs devinterp `llc()` on the MNIST MLP 784-128-64-10: 4 chains x 400 draws (quick: 50), batch 256.
-    Also times the floor (4 x draws plain steps with their Gaussian draws): `ratio_at_floor` is the best ratio any
-    estimator doing the same arithmetic could reach on this machine."""
+    Also times the floor (4 x draws plain steps with their Gaussian draws): `ratio_at_floor` is the best
+    ratio any estimator doing the same arithmetic could reach on this machine."""
     device = torch.device(device) if device else default_device()
     X, y, source = _mnist(5000, device)
     net = make_mlp([784, 128, 64, 10], seed=0).to(device)
-    h = dict(step_size=1e-5, localization=100.0, n_chains=4, n_draws=50 if quick else 400, batch_size=256,
-             n_beta=default_n_beta(len(X)))
-    t_dev = timed(lambda: _devinterp_llc(net, X, y, **h))[0]
-    t_ours = timed(lambda: _ours(net, X, y, **h))[0]
-    t_floor = bare_steps(net, X, y, h['n_chains'] * h['n_draws'], h['batch_size'], noise=True)
-    return dict(benchmark=f"MNIST MLP 784-128-64-10, 4 chains x {h['n_draws']} draws ({source})", baseline='devinterp llc()',
-                baseline_s=t_dev, ours_s=t_ours, ratio=t_dev / t_ours, goal='>= 3', floor_s=t_floor, ratio_at_floor=t_dev / t_floor)
+    s = _bench_settings(len(X), 50 if quick else 400, 256)
+    t_dev = timed(lambda: _devinterp_llc(net, X, y, s))[0]
+    t_ours = timed(lambda: _ours(net, X, y, s))[0]
+    t_floor = bare_steps(net, X, y, s.n_chains * s.n_draws, s.batch_size, noise=True)
+    return dict(benchmark=f"MNIST MLP 784-128-64-10, 4 chains x {s.n_draws} draws ({source})",
+                baseline='devinterp llc()', baseline_s=t_dev, ours_s=t_ours, ratio=t_dev / t_ours,
+                goal='>= 3', floor_s=t_floor, ratio_at_floor=t_dev / t_floor)
 
 # %% ../nbs/97_bench_llc.ipynb #c192836a
 def bench_ensemble(quick: bool = True, n_models: int = 100, device=None) -> list[dict]:
-    "LLC of `n_models` nets 2-64-64-2 x 4 chains in one call vs loops of single-model calls (ours and devinterp)."
-    from fracsgd.data import load_moons
+    """LLC of `n_models` nets 2-64-64-2 x 4 chains in one call vs loops of single-model calls
+    (ours and devinterp)."""
+    from fracsgd.datasets.moons import load_moons
     device = torch.device(device) if device else default_device()
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         X, y = load_moons(512, 0.2, seed=0)[:2]
     X, y = X.to(device), y.to(device)
     nets = [make_mlp([2, 64, 64, 2], seed=i).to(device) for i in range(n_models)]
-    h = dict(step_size=1e-5, localization=100.0, n_chains=4, n_draws=25 if quick else 200, batch_size=128,
-             n_beta=default_n_beta(len(X)))
-    t_vec = timed(lambda: _ours(nets, X, y, **h))[0]
+    s = _bench_settings(len(X), 25 if quick else 200, 128)
+    t_vec = timed(lambda: _ours(nets, X, y, s))[0]
     k_ours, k_dev = (4, 1) if quick else (n_models, 10)
-    t_loop = timed(lambda: [_ours(m, X, y, **h) for m in nets[:k_ours]])[0]
-    t_dev = timed(lambda: [_devinterp_llc(m, X, y, **h) for m in nets[:k_dev]])[0]
+    t_loop = timed(lambda: [_ours(m, X, y, s) for m in nets[:k_ours]])[0]
+    t_dev = timed(lambda: [_devinterp_llc(m, X, y, s) for m in nets[:k_dev]])[0]
     rows = []
-    for name, t, k in [('loop of single-model estimate_llc', t_loop, k_ours), ('loop of devinterp llc()', t_dev, k_dev)]:
+    for name, t, k in [('loop of single-model estimate_llc', t_loop, k_ours),
+                       ('loop of devinterp llc()', t_dev, k_dev)]:
         scaled = t * n_models / k
-        rows.append(dict(benchmark=f"{n_models} nets 2-64-64-2 x 4 chains x {h['n_draws']} draws",
+        rows.append(dict(benchmark=f"{n_models} nets 2-64-64-2 x 4 chains x {s.n_draws} draws",
                          baseline=name + ('' if k == n_models else f' ({k} timed, x{n_models / k:g})'),
                          baseline_s=scaled, ours_s=t_vec, ratio=scaled / t_vec, goal='>= 20'))
     return rows
 
 def bench_step_overhead(quick: bool = True, device=None) -> list[dict]:
-    """Time per SGLD step (1 chain, batch 256, MNIST MLP) over a bare forward+backward step on the same batch size.
-    `ratio_at_floor` is the ratio of the floor (a bare step plus one Gaussian per weight) to the bare step."""
+    """Time per SGLD step (1 chain, batch 256, MNIST MLP) over a bare forward+backward step on the same
+    batch size. `ratio_at_floor` is the ratio of the floor (a bare step plus one Gaussian per weight) to the
+    bare step."""
     device = torch.device(device) if device else default_device()
     X, y, _ = _mnist(5000, device)
     net = make_mlp([784, 128, 64, 10], seed=0).to(device)
     n1, n2 = (50, 250) if quick else (200, 1200)
     rows = []
     for label, every in [('with diagnostics every 20 steps', 20), ('without diagnostics', 0)]:
-        per = lambda n: timed(lambda: _ours(net, X, y, step_size=1e-5, localization=100.0, n_chains=1, n_draws=n,
-                                            batch_size=256, diag_every=every))[0]
-        t_ours = (per(n2) - per(n1)) / (n2 - n1)                      # fixed costs (baseline L_n, set-up) cancel
+        one_chain = _bench_settings(len(X), n1, 256).replace(n_chains=1, diag_every=every)
+        per = lambda n: timed(lambda: _ours(net, X, y, one_chain.replace(n_draws=n)))[0]
+        t_ours = (per(n2) - per(n1)) / (n2 - n1)      # fixed costs (baseline L_n, set-up) cancel
         t_bare = bare_steps(net, X, y, n2 - n1) / (n2 - n1)
         t_floor = bare_steps(net, X, y, n2 - n1, noise=True) / (n2 - n1)
-        rows.append(dict(benchmark='SGLD step / bare forward+backward (MNIST MLP, batch 256)', baseline='bare step ' + label,
-                         baseline_s=t_bare, ours_s=t_ours, ratio=t_ours / t_bare, goal='<= 1.2', floor_s=t_floor,
+        rows.append(dict(benchmark='SGLD step / bare forward+backward (MNIST MLP, batch 256)',
+                         baseline='bare step ' + label, baseline_s=t_bare, ours_s=t_ours,
+                         ratio=t_ours / t_bare, goal='<= 1.2', floor_s=t_floor,
                          ratio_at_floor=t_floor / t_bare))
     return rows
 
 def run_llc_benchmark(quick: bool = True, as_json: bool = False) -> str:
-    "Run the three LLC benchmarks (devinterp always at 4 chains x 400 draws; `quick` shortens the others) and return the report."
+    """Run the three LLC benchmarks and return the report.
+    devinterp always runs at 4 chains x 400 draws; `quick` shortens the others."""
     rows = [bench_vs_devinterp(quick=False)] + bench_ensemble(quick) + bench_step_overhead(quick)
     return report(pd.DataFrame(rows), as_json=as_json)

@@ -11,11 +11,11 @@ import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['make_mlp', 'make_dln']
+__all__ = ['make_mlp', 'make_dln', 'dln_data']
 
 # %% ../nbs/03_models.ipynb #b4691868
 def make_mlp(sizes: Sequence[int], batch_norm: bool = False, seed: int | None = None) -> nn.Sequential:
-    "A fully connected ReLU net with layer `sizes` (input first), batch norm after each hidden linear layer if asked."
+    "A fully connected ReLU net with layer `sizes` (input first), batch norm after hidden layers if asked."
     if len(sizes) < 2 or any(int(s) < 1 for s in sizes):
         raise ValueError(f"sizes must list ≥ 2 positive widths, got {sizes}")
     if seed is not None:
@@ -41,3 +41,10 @@ def make_dln(layer_sizes: Sequence[int], rank: int, seed: int = 0) -> nn.Sequent
         lin.weight.data = (U * (0.5 + torch.rand(rank, generator=g))) @ V.T   # [b, a], rank `rank`
         layers.append(lin)
     return nn.Sequential(*layers)
+
+# %% ../nbs/03_models.ipynb #d3a34d54
+def dln_data(model: nn.Sequential, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    "`n` noiseless samples `(x, f(x, w*))` with x ~ N(0, I) for a DLN built by `make_dln`."
+    X = torch.randn(n, model[0].in_features, generator=torch.Generator().manual_seed(seed))   # [n, H_0]
+    with torch.no_grad():
+        return X, model(X)

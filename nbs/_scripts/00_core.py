@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Core
 #
-# > Settings every chapter shares: the device, the quick/full switch, where data and results live, seeding, and writing result files whole or not at all.
+# > What every chapter shares: the device, the quick/full switch, folders, seeds, result files written whole.
 
 # %%
 #| default_exp core
@@ -25,8 +25,9 @@ import torch
 # %% [markdown]
 # ## Device
 #
-# No choice of hardware is hidden in a chapter: everything that allocates tensors asks `default_device`, which picks
-# CUDA when PyTorch can see a GPU and the CPU otherwise. Pass `device=` explicitly to override it anywhere.
+# No choice of hardware is hidden in a chapter: everything that allocates tensors asks `default_device`, which
+# picks CUDA when PyTorch can see a GPU and the CPU otherwise. Pass `device=` explicitly to override it
+# anywhere.
 
 # %%
 #| export
@@ -43,15 +44,17 @@ default_device()
 # %% [markdown]
 # ## Quick or full: one switch
 #
-# Every study has a *quick* configuration that runs on a 2-core CPU in minutes, and the paper's *full* configuration,
-# meant for a GPU. The switch is the environment variable `FRACSGD_FULL`: unset (or `0`) means quick, `1` means full.
-# The command line has `--full`/`--quick`, which simply set it. Tests and CI always run quick.
+# Every study has a *quick* configuration that runs on a 2-core CPU in minutes, and the paper's *full*
+# configuration, meant for a GPU. The switch is the environment variable `FRACSGD_FULL`: unset (or `0`) means
+# quick, `1` means full. The command line has `--full`/`--quick`, which simply set it. Tests and CI always run
+# quick.
 
 # %%
 #| export
 def full_mode(full: bool | None = None) -> bool:
-    "Whether to use the paper-scale configuration: `full` if given, else the `FRACSGD_FULL` environment variable."
-    if full is not None: return bool(full)
+    "Whether to use the paper-scale configuration: `full` if given, else the `FRACSGD_FULL` variable."
+    if full is not None:
+        return bool(full)
     v = os.environ.get('FRACSGD_FULL', '0').strip().lower()
     if v in ('', '0', 'false', 'no', 'quick'): return False
     if v in ('1', 'true', 'yes', 'full'): return True
@@ -61,19 +64,23 @@ def full_mode(full: bool | None = None) -> bool:
 # %%
 os.environ.pop('FRACSGD_FULL', None)
 assert full_mode() is False and full_mode(True) is True
-os.environ['FRACSGD_FULL'] = '1'; assert full_mode()
+os.environ['FRACSGD_FULL'] = '1'
+assert full_mode()
 os.environ['FRACSGD_FULL'] = 'maybe'
-try: full_mode(); raise AssertionError('should have raised')
-except ValueError as e: assert 'FRACSGD_FULL' in str(e)
+try:
+    full_mode()
+    raise AssertionError('should have raised')
+except ValueError as e:
+    assert 'FRACSGD_FULL' in str(e)
 os.environ.pop('FRACSGD_FULL')
 
 
 # %% [markdown]
 # ## Where data and results live
 #
-# `FRACSGD_DATA` names a directory of datasets in their original formats (for MNIST, `MNIST/raw/*-idx?-ubyte.gz`).
-# Nothing from it is ever copied into the repository. `FRACSGD_RESULTS` names where studies write figures and tables
-# (default `results/` under the working directory).
+# `FRACSGD_DATA` names a directory of datasets in their original formats (for MNIST,
+# `MNIST/raw/*-idx?-ubyte.gz`). Nothing from it is ever copied into the repository. `FRACSGD_RESULTS` names
+# where studies write figures and tables (default `results/` under the working directory).
 
 # %%
 #| export
@@ -105,28 +112,34 @@ with tempfile.TemporaryDirectory() as d:
 #| export
 def seed_everything(seed: int) -> torch.Generator:
     "Seed `random`, NumPy and PyTorch with `seed`; return a `torch.Generator` seeded the same way."
-    random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
 
 
 # %%
-seed_everything(3); a = torch.rand(3)
-seed_everything(3); assert torch.equal(a, torch.rand(3))
+seed_everything(3)
+a = torch.rand(3)
+seed_everything(3)
+assert torch.equal(a, torch.rand(3))
 
 
 # %% [markdown]
 # ## Results written whole or not at all
 #
-# A run killed halfway must not leave a truncated file that a later run mistakes for a finished result. `atomic_path`
-# hands out a temporary name in the destination's directory and renames it onto the destination only when the block
-# finishes without error; `os.replace` is atomic on POSIX and Windows within one file system.
+# A run killed halfway must not leave a truncated file that a later run mistakes for a finished result.
+# `atomic_path` hands out a temporary name in the destination's directory and renames it onto the destination
+# only when the block finishes without error; `os.replace` is atomic on POSIX and Windows within one file
+# system.
 
 # %%
 #| export
 @contextmanager
 def atomic_path(path):
     "Yield a temporary path next to `path`; on success rename it onto `path`, on error delete it."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
     os.close(fd)
     try:
@@ -157,10 +170,13 @@ with tempfile.TemporaryDirectory() as d:
     pd.testing.assert_frame_equal(read_table(p), df)
     try:
         with atomic_path(Path(d)/'half.parquet') as tmp:
-            tmp.write_text('partial'); raise KeyboardInterrupt  # a kill in the middle of writing
-    except KeyboardInterrupt: pass
+            tmp.write_text('partial')
+            raise KeyboardInterrupt                      # a kill in the middle of writing
+    except KeyboardInterrupt:
+        pass
     assert sorted(os.listdir(d)) == ['t.parquet'], os.listdir(d)  # nothing half-written is left behind
 
 # %%
 #| hide
-import nbdev; nbdev.nbdev_export()
+import nbdev
+nbdev.nbdev_export()

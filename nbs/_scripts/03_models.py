@@ -19,22 +19,24 @@ from typing import Sequence
 import torch
 from torch import nn
 
+
 # %% [markdown]
-# Every study builds its nets here, so a reader finds each architecture of the paper in one place, next to a check of
-# its shape and parameter count. The convolutional and residual nets of the CIFAR-10 study, the modular-arithmetic
-# nets of the grokking study and small transformers will join this chapter with those studies.
+# Every study builds its nets here, so a reader finds each architecture of the paper in one place, next to a
+# check of its shape and parameter count. The convolutional and residual nets of the CIFAR-10 study, the
+# modular-arithmetic nets of the grokking study and small transformers will join this chapter with those
+# studies.
 #
 # ## Fully connected ReLU nets
 #
-# The paper's MNIST networks are fully connected ReLU nets with batch normalisation (appendix G.1); its moons networks
-# have two hidden layers of 64 ReLU units (appendix G.4). `make_mlp` builds both from a list of layer sizes. Hidden
-# layers are named `layer1`, `layer2`, … and the output layer `out`, so per-layer columns of the trajectory table read
-# naturally.
+# The paper's MNIST networks are fully connected ReLU nets with batch normalisation (appendix G.1); its moons
+# networks have two hidden layers of 64 ReLU units (appendix G.4). `make_mlp` builds both from a list of layer
+# sizes. Hidden layers are named `layer1`, `layer2`, … and the output layer `out`, so per-layer columns of the
+# trajectory table read naturally.
 
 # %%
 #| export
 def make_mlp(sizes: Sequence[int], batch_norm: bool = False, seed: int | None = None) -> nn.Sequential:
-    "A fully connected ReLU net with layer `sizes` (input first), batch norm after each hidden linear layer if asked."
+    "A fully connected ReLU net with layer `sizes` (input first), batch norm after hidden layers if asked."
     if len(sizes) < 2 or any(int(s) < 1 for s in sizes):
         raise ValueError(f"sizes must list ≥ 2 positive widths, got {sizes}")
     if seed is not None:
@@ -55,13 +57,14 @@ assert net(torch.randn(5, 2)).shape == (5, 2)
 assert any(isinstance(m, nn.BatchNorm1d) for m in make_mlp([784, 128, 64, 32, 10], batch_norm=True).modules())
 net
 
+
 # %% [markdown]
 # ## Deep linear networks
 #
-# A deep linear network $f(x) = W_M\cdots W_1 x$ is the one family of deep nets whose learning coefficient is known
-# exactly (Aoyagi 2024; Lau et al. 2024, appendix I), so it is the ground truth of the LLC estimator (see the
-# [DLN chapter](dln.html)). `make_dln` builds one without biases at a *minimal-rank* parameter: every layer has rank
-# $r$, with singular values drawn from $[0.5, 1.5]$, so the product map has rank $r$ as well.
+# A deep linear network $f(x) = W_M\cdots W_1 x$ is the one family of deep nets whose learning coefficient is
+# known exactly (Aoyagi 2024; Lau et al. 2024, appendix I), so it is the ground truth of the LLC estimator (see
+# the [DLN chapter](dln.html)). `make_dln` builds one without biases at a *minimal-rank* parameter: every layer
+# has rank $r$, with singular values drawn from $[0.5, 1.5]$, so the product map has rank $r$ as well.
 
 # %%
 #| export
@@ -80,6 +83,21 @@ def make_dln(layer_sizes: Sequence[int], rank: int, seed: int = 0) -> nn.Sequent
     return nn.Sequential(*layers)
 
 
+# %% [markdown]
+# `dln_data` draws inputs $x\sim\mathcal N(0,I)$ and labels them with the network itself, without noise, so the
+# network's weights are a true parameter of the data. A one-layer DLN with its data is linear regression at its
+# true weights: a regular model, whose learning coefficient is half its number of parameters (Lau et al. 2024,
+# sec. 3).
+
+# %%
+#| export
+def dln_data(model: nn.Sequential, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    "`n` noiseless samples `(x, f(x, w*))` with x ~ N(0, I) for a DLN built by `make_dln`."
+    X = torch.randn(n, model[0].in_features, generator=torch.Generator().manual_seed(seed))   # [n, H_0]
+    with torch.no_grad():
+        return X, model(X)
+
+
 # %%
 dln = make_dln([10, 8, 10], 4, seed=0)
 assert all(torch.linalg.matrix_rank(layer.weight) == 4 for layer in dln)
@@ -92,6 +110,8 @@ try:
     raise AssertionError
 except ValueError as e:
     assert 'rank' in str(e)
+X_dln, y_dln = dln_data(dln, 500, seed=1)
+assert X_dln.shape == (500, 10) and torch.equal(y_dln, dln(X_dln).detach())
 
 # %%
 #| hide

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Training
 #
-# > The smallest training loop the studies need: a model trained by minibatch SGD or Adam, with a hook for the displacement recorder and clear errors when training diverges.
+# > The smallest training loop the studies need: minibatch SGD or Adam, a recorder hook, loud divergence.
 
 # %%
 #| default_exp train
@@ -29,30 +29,37 @@ from fracsgd.data import batches
 # %% [markdown]
 # ## The loop
 #
-# `train` runs minibatch training for a number of epochs (or of steps), reshuffling each epoch with its own seeded
-# generator (through `batches` of the [data chapter](data.html)), and calls `recorder.record(step, loss)` after every optimizer step; step 0 is the initialisation. A
-# loss that becomes NaN or infinite stops the run at once with an error naming the step and the learning rate
-# rather than letting a diverged run pollute a sweep.
+# `train` runs minibatch training for a number of epochs (or of steps), reshuffling each epoch with its own
+# seeded generator (through `batches` of the [data chapter](data.html)), and calls
+# `recorder.record(step, loss)` after every optimizer step; step 0 is the initialisation. A loss that becomes
+# NaN or infinite stops the run at once with an error naming the step and the learning rate rather than
+# letting a diverged run pollute a sweep.
 
 # %%
 #| export
 def _check_data(X, y):
-    if len(X) == 0: raise ValueError("empty dataset: X has no rows")
-    if len(X) != len(y): raise ValueError(f"shape mismatch: X has {len(X)} rows but y has {len(y)}")
+    if len(X) == 0:
+        raise ValueError("empty dataset: X has no rows")
+    if len(X) != len(y):
+        raise ValueError(f"shape mismatch: X has {len(X)} rows but y has {len(y)}")
 
-def make_optimizer(params, optimizer: str = 'sgd', lr: float = 1e-2, momentum: float = 0., weight_decay: float = 0.):
+def make_optimizer(params, optimizer: str = 'sgd', lr: float = 1e-2, momentum: float = 0.,
+                   weight_decay: float = 0.):
     "The optimizer by name: 'sgd' (with optional momentum) or 'adam'."
-    if optimizer == 'sgd': return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
-    if optimizer == 'adam': return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    if optimizer == 'sgd':
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    if optimizer == 'adam':
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
     raise ValueError(f"unknown optimizer {optimizer!r}: use 'sgd' or 'adam'")
 
-def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batch_size: int, epochs: int | None = None,
-          steps: int | None = None, optimizer: str = 'sgd', momentum: float = 0., weight_decay: float = 0.,
-          loss_fn: Callable = F.cross_entropy, recorder=None, seed: int = 0, progress: bool = False,
-          device=None) -> pd.DataFrame:
-    "Train `model` on (X, y) by minibatches; calls `recorder.record(step, loss)` after each step; returns step, loss."
+def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batch_size: int,
+          epochs: int | None = None, steps: int | None = None, optimizer: str = 'sgd', momentum: float = 0.,
+          weight_decay: float = 0., loss_fn: Callable = F.cross_entropy, recorder=None, seed: int = 0,
+          progress: bool = False, device=None) -> pd.DataFrame:
+    "Train `model` on (X, y) by minibatches, `recorder.record(step, loss)` after each step; a step/loss table."
     _check_data(X, y)
-    if (epochs is None) == (steps is None): raise ValueError("give exactly one of `epochs` or `steps`")
+    if (epochs is None) == (steps is None):
+        raise ValueError("give exactly one of `epochs` or `steps`")
     device = device or next(model.parameters()).device
     X, y = X.to(device), y.to(device)
     per_epoch = math.ceil(len(X) / batch_size)
@@ -64,14 +71,21 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batc
         while step < total:
             for xb, yb in batches(X, y, batch_size, generator=gen):
                 loss = loss_fn(model(xb), yb)
-                opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
-                step += 1; losses[step - 1] = lv = loss.item()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                step += 1
+                lv = loss.item()
+                losses[step - 1] = lv
                 if not math.isfinite(lv):
-                    raise FloatingPointError(f"loss became {lv} at step {step} (lr={lr}, optimizer={optimizer}): "
+                    setting = f"lr={lr}, optimizer={optimizer}"
+                    raise FloatingPointError(f"loss became {lv} at step {step} ({setting}): "
                                              "the run diverged; lower the learning rate")
-                if recorder is not None: recorder.record(step, lv)
+                if recorder is not None:
+                    recorder.record(step, lv)
                 bar.update()
-                if step == total: break
+                if step == total:
+                    break
     return pd.DataFrame(dict(step=np.arange(1, total + 1), loss=losses))
 
 
@@ -81,24 +95,34 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batc
 
 # %%
 import warnings
-from fracsgd.data import load_moons
+from fracsgd.datasets.moons import load_moons
 from fracsgd.models import make_mlp
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')                  # the loader says which source it used; not needed here
     Xm, ym, _ = load_moons(512, 0.2, seed=0, device='cpu')
 hist = train(make_mlp([2, 64, 64, 2], seed=0), Xm, ym, lr=0.1, batch_size=128, epochs=50)
 assert len(hist) == 50 * 4 and hist.loss.iloc[-20:].mean() < 0.5 * hist.loss.iloc[:4].mean()
-try: train(make_mlp([2, 64, 64, 2], seed=0), Xm, ym, lr=1e6, batch_size=128, epochs=5); raise AssertionError
-except FloatingPointError as e: assert 'lr=1000000.0' in str(e) and 'diverged' in str(e)
-try: train(make_mlp([2, 8, 2]), Xm, ym[:10], lr=0.1, batch_size=8, steps=1); raise AssertionError
-except ValueError as e: assert 'shape mismatch' in str(e)
+try:
+    train(make_mlp([2, 64, 64, 2], seed=0), Xm, ym, lr=1e6, batch_size=128, epochs=5)
+    raise AssertionError
+except FloatingPointError as e:
+    assert 'lr=1000000.0' in str(e) and 'diverged' in str(e)
+try:
+    train(make_mlp([2, 8, 2]), Xm, ym[:10], lr=0.1, batch_size=8, steps=1)
+    raise AssertionError
+except ValueError as e:
+    assert 'shape mismatch' in str(e)
 hist.loss.iloc[::40]
 
 # %%
 import matplotlib.pyplot as plt
 fig, ax = plt.subplots(figsize=(5, 3))
-ax.plot(hist.step, hist.loss); ax.set_xlabel('SGD step'); ax.set_ylabel('minibatch cross-entropy (nats)');
+ax.plot(hist.step, hist.loss)
+ax.set_xlabel('SGD step')
+ax.set_ylabel('minibatch cross-entropy (nats)')
+plt.show()
 
 # %%
 #| hide
-import nbdev; nbdev.nbdev_export()
+import nbdev
+nbdev.nbdev_export()

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Displacement
 #
-# > A recorder that attaches to any training loop and writes the weight displacement R(t) = ‖w_t − w_0‖, total and per parameter group, plus any extra per-step measurement (such as the LLC), to one tidy table.
+# > A recorder for any training loop: R(t) = ‖w_t − w_0‖ in total and per group, measurements, one table.
 
 # %%
 #| default_exp displacement
@@ -25,13 +25,14 @@ from fracsgd.core import write_table
 
 # %% [markdown]
 # The central measurement of the paper is the distance the weights have travelled from initialisation,
-# $R(t) = \lVert w_t - w_0 \rVert$ (§3.3.2, eq. 11). The recorder keeps a copy of $w_0$, and after an optimizer step
-# it computes the distance, in total and for each group of parameters (by default one group per layer). It never
-# touches gradients or the optimizer, so it attaches to any loop: call `record(step, loss)` after each step.
+# $R(t) = \lVert w_t - w_0 \rVert$ (§3.3.2, eq. 11). The recorder keeps a copy of $w_0$, and after an
+# optimizer step it computes the distance, in total and for each group of parameters (by default one group per
+# layer). It never touches gradients or the optimizer, so it attaches to any loop: call `record(step, loss)`
+# after each step.
 #
-# Training produces this table; every analysis chapter reads it. One row per recorded step, with columns `step`,
-# `R`, `R/<group>` for each group, `loss`, one column per extra measurement, and `run` when the recorder is given a
-# run label, so that tables of many runs concatenate into one.
+# Training produces this table; every analysis chapter reads it. One row per recorded step, with columns
+# `step`, `R`, `R/<group>` for each group, `loss`, one column per extra measurement, and `run` when the
+# recorder is given a run label, so that tables of many runs concatenate into one.
 #
 # ## When to record
 #
@@ -43,7 +44,8 @@ from fracsgd.core import write_table
 #| export
 def log_steps(n_steps: int, num: int = 100) -> set[int]:
     "About `num` step numbers from 1 to `n_steps`, evenly spaced in log t (always includes 1 and `n_steps`)."
-    if n_steps < 1: raise ValueError(f"n_steps must be ≥ 1, got {n_steps}")
+    if n_steps < 1:
+        raise ValueError(f"n_steps must be ≥ 1, got {n_steps}")
     return set(np.unique(np.geomspace(1, n_steps, num).round().astype(int)).tolist()) | {n_steps}
 
 
@@ -56,30 +58,39 @@ sorted(s)[:12]
 # %% [markdown]
 # ## Parameter groups
 #
-# `groups='layer'` gives one group per module that owns parameters (a linear layer's weight and bias together);
-# `'top'` one per top-level child of the model (a block of `make_mlp`: linear layer and its batch norm together);
-# `'param'` one per parameter tensor; `None` only the total. A dict maps group names to lists of parameter-name
-# prefixes, and a callable maps a parameter name to its group name, for anything else (e.g. attention vs MLP blocks
-# of a transformer).
+# `groups='layer'` gives one group per module that owns parameters (a linear layer's weight and bias
+# together); `'top'` one per top-level child of the model (a block of `make_mlp`: linear layer and its batch
+# norm together); `'param'` one per parameter tensor; `None` only the total. A dict maps group names to lists
+# of parameter-name prefixes, and a callable maps a parameter name to its group name, for anything else (e.g.
+# attention vs MLP blocks of a transformer).
 
 # %%
 #| export
 def parameter_groups(model: nn.Module, groups='layer') -> dict[str, list[str]]:
-    "Map group name → parameter names of `model` (trainable ones only), by 'layer', 'top', 'param', a dict of prefixes or a callable."
+    """Map group name → names of the trainable parameters of `model`, grouped by 'layer', 'top', 'param',
+    a dict of name prefixes or a callable."""
     names = [n for n, p in model.named_parameters() if p.requires_grad]
-    if not names: raise ValueError("the model has no trainable parameters")
-    if groups is None: return {}
-    if groups == 'layer': key = lambda n: n.rsplit('.', 1)[0] if '.' in n else n
-    elif groups == 'top': key = lambda n: n.split('.', 1)[0]
-    elif groups == 'param': key = lambda n: n
+    if not names:
+        raise ValueError("the model has no trainable parameters")
+    if groups is None:
+        return {}
+    if groups == 'layer':
+        key = lambda n: n.rsplit('.', 1)[0] if '.' in n else n
+    elif groups == 'top':
+        key = lambda n: n.split('.', 1)[0]
+    elif groups == 'param':
+        key = lambda n: n
     elif isinstance(groups, dict):
         def key(n):
             hits = [g for g, prefixes in groups.items() if any(n.startswith(p) for p in prefixes)]
             return hits[0] if hits else 'other'
-    elif callable(groups): key = groups
-    else: raise ValueError(f"groups must be 'layer', 'top', 'param', None, a dict or a callable, got {groups!r}")
+    elif callable(groups):
+        key = groups
+    else:
+        raise ValueError(f"groups must be 'layer', 'top', 'param', None, a dict or a callable, got {groups!r}")
     out = {}
-    for n in names: out.setdefault(key(n), []).append(n)
+    for n in names:
+        out.setdefault(key(n), []).append(n)
     return out
 
 
@@ -87,7 +98,8 @@ def parameter_groups(model: nn.Module, groups='layer') -> dict[str, list[str]]:
 from fracsgd.models import make_mlp
 net = make_mlp([784, 128, 64, 10], batch_norm=True, seed=0)
 g = parameter_groups(net)
-assert list(g) == ['layer1.0', 'layer1.1', 'layer2.0', 'layer2.1', 'out'] and g['out'] == ['out.weight', 'out.bias']
+assert list(g) == ['layer1.0', 'layer1.1', 'layer2.0', 'layer2.1', 'out']
+assert g['out'] == ['out.weight', 'out.bias']
 assert list(parameter_groups(net, 'top')) == ['layer1', 'layer2', 'out']
 assert list(parameter_groups(net, {'hidden': ['layer'], 'head': ['out']})) == ['hidden', 'head']
 g
@@ -96,15 +108,15 @@ g
 # %% [markdown]
 # ## The recorder
 #
-# Cost matters because the recorder runs inside the training loop. The distance uses PyTorch's fused multi-tensor
-# kernels (`torch._foreach_sub`, `torch._foreach_norm`) over all parameter tensors at once and stays on the device:
-# nothing is copied to the host until the table is asked for. The overhead is measured by
+# Cost matters because the recorder runs inside the training loop. The distance uses PyTorch's fused
+# multi-tensor kernels (`torch._foreach_sub`, `torch._foreach_norm`) over all parameter tensors at once and
+# stays on the device: nothing is copied to the host until the table is asked for. The overhead is measured by
 # `fracsgd bench displacement` (see [the benchmarks](bench.html)).
 #
-# **Measurements.** `measurements` maps a column name to any callable `fn(model) -> float | dict`. If the callable has
-# an attribute `every`, it is only called at steps divisible by it (the paper estimates the LLC every 100 steps);
-# otherwise at every recorded step. A dict result becomes columns `name/key`. The [LLC chapter](llc.html) provides
-# such a callable.
+# **Measurements.** `measurements` maps a column name to any callable `fn(model) -> float | dict`. If the
+# callable has an attribute `every`, it is only called at steps divisible by it (the paper estimates the LLC
+# every 100 steps); otherwise at every recorded step. A dict result becomes columns `name/key`. The [LLC
+# chapter](llc.html) provides such a callable.
 
 # %%
 #| export
@@ -119,12 +131,16 @@ class Recorder:
         self._p = [named[n].detach() for n in self.names]           # views: follow in-place optimizer updates
         self._w0 = [p.clone() for p in self._p]
         gid = {n: i for i, ns in enumerate(self.groups.values()) for n in ns}
-        self._gidx = torch.tensor([gid[n] for n in self.names], device=self._p[0].device) if self.groups else None
+        self._gidx = None                               # [parameter tensors]: the group of each, if any
+        if self.groups:
+            self._gidx = torch.tensor([gid[n] for n in self.names], device=self._p[0].device)
         if isinstance(every, int):
-            if every < 1: raise ValueError(f"every must be ≥ 1, got {every}")
+            if every < 1:
+                raise ValueError(f"every must be ≥ 1, got {every}")
             self._due = lambda s: s % every == 0
         else:
-            steps = set(int(s) for s in every); self._due = steps.__contains__
+            steps = set(int(s) for s in every)
+            self._due = steps.__contains__
         self._steps, self._sq, self._loss, self._extra = [], [], [], []
         self.record(0)
 
@@ -134,33 +150,43 @@ class Recorder:
             k = getattr(fn, 'every', None)
             if k is None or step % k == 0:
                 v = fn(self.model)
-                out.update({f'{name}/{kk}': float(vv) for kk, vv in v.items()} if isinstance(v, dict) else {name: float(v)})
+                if isinstance(v, dict):
+                    out.update({f'{name}/{kk}': float(vv) for kk, vv in v.items()})
+                else:
+                    out[name] = float(v)
         return out
 
     def record(self, step: int, loss=None):
         "Record step `step` if the schedule or a measurement is due; `loss` may be a float or a 0-d tensor."
         extra = self._measure(step) if step > 0 else {}
-        if step > 0 and not self._due(step) and not extra: return
+        if step > 0 and not self._due(step) and not extra:
+            return
         if isinstance(loss, float) and not np.isfinite(loss):
             raise FloatingPointError(f"loss is {loss} at step {step}: the run diverged")
         with torch.no_grad():
-            sq = torch.stack(torch._foreach_norm(torch._foreach_sub(self._p, self._w0))) ** 2
-        self._steps.append(step); self._sq.append(sq); self._extra.append(extra)
+            sq = torch.stack(torch._foreach_norm(torch._foreach_sub(self._p, self._w0))) ** 2   # [tensors]
+        self._steps.append(step)
+        self._sq.append(sq)
+        self._extra.append(extra)
         self._loss.append(loss.detach() if torch.is_tensor(loss) else (np.nan if loss is None else loss))
 
     @property
     def table(self) -> pd.DataFrame:
         "The tidy trajectory table: step, R, R/<group>…, loss, measurements (and run)."
-        sq = torch.stack(self._sq).double().cpu()
+        sq = torch.stack(self._sq).double().cpu()                   # [recorded steps, parameter tensors]
         df = pd.DataFrame({'step': self._steps, 'R': sq.sum(1).sqrt().numpy()})
         if self._gidx is not None:
-            per = torch.zeros(len(sq), len(self.groups), dtype=sq.dtype).index_add_(1, self._gidx.cpu(), sq).sqrt()
-            for j, g in enumerate(self.groups): df[f'R/{g}'] = per[:, j].numpy()
+            sq_groups = torch.zeros(len(sq), len(self.groups), dtype=sq.dtype)   # [recorded steps, groups]
+            per = sq_groups.index_add_(1, self._gidx.cpu(), sq).sqrt()
+            for j, g in enumerate(self.groups):
+                df[f'R/{g}'] = per[:, j].numpy()
         df['loss'] = [float(l) for l in self._loss]
         extra = pd.DataFrame(self._extra, index=df.index)
         df = pd.concat([df, extra], axis=1) if len(extra.columns) else df
-        if not np.all(np.isfinite(df.R)): raise FloatingPointError("R(t) is not finite: the weights diverged")
-        if self.run is not None: df.insert(0, 'run', self.run)
+        if not np.all(np.isfinite(df.R)):
+            raise FloatingPointError("R(t) is not finite: the weights diverged")
+        if self.run is not None:
+            df.insert(0, 'run', self.run)
         return df
 
     def save(self, path) -> None:
@@ -175,8 +201,9 @@ show_doc(Recorder.record)
 show_doc(Recorder.save)
 
 # %% [markdown]
-# With plain SGD on a fixed batch, the weights move by exactly `lr × gradient` each step, so after one step $R$ must
-# equal `lr` times the gradient norm, and the per-layer distances must add up in quadrature to the total:
+# With plain SGD on a fixed batch, the weights move by exactly `lr × gradient` each step, so after one step
+# $R$ must equal `lr` times the gradient norm, and the per-layer distances must add up in quadrature to the
+# total:
 
 # %%
 import torch.nn.functional as F
@@ -184,17 +211,19 @@ torch.manual_seed(0)
 net, X, y = make_mlp([20, 16, 3], seed=0), torch.randn(64, 20), torch.randint(0, 3, (64,))
 rec = Recorder(net, every=1)
 opt = torch.optim.SGD(net.parameters(), lr=0.1)
-loss = F.cross_entropy(net(X), y); loss.backward()
+loss = F.cross_entropy(net(X), y)
+loss.backward()
 gnorm = torch.sqrt(sum((p.grad**2).sum() for p in net.parameters())).item()
-opt.step(); rec.record(1, loss.item())
+opt.step()
+rec.record(1, loss.item())
 tab = rec.table
 assert tab.R.iloc[0] == 0 and np.isclose(tab.R.iloc[1], 0.1 * gnorm, rtol=1e-5)
 assert np.isclose((tab.filter(like='R/')**2).sum(1).iloc[1], tab.R.iloc[1]**2)
 tab
 
 # %% [markdown]
-# Measurements plug in by name. Here a measurement due every 5 steps (the squared norm of the output weights) adds a
-# column, and the log schedule records only a few steps:
+# Measurements plug in by name. Here a measurement due every 5 steps (the squared norm of the output weights)
+# adds a column, and the log schedule records only a few steps:
 
 # %%
 from fracsgd.train import train
@@ -213,17 +242,20 @@ tab.head(8)
 # %% [markdown]
 # ## Trajectories of many runs
 #
-# Tables of several runs concatenate (each carries its `run`). `runs_matrix` turns such a table into the array the
-# fitting functions of the [spectral chapter](spectral.html) take: a vector of steps and a runs × steps matrix of one
-# column, keeping only steps every run recorded.
+# Tables of several runs concatenate (each carries its `run`). `runs_matrix` turns such a table into the array
+# the fitting functions of the [spectral chapter](spectral.html) take: a vector of steps and a runs × steps
+# matrix of one column, keeping only steps every run recorded.
 
 # %%
 #| export
 def runs_matrix(table: pd.DataFrame, column: str = 'R') -> tuple[np.ndarray, np.ndarray]:
     "Steps common to all runs and a runs × steps array of `column` from a concatenated trajectory table."
-    if table.empty: raise ValueError("the trajectory table is empty")
-    if column not in table: raise ValueError(f"no column {column!r} in the table; it has {list(table.columns)}")
-    if 'run' not in table: return table.step.to_numpy(), table[column].to_numpy()[None]
+    if table.empty:
+        raise ValueError("the trajectory table is empty")
+    if column not in table:
+        raise ValueError(f"no column {column!r} in the table; it has {list(table.columns)}")
+    if 'run' not in table:
+        return table.step.to_numpy(), table[column].to_numpy()[None]
     wide = table.pivot_table(index='run', columns='step', values=column, aggfunc='first').dropna(axis=1)
     return wide.columns.to_numpy(), wide.to_numpy()
 
@@ -238,14 +270,14 @@ assert steps.tolist() == [0, 1, 3] and M.tolist() == [[0, 1, 3], [0, 2, 4]]
 # %% [markdown]
 # ## With Hugging Face `Trainer`
 #
-# `hf_callback` wraps a recorder in a `transformers.TrainerCallback`: it starts recording when training begins,
-# records after every optimizer step (`state.global_step`), and fills in the training loss when the Trainer logs it.
-# `transformers` is imported only when this function is called.
+# `hf_callback` wraps a recorder in a `transformers.TrainerCallback`: it starts recording when training
+# begins, records after every optimizer step (`state.global_step`), and fills in the training loss when the
+# Trainer logs it. `transformers` is imported only when this function is called.
 
 # %%
 #| export
 def hf_callback(**recorder_kwargs):
-    "A `transformers.TrainerCallback` that runs a `Recorder` (built with `recorder_kwargs`); its `.recorder` holds the table."
+    "A `transformers.TrainerCallback` running a `Recorder(**recorder_kwargs)`; its `.recorder` holds the table."
     from transformers import TrainerCallback
     class DisplacementCallback(TrainerCallback):
         recorder = None
@@ -265,22 +297,27 @@ def hf_callback(**recorder_kwargs):
 #
 # ## Explored volume
 #
-# The [spectral chapter](spectral.html) estimates $d_s$ from the growth of the explored volume (paper eq. 8) as an
-# estimate that does not go through the LLC. `ExploredVolume` is a measurement that supplies the volume: it counts the
-# distinct cells of side `eps` of weight space (relative to $w_0$) that the run has entered so far. It keeps one hash
-# per visited cell, so its memory grows with the number of distinct cells, not with the model.
+# The [spectral chapter](spectral.html) estimates $d_s$ from the growth of the explored volume (paper eq. 8)
+# as an estimate that does not go through the LLC. `ExploredVolume` is a measurement that supplies the volume:
+# it counts the distinct cells of side `eps` of weight space (relative to $w_0$) that the run has entered so
+# far. It keeps one hash per visited cell, so its memory grows with the number of distinct cells, not with the
+# model.
 
 # %%
 #| export
 class ExploredVolume:
-    "Measurement: number of distinct cells of side `eps` in weight space visited so far (call it every `every` steps)."
+    "Measurement: the number of distinct cells of side `eps` of weight space visited so far."
     def __init__(self, eps: float, every: int | None = None):
-        if not eps > 0: raise ValueError(f"eps must be positive, got {eps}")
+        if not eps > 0:
+            raise ValueError(f"eps must be positive, got {eps}")
         self.eps, self.every, self._w0, self._seen = eps, every, None, set()
     def __call__(self, model: nn.Module) -> float:
-        w = torch.cat([p.detach().flatten() for p in model.parameters() if p.requires_grad]).double()
-        if self._w0 is None: self._w0 = w.clone()
-        self._seen.add(hash(torch.floor((w - self._w0) / self.eps).to(torch.int64).cpu().numpy().tobytes()))
+        trainable = [p.detach().flatten() for p in model.parameters() if p.requires_grad]
+        w = torch.cat(trainable).double()                                 # [weights]
+        if self._w0 is None:
+            self._w0 = w.clone()
+        cell = torch.floor((w - self._w0) / self.eps).to(torch.int64)     # [weights]: the cell's integer index
+        self._seen.add(hash(cell.cpu().numpy().tobytes()))
         return float(len(self._seen))
 
 
@@ -295,4 +332,5 @@ v.iloc[-1]
 
 # %%
 #| hide
-import nbdev; nbdev.nbdev_export()
+import nbdev
+nbdev.nbdev_export()

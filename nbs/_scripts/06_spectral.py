@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Spectral dimension
 #
-# > Fitting the diffusion exponents of a displacement curve R(t): power law with intervals, the early super-diffusive crossover, competing growth laws, walk and spectral dimensions, and displacement prediction.
+# > Diffusion exponents of a displacement curve R(t): power-law fits, crossover, growth laws, d_s, prediction.
 
 # %%
 #| default_exp spectral
@@ -27,9 +27,9 @@ import matplotlib.pyplot as plt
 
 
 # %% [markdown]
-# This chapter only reads numbers: a vector of times and a vector (or a runs × times array) of displacements, usually
-# columns of the trajectory table that the [displacement recorder](displacement.html) writes. Nothing here touches a
-# model.
+# This chapter only reads numbers: a vector of times and a vector (or a runs × times array) of displacements,
+# usually columns of the trajectory table that the [displacement recorder](displacement.html) writes. Nothing
+# here touches a model.
 #
 # ## Power-law fit
 #
@@ -37,12 +37,14 @@ import matplotlib.pyplot as plt
 # coordinates, and the paper estimates its slope by ordinary least squares of $\log R$ on $\log t$ (eq. 17). Two
 # practical points decide whether that slope is trustworthy.
 #
-# * **Where the points sit.** Curves recorded at every step have most of their points at late times, so a fit on
-#   them is dominated by the last decade. `n_log_points` thins the curve to points evenly spaced in $\log t$ first.
-# * **How uncertain the slope is.** Successive points of one trajectory are strongly correlated, so textbook OLS
-#   errors are far too small. With several runs (a 2-D `y`, runs × times) we bootstrap whole runs and refit the mean
-#   curve, which is honest about run-to-run variation. With a single curve we use a moving-block bootstrap of the
-#   log-log residuals (blocks of about $n^{1/3}$ points), which keeps short-range correlation.
+# * **Where the points sit.** Curves recorded at every step have most of their points at late times, so a fit
+#   on them is dominated by the last decade. `n_log_points` thins the curve to points evenly spaced in
+#   $\log t$ first.
+# * **How uncertain the slope is.** Successive points of one trajectory are strongly correlated, so textbook
+#   OLS errors are far too small. With several runs (a 2-D `y`, runs × times) we bootstrap whole runs and
+#   refit the mean curve, which is honest about run-to-run variation. With a single curve we use a
+#   moving-block bootstrap of the log-log residuals (blocks of about $n^{1/3}$ points), which keeps
+#   short-range correlation.
 
 # %%
 #| export
@@ -80,10 +82,14 @@ def _loglog_ols(lt, ly):
     return s, c, (1 - (res**2).sum() / ss) if ss > 0 else 1.0, res
 
 def _check_curve(t, y):
-    t = np.asarray(t, float); y = np.asarray(y, float)
-    if t.ndim != 1: raise ValueError(f"t must be 1-D, got shape {t.shape}")
-    if y.shape[-1] != len(t): raise ValueError(f"shape mismatch: t has {len(t)} points but y has shape {y.shape}")
-    if not np.all(np.isfinite(y)): raise ValueError("y contains NaN or inf: drop diverged runs before fitting")
+    t = np.asarray(t, float)
+    y = np.asarray(y, float)
+    if t.ndim != 1:
+        raise ValueError(f"t must be 1-D, got shape {t.shape}")
+    if y.shape[-1] != len(t):
+        raise ValueError(f"shape mismatch: t has {len(t)} points but y has shape {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or inf: drop diverged runs before fitting")
     return t, y
 
 
@@ -93,19 +99,26 @@ def fit_power_law(t, y, t_min=None, t_max=None, n_boot: int = 200, seed: int = 0
                   n_log_points: int | None = None) -> PowerLawFit:
     "Fit y ~ t^slope by least squares in log-log on t_min ≤ t ≤ t_max; `y` is one curve or runs × times."
     t, y = _check_curve(t, y)
-    keep = (t > 0) & (t >= (t_min if t_min is not None else -np.inf)) & (t <= (t_max if t_max is not None else np.inf))
-    t, y = t[keep], y[..., keep]
-    if n_log_points: idx = log_spaced_indices(t, n_log_points); t, y = t[idx], y[..., idx]
-    ym = y.mean(0) if y.ndim == 2 else y
-    if len(t) < 3: raise ValueError(f"need at least 3 points with t > 0 in the fit window, got {len(t)}")
-    if np.any(ym <= 0): raise ValueError("y must be positive on the fit window (a displacement of 0 has no logarithm)")
+    lower = t_min if t_min is not None else -np.inf
+    upper = t_max if t_max is not None else np.inf
+    keep = (t > 0) & (t >= lower) & (t <= upper)
+    t, y = t[keep], y[..., keep]                          # the fit window: y is [times] or [runs, times]
+    if n_log_points:
+        idx = log_spaced_indices(t, n_log_points)
+        t, y = t[idx], y[..., idx]
+    ym = y.mean(0) if y.ndim == 2 else y                  # [times]: the mean curve
+    if len(t) < 3:
+        raise ValueError(f"need at least 3 points with t > 0 in the fit window, got {len(t)}")
+    if np.any(ym <= 0):
+        raise ValueError("y must be positive on the fit window (a displacement of 0 has no logarithm)")
     lt = np.log(t)
     s, c, r2, res = _loglog_ols(lt, np.log(ym))
     rng, boots = np.random.default_rng(seed), []
     for _ in range(n_boot):
         if y.ndim == 2:  # resample whole runs
             yb = y[rng.integers(0, len(y), len(y))].mean(0)
-            if np.any(yb <= 0): continue
+            if np.any(yb <= 0):
+                continue
             boots.append(_loglog_ols(lt, np.log(yb))[0])
         else:            # moving-block bootstrap of residuals
             b = max(1, int(round(len(t) ** (1 / 3))))
@@ -133,39 +146,44 @@ f
 # %% [markdown]
 # ## Exponents and the bound $d_s \le \bar\lambda$
 #
-# From the slope $s = 1/d_\text{walk}$ follow the walk dimension, the mean-squared-displacement exponent $\alpha = 2s$
-# of the fractional Fokker–Planck equation (MSD $\sim t^\alpha$, paper eq. 4), and, given the mean LLC $\bar\lambda$,
-# the spectral dimension $d_s = 2\bar\lambda s$ (paper eq. 12 and 17). The conversions themselves live in the
-# [theory chapter](theory.html).
+# From the slope $s = 1/d_\text{walk}$ follow the walk dimension, the mean-squared-displacement exponent
+# $\alpha = 2s$ of the fractional Fokker–Planck equation (MSD $\sim t^\alpha$, paper eq. 4), and, given the
+# mean LLC $\bar\lambda$, the spectral dimension $d_s = 2\bar\lambda s$ (paper eq. 12 and 17). The conversions
+# themselves live in the [theory chapter](theory.html).
 #
 # **A plain warning about the bound.** Corollary 3.3 states $d_s \le \bar\lambda$. With $d_s$ *estimated* as
-# $2\bar\lambda s$, the inequality reads $2\bar\lambda s \le \bar\lambda$, that is $s \le 1/2$: it checks that the
-# motion is sub-diffusive (or at most diffusive) and says nothing about the value of $\bar\lambda$. A test of the
-# bound that is not circular needs a $d_s$ measured without $\lambda$, which is what the explored-volume estimate at
-# the end of this chapter is for. Note also that the paper's tables report a column "α" equal to the slope $s$
-# (e.g. TinyStories-1M: $21.4/(2\cdot 32) \approx 0.33$); here `alpha` always means the MSD exponent $2s$.
+# $2\bar\lambda s$, the inequality reads $2\bar\lambda s \le \bar\lambda$, that is $s \le 1/2$: it checks that
+# the motion is sub-diffusive (or at most diffusive) and says nothing about the value of $\bar\lambda$. A test
+# of the bound that is not circular needs a $d_s$ measured without $\lambda$, which is what the
+# explored-volume estimate at the end of this chapter is for. Note also that the paper's tables report a
+# column "α" equal to the slope $s$ (e.g. TinyStories-1M: $21.4/(2\cdot 32) \approx 0.33$); here `alpha`
+# always means the MSD exponent $2s$.
 
 # %%
 #| export
 def diffusion_exponents(fit: PowerLawFit, llc: float | None = None) -> dict:
-    "Slope, walk dimension, MSD exponent α and (given the mean LLC `llc`) d_s with its interval and the d_s ≤ λ check."
-    out = dict(slope=fit.slope, slope_ci=(fit.ci_low, fit.ci_high), d_walk=1 / fit.slope if fit.slope > 0 else np.inf,
+    """Slope, walk dimension, MSD exponent α and (given the mean LLC `llc`) d_s with its interval and the
+    d_s ≤ λ check."""
+    d_walk = 1 / fit.slope if fit.slope > 0 else np.inf
+    out = dict(slope=fit.slope, slope_ci=(fit.ci_low, fit.ci_high), d_walk=d_walk,
                alpha=msd_exponent(fit.slope), r2=fit.r2, regime=diffusion_regime(fit.slope))
     if llc is not None:
-        if not np.isfinite(llc) or llc <= 0: raise ValueError(f"the LLC must be positive and finite, got {llc}")
+        if not np.isfinite(llc) or llc <= 0:
+            raise ValueError(f"the LLC must be positive and finite, got {llc}")
         out.update(llc=llc, d_s=spectral_dimension_from_slope(fit.slope, llc),
                    d_s_ci=tuple(spectral_dimension_from_slope(v, llc) for v in (fit.ci_low, fit.ci_high)),
                    ds_le_llc=bool(fit.slope <= 0.5))  # d_s ≤ λ̄  ⇔  slope ≤ 1/2 for this estimator
     return out
 
 def diffusion_regime(slope: float, tol: float = 0.02) -> str:
-    "Name the regime of a displacement slope: 'sub-diffusive' (< ½), 'diffusive' (≈ ½) or 'super-diffusive' (> ½)."
+    "The regime of a slope of R(t): 'sub-diffusive' (< ½), 'diffusive' (≈ ½), 'super-diffusive' (> ½)."
     return 'diffusive' if abs(slope - 0.5) <= tol else ('sub-diffusive' if slope < 0.5 else 'super-diffusive')
 
 
 # %%
 e = diffusion_exponents(fit_power_law(t, t**0.25), llc=40.)
-assert np.isclose(e['d_walk'], 4) and np.isclose(e['alpha'], 0.5) and np.isclose(e['d_s'], 20) and e['ds_le_llc']
+assert np.isclose(e['d_walk'], 4) and np.isclose(e['alpha'], 0.5)
+assert np.isclose(e['d_s'], 20) and e['ds_le_llc']
 assert diffusion_regime(0.7) == 'super-diffusive' and diffusion_regime(0.5) == 'diffusive'
 e
 
@@ -173,23 +191,23 @@ e
 # %% [markdown]
 # ## The early super-diffusive crossover
 #
-# Networks typically move faster than Brownian motion early on and slow down later. Paper eq. 32 (appendix B.3)
-# writes this as $R(t) \sim \mathbb 1[t \ge t_c]\,(t-t_c)^{1/d_\text{walk}} + r(t)$, where the early component $r$ is
-# frozen at $r(t_c)$ after the crossover time $t_c$. Two consequences for fitting:
+# Networks typically move faster than Brownian motion early on and slow down later. Paper eq. 32 (appendix
+# B.3) writes this as $R(t) \sim \mathbb 1[t \ge t_c]\,(t-t_c)^{1/d_\text{walk}} + r(t)$, where the early
+# component $r$ is frozen at $r(t_c)$ after the crossover time $t_c$. Two consequences for fitting:
 #
-# 1. $t_c$ must be found. `detect_crossover` fits eq. 32 itself for each candidate $t_c$ on a log-spaced grid (a
-#    power law before $t_c$; $r(t_c) + A(t-t_c)^{s}$ after, with $r(t_c)$ taken from the early fit) and keeps the
-#    candidate with the smallest squared error in $\log R$, refined by a bounded scalar search.
-# 2. After $t_c$, a plain log–log fit of $R$ against $t$ is biased by the offset $r(t_c)$. `fit_after_crossover`
-#    fits eq. 32 directly: it estimates the offset $r(t_c)$ by least squares (starting from $R(t_c)$, so a slightly
-#    misplaced $t_c$ does not bias it) and then fits $R(t) - r(t_c)$ against $t - t_c$ in log–log, with the usual
-#    bootstrap interval.
+# 1. $t_c$ must be found. `detect_crossover` fits eq. 32 itself for each candidate $t_c$ on a log-spaced grid
+#    (a power law before $t_c$; $r(t_c) + A(t-t_c)^{s}$ after, with $r(t_c)$ taken from the early fit) and
+#    keeps the candidate with the smallest squared error in $\log R$, refined by a bounded scalar search.
+# 2. After $t_c$, a plain log–log fit of $R$ against $t$ is biased by the offset $r(t_c)$.
+#    `fit_after_crossover` fits eq. 32 directly: it estimates the offset $r(t_c)$ by least squares (starting
+#    from $R(t_c)$, so a slightly misplaced $t_c$ does not bias it) and then fits $R(t) - r(t_c)$ against
+#    $t - t_c$ in log–log, with the usual bootstrap interval.
 
 # %%
 #| export
 @dataclass
 class Crossover:
-    "Result of `detect_crossover`: crossover time, early log-log slope, late eq.-32 exponent, and the fit's SSE."
+    "Result of `detect_crossover`: crossover time, early log-log slope, late eq.-32 exponent, the fit's SSE."
     t_c: float
     early_slope: float
     late_slope: float
@@ -202,38 +220,49 @@ def _eq32_sse(lt, ly, t, y, b):
     r_c, t_c = np.exp(c0 + s0 * b), np.exp(b)
     dt, dy = t[late] - t_c, y[late] - r_c
     ok = (dt > 0) & (dy > 0)
-    if ok.sum() < 3: return np.inf, (s0, np.nan)
+    if ok.sum() < 3:
+        return np.inf, (s0, np.nan)
     s1, c1, *_ = _loglog_ols(np.log(dt[ok]), np.log(dy[ok]))
     g = lambda tt, logA, s: np.log(r_c + np.exp(logA) * np.clip(tt - t_c, 0, None) ** s)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             (c1, s1), _ = optimize.curve_fit(g, t[late], ly[late], p0=(c1, s1), maxfev=2000)
-    except (RuntimeError, ValueError): pass
+    except (RuntimeError, ValueError):
+        pass
     return (res0**2).sum() + ((g(t[late], c1, s1) - ly[late])**2).sum(), (s0, s1)
 
 def local_slope(t, y, window: float = 0.3, n_points: int = 60) -> pd.DataFrame:
     "The local log-log slope d log y / d log t, from least-squares lines over windows of `window` decades."
     t, y = _check_curve(t, y)
     ym = y.mean(0) if y.ndim == 2 else y
-    m = (t > 0) & (ym > 0); lt, ly = np.log10(t[m]), np.log10(ym[m])
+    m = (t > 0) & (ym > 0)
+    lt, ly = np.log10(t[m]), np.log10(ym[m])
     centres = np.linspace(lt[0] + window / 2, lt[-1] - window / 2, n_points)
     rows = []
     for c in centres:
         w = np.abs(lt - c) <= window / 2
-        if w.sum() >= 3: rows.append((10**c, np.polyfit(lt[w], ly[w], 1)[0]))
+        if w.sum() >= 3:
+            rows.append((10**c, np.polyfit(lt[w], ly[w], 1)[0]))
     return pd.DataFrame(rows, columns=['t', 'slope'])
 
 def detect_crossover(t, y, method: str = 'eq32', n_candidates: int = 40, min_points: int = 5,
                      n_log_points: int | None = 150, window: float = 0.3) -> Crossover:
-    "Crossover time t_c: the best eq.-32 break (`method='eq32'`) or where the local slope last falls below ½ ('slope')."
+    """Crossover time t_c: the best eq.-32 break (`method='eq32'`), or where the local slope last falls below ½
+    (`method='slope'`)."""
     t, y = _check_curve(t, y)
     ym = y.mean(0) if y.ndim == 2 else y
-    m = (t > 0) & (ym > 0); t, ym = t[m], ym[m]
-    if method == 'slope': return _slope_crossover(t, ym, window)
-    if method != 'eq32': raise ValueError(f"method must be 'eq32' or 'slope', got {method!r}")
-    if n_log_points: idx = log_spaced_indices(t, n_log_points); t, ym = t[idx], ym[idx]
-    if len(t) < 2 * min_points + 1: raise ValueError(f"need at least {2*min_points+1} positive points, got {len(t)}")
+    m = (t > 0) & (ym > 0)
+    t, ym = t[m], ym[m]
+    if method == 'slope':
+        return _slope_crossover(t, ym, window)
+    if method != 'eq32':
+        raise ValueError(f"method must be 'eq32' or 'slope', got {method!r}")
+    if n_log_points:
+        idx = log_spaced_indices(t, n_log_points)
+        t, ym = t[idx], ym[idx]
+    if len(t) < 2 * min_points + 1:
+        raise ValueError(f"need at least {2*min_points+1} positive points, got {len(t)}")
     lt, ly = np.log(t), np.log(ym)
     sse = lambda b: _eq32_sse(lt, ly, t, ym, b)[0]
     cands = np.linspace(lt[min_points], lt[-min_points - 1], n_candidates)
@@ -248,7 +277,8 @@ def detect_crossover(t, y, method: str = 'eq32', n_candidates: int = 40, min_poi
 #| export
 def _slope_crossover(t, ym, window):
     ls = local_slope(t, ym, window)
-    if len(ls) < 3: raise ValueError("too few points for local slopes: record more steps")
+    if len(ls) < 3:
+        raise ValueError("too few points for local slopes: record more steps")
     above = ls.slope.to_numpy() > 0.5
     if above.all() or not above.any():
         raise ValueError(f"no crossover: the local slope stays {'above' if above.all() else 'below'} 1/2 "
@@ -267,18 +297,20 @@ def _eq32_offset(t, ym, t_c):
     after = t > t_c
     g = lambda tt, r_c, logA, s: np.log(np.abs(r_c) + np.exp(logA) * (tt - t_c) ** s)
     r0 = np.interp(t_c, t, ym)
+    log_A0 = np.log(max(ym[-1] - r0, 1e-12)) - 0.5 * np.log(t[-1] - t_c)   # through the last point, slope ½
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
-            (r_c, *_), _ = optimize.curve_fit(g, t[after], np.log(ym[after]), p0=(r0, np.log(max(ym[-1] - r0, 1e-12)) -
-                                              0.5 * np.log(t[-1] - t_c), 0.5), maxfev=5000)
+            (r_c, *_), _ = optimize.curve_fit(g, t[after], np.log(ym[after]), p0=(r0, log_A0, 0.5), maxfev=5000)
         return abs(r_c) if abs(r_c) < ym[after].min() else r0
-    except (RuntimeError, ValueError): return r0
+    except (RuntimeError, ValueError):
+        return r0
 
 def fit_after_crossover(t, y, t_c: float, skip: float = 0.05, **kw) -> PowerLawFit:
-    "Fit paper eq. 32 after `t_c`: R(t) − r(t_c) ~ (t − t_c)^slope, skipping the first `skip` fraction of log-time."
+    "Fit paper eq. 32 after `t_c`: R(t) − r(t_c) ~ (t − t_c)^slope, skipping the first `skip` of log-time."
     t, y = _check_curve(t, y)
-    if not t[0] <= t_c < t[-1]: raise ValueError(f"t_c={t_c} lies outside the recorded times [{t[0]}, {t[-1]}]")
+    if not t[0] <= t_c < t[-1]:
+        raise ValueError(f"t_c={t_c} lies outside the recorded times [{t[0]}, {t[-1]}]")
     Y = np.atleast_2d(y)
     r_c = _eq32_offset(t, Y.mean(0), t_c)
     after = t > t_c
@@ -289,9 +321,9 @@ def fit_after_crossover(t, y, t_c: float, skip: float = 0.05, **kw) -> PowerLawF
 
 
 # %% [markdown]
-# A synthetic curve with a known answer: ballistic-ish growth ($t^{0.9}$) up to $t_c = 300$, then eq. 32 with a late
-# exponent 0.3. The eq.-32 profile finds the crossover; eq. 32 recovers the late exponent, which a naive log–log fit
-# after $t_c$ underestimates because of the frozen offset.
+# A synthetic curve with a known answer: ballistic-ish growth ($t^{0.9}$) up to $t_c = 300$, then eq. 32 with
+# a late exponent 0.3. The eq.-32 profile finds the crossover; eq. 32 recovers the late exponent, which a
+# naive log–log fit after $t_c$ underestimates because of the frozen offset.
 
 # %%
 def synthetic_crossover(t, t_c=300., early=0.9, late=0.3, A=0.5):
@@ -305,14 +337,16 @@ c = detect_crossover(t, R)
 late = fit_after_crossover(t, R, c.t_c)
 naive = fit_power_law(t, R, t_min=c.t_c)
 assert abs(c.t_c / 300 - 1) < 0.25, c
-assert abs(late.slope - 0.3) < 0.03 and abs(naive.slope - 0.3) > abs(late.slope - 0.3), (late.slope, naive.slope)
+assert abs(late.slope - 0.3) < 0.03, late.slope
+assert abs(naive.slope - 0.3) > abs(late.slope - 0.3), (late.slope, naive.slope)
 c, late.slope, naive.slope
 
 # %% [markdown]
-# Real curves often bend smoothly instead of switching abruptly. For them, `method='slope'` defines the crossover as
-# the time where the local log–log slope (`local_slope`) falls below ½ for the last time, that is, where the motion
-# stops being super-diffusive. A smooth crossover with a known answer: $R = t\,(1+t/t_0)^{s-1}$ has local slope
-# $1 - (1-s)\frac{t/t_0}{1+t/t_0}$, which equals ½ at $t = t_0/(1-2s)$; for $s = 0.3$, $t_0 = 100$ that is $t_c = 250$.
+# Real curves often bend smoothly instead of switching abruptly. For them, `method='slope'` defines the
+# crossover as the time where the local log–log slope (`local_slope`) falls below ½ for the last time, that
+# is, where the motion stops being super-diffusive. A smooth crossover with a known answer:
+# $R = t\,(1+t/t_0)^{s-1}$ has local slope $1 - (1-s)\frac{t/t_0}{1+t/t_0}$, which equals ½ at
+# $t = t_0/(1-2s)$; for $s = 0.3$, $t_0 = 100$ that is $t_c = 250$.
 
 # %%
 ts = np.arange(1, 50001.)
@@ -330,16 +364,20 @@ tt = t[t > c.t_c]
 ax.loglog(tt, np.interp(c.t_c, t, R) + np.exp(late.intercept) * (tt - c.t_c) ** late.slope, 'C1--',
           label=f'eq. 32 fit, slope {late.slope:.3f}')
 ax.loglog(tt, naive.predict(tt), 'C0:', label=f'naive log-log fit, slope {naive.slope:.3f}')
-ax.set_xlabel('t (SGD steps)'); ax.set_ylabel('R(t) (weight-space distance)'); ax.legend(fontsize=8);
+ax.set_xlabel('t (SGD steps)')
+ax.set_ylabel('R(t) (weight-space distance)')
+ax.legend(fontsize=8)
+plt.show()
 
 # %% [markdown]
 # ## Power law, logarithm or linear drift?
 #
-# A power law is not the only candidate. The paper (§3.1) recalls that SGD with momentum and weight decay has been
-# seen to move as $R \propto \ln t$ (ultra-slow diffusion, the $\alpha \to 0$ limit), and Proposition D.1 shows that a
-# small linear drift, $R \sim t^{1/d_\text{walk}} + ct$, eventually dominates and rules out a steady state.
-# `compare_growth_laws` fits each candidate by least squares on $\log R$ (so every decade counts alike) and ranks them
-# by AIC; the winner is the lowest AIC, and a difference below about 2 means the data cannot tell them apart.
+# A power law is not the only candidate. The paper (§3.1) recalls that SGD with momentum and weight decay has
+# been seen to move as $R \propto \ln t$ (ultra-slow diffusion, the $\alpha \to 0$ limit), and Proposition D.1
+# shows that a small linear drift, $R \sim t^{1/d_\text{walk}} + ct$, eventually dominates and rules out a
+# steady state. `compare_growth_laws` fits each candidate by least squares on $\log R$ (so every decade counts
+# alike) and ranks them by AIC; the winner is the lowest AIC, and a difference below about 2 means the data
+# cannot tell them apart.
 
 # %%
 #| export
@@ -354,19 +392,24 @@ def compare_growth_laws(t, y, t_min=None, n_log_points: int | None = 100) -> pd.
     "Fit power-law, logarithmic, linear-drift and power+drift growth to R(t); rank by AIC on log R."
     t, y = _check_curve(t, y)
     ym = y.mean(0) if y.ndim == 2 else y
-    m = (t > 0) & (ym > 0) & (t >= (t_min or 0)); t, ym = t[m], ym[m]
-    if n_log_points: idx = log_spaced_indices(t, n_log_points); t, ym = t[idx], ym[idx]
+    m = (t > 0) & (ym > 0) & (t >= (t_min or 0))
+    t, ym = t[m], ym[m]
+    if n_log_points:
+        idx = log_spaced_indices(t, n_log_points)
+        t, ym = t[idx], ym[idx]
     rows = []
-    for name, (f, p0) in GROWTH_LAWS.items():
+    for name, (f, start) in GROWTH_LAWS.items():
         g = lambda tt, *p: np.log(np.clip(f(tt, *p), 1e-300, None))
-        p0 = list(p0)
-        if name in ('power law', 'power + drift'): p0[0] = ym[0]   # start the prefactor at the first point
+        p0 = list(start)
+        if name in ('power law', 'power + drift'):
+            p0[0] = ym[0]                                  # start the prefactor at the first point
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore')
                 p, _ = optimize.curve_fit(g, t, np.log(ym), p0=p0, maxfev=20000)
             sse = ((g(t, *p) - np.log(ym))**2).sum()
-        except (RuntimeError, ValueError): p, sse = [np.nan] * len(p0), np.inf
+        except (RuntimeError, ValueError):
+            p, sse = [np.nan] * len(p0), np.inf
         k, n = len(p0), len(t)
         rows.append(dict(law=name, params=tuple(float(v) for v in np.round(p, 6)), sse=sse, n_params=k,
                          aic=n * np.log(sse / n + 1e-300) + 2 * k))
@@ -376,13 +419,15 @@ def compare_growth_laws(t, y, t_min=None, n_log_points: int | None = 100) -> pd.
 
 
 # %% [markdown]
-# Each law, generated exactly, must win its own comparison (power + drift is allowed to tie the law it contains):
+# Each law, generated exactly, must win its own comparison (power + drift is allowed to tie the law it
+# contains):
 
 # %%
 t = np.arange(1, 5001.)
 rng = np.random.default_rng(1)
 noisy = lambda R: R * np.exp(0.01 * rng.standard_normal(len(t)))
-for truth, R in {'power law': 2 * t**0.3, 'logarithmic': 1 + 0.5 * np.log(t), 'linear drift': 5 + 0.01 * t}.items():
+laws = {'power law': 2 * t**0.3, 'logarithmic': 1 + 0.5 * np.log(t), 'linear drift': 5 + 0.01 * t}
+for truth, R in laws.items():
     d = compare_growth_laws(t, noisy(R))
     best = d.law.iloc[0]
     assert best == truth or (best == 'power + drift' and d.set_index('law').delta_aic[truth] < 4), (truth, d)
@@ -394,18 +439,20 @@ d
 # %% [markdown]
 # ## Predicting the displacement
 #
-# If late SGD is a fractal walk, the exponent fitted on the early part of a run should predict where the run goes
-# next (paper appendix I.1, fig. 14–15, 18). `predict_displacement` fits the first `fit_fraction` of the recorded
-# time span (after an optional crossover `t_c`, following eq. 32), extrapolates the rest, and scores the prediction
-# with $R^2$ on the held-out part.
+# If late SGD is a fractal walk, the exponent fitted on the early part of a run should predict where the run
+# goes next (paper appendix I.1, fig. 14–15, 18). `predict_displacement` fits the first `fit_fraction` of the
+# recorded time span (after an optional crossover `t_c`, following eq. 32), extrapolates the rest, and scores
+# the prediction with $R^2$ on the held-out part.
 
 # %%
 #| export
 def predict_displacement(t, y, fit_fraction: float = 0.5, t_c: float | None = None) -> pd.DataFrame:
-    "Fit R(t) on the first `fit_fraction` of the run, predict the rest; returns t, R, R_pred, held_out, with r2 in attrs."
+    """Fit R(t) on the first `fit_fraction` of the run and predict the rest: a table of t, R, R_pred, held_out,
+    with the held-out r2 in its `attrs`."""
     t, y = _check_curve(t, y)
     ym = y.mean(0) if y.ndim == 2 else y
-    if not 0 < fit_fraction < 1: raise ValueError(f"fit_fraction must be in (0, 1), got {fit_fraction}")
+    if not 0 < fit_fraction < 1:
+        raise ValueError(f"fit_fraction must be in (0, 1), got {fit_fraction}")
     t_split = t[0] + fit_fraction * (t[-1] - t[0])
     if t_c is None:
         fit = fit_power_law(t, ym, t_max=t_split, n_boot=0)
@@ -432,23 +479,27 @@ p.attrs
 # %% [markdown]
 # ## A spectral dimension that does not go through λ
 #
-# The definition of $d_s$ (paper eq. 8, 28) is about volume: the number of distinct states a walk has visited grows as
-# $V_s(t) \sim t^{d_s/2}$. Measuring that volume needs no learning coefficient, so it gives the independent check the
-# bound above lacks. `spectral_dimension_from_volume` fits that law to any volume curve: the number of distinct
-# lattice sites visited by walkers on a graph (see the [random-walk chapter](walks.html), where it is checked against
-# the Sierpinski gasket's known $d_s$), or the number of distinct $\varepsilon$-cells of weight space a training run has
-# entered, which the recorder can count with `ExploredVolume`.
+# The definition of $d_s$ (paper eq. 8, 28) is about volume: the number of distinct states a walk has visited
+# grows as $V_s(t) \sim t^{d_s/2}$. Measuring that volume needs no learning coefficient, so it gives the
+# independent check the bound above lacks. `spectral_dimension_from_volume` fits that law to any volume curve:
+# the number of distinct lattice sites visited by walkers on a graph (see the [random-walk
+# chapter](walks.html), where it is checked against the Sierpinski gasket's known $d_s$), or the number of
+# distinct $\varepsilon$-cells of weight space a training run has entered, which the recorder can count with
+# `ExploredVolume`.
 #
 # Its limits, stated plainly:
 #
 # * The count of distinct sites scales as $t^{d_s/2}$ only for *recurrent* walks, $d_s < 2$. A transient walk
-#   ($d_s > 2$) keeps finding new sites at a constant rate, $V_s \sim t$, so this estimate saturates at $d_s = 2$
-#   (with a logarithmic correction at exactly 2). Values near 2 are a lower bound, not a measurement.
-# * In weight space the answer depends on the cell size $\varepsilon$: cells much smaller than one SGD step make
-#   every step a new cell ($V_s \sim t$); cells larger than the whole excursion give $V_s = 1$. The scaling regime lies
-#   between; report $\varepsilon$ with the result and check that the exponent is stable across a range of it.
-# * The paper's fits give $d_s$ of tens for language models (table 1), far above 2, where the volume count can only
-#   say "at least 2". For such models, this estimate is a consistency check of the regime, not a replacement.
+#   ($d_s > 2$) keeps finding new sites at a constant rate, $V_s \sim t$, so this estimate saturates at
+#   $d_s = 2$ (with a logarithmic correction at exactly 2). Values near 2 are a lower bound, not a
+#   measurement.
+# * In weight space the answer depends on the cell size $\varepsilon$: cells much smaller than one SGD step
+#   make every step a new cell ($V_s \sim t$); cells larger than the whole excursion give $V_s = 1$. The
+#   scaling regime lies between; report $\varepsilon$ with the result and check that the exponent is stable
+#   across a range of it.
+# * The paper's fits give $d_s$ of tens for language models (table 1), far above 2, where the volume count can
+#   only say "at least 2". For such models, this estimate is a consistency check of the regime, not a
+#   replacement.
 
 # %%
 #| export
@@ -461,9 +512,9 @@ def spectral_dimension_from_volume(t, volume, **kw) -> dict:
 
 
 # %% [markdown]
-# A walk on a line ($d_s = 1$) visits about $\sqrt{8t/\pi}$ distinct sites, and a walk on a cubic lattice (transient)
-# visits a number proportional to $t$, so the estimate must return 1 for the first and report saturation for the
-# second:
+# A walk on a line ($d_s = 1$) visits about $\sqrt{8t/\pi}$ distinct sites, and a walk on a cubic lattice
+# (transient) visits a number proportional to $t$, so the estimate must return 1 for the first and report
+# saturation for the second:
 
 # %%
 rng = np.random.default_rng(3)
@@ -473,7 +524,8 @@ def distinct_sites(steps):
     return np.array([[len({tuple(p) for p in w[:k]}) for k in ts] for w in pos]).mean(0)
 ts = np.unique(np.geomspace(10, 4000, 15).astype(int))
 line = distinct_sites(rng.choice([-1, 1], size=(100, 4000, 1)))
-cubic = distinct_sites(np.eye(3, dtype=int)[rng.integers(0, 3, (30, 4000))] * rng.choice([-1, 1], (30, 4000, 1)))
+axes_steps = np.eye(3, dtype=int)[rng.integers(0, 3, (30, 4000))]            # [walkers, t, 3]: unit axis steps
+cubic = distinct_sites(axes_steps * rng.choice([-1, 1], (30, 4000, 1)))
 d1, d3 = spectral_dimension_from_volume(ts, line), spectral_dimension_from_volume(ts, cubic)
 assert abs(d1['d_s'] - 1) < 0.1 and not d1['saturated'], d1
 assert d3['d_s'] > 1.8, d3
@@ -481,4 +533,5 @@ d1['d_s'], d3['d_s']
 
 # %%
 #| hide
-import nbdev; nbdev.nbdev_export()
+import nbdev
+nbdev.nbdev_export()

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Study: anomalous diffusion on moons
 #
-# > Paper fig. 1: identical 2×64 ReLU nets trained with SGD on the moons data from different seeds move super-diffusively at first and sub-diffusively later. Quick mode runs here on a CPU; `FRACSGD_FULL=1` runs the paper-scale version.
+# > Paper fig. 1: 2×64 ReLU nets trained by SGD on moons move super-diffusively first, sub-diffusively later.
 
 # %%
 #| default_exp studies.moons_diffusion
@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 
 from fracsgd.core import full_mode, results_dir, write_table, read_table, seed_everything, default_device
-from fracsgd.data import load_moons
+from fracsgd.datasets.moons import load_moons
 from fracsgd.models import make_mlp
 from fracsgd.train import train
 from fracsgd.displacement import Recorder, runs_matrix
@@ -32,15 +32,15 @@ from fracsgd.spectral import (fit_power_law, detect_crossover, fit_after_crossov
 
 
 # %% [markdown]
-# **What the paper did** (appendix G.4, fig. 1): the moons data set with 512 samples and noise 0.2; a net with two
-# hidden ReLU layers of 64 units; SGD with learning rate 0.01 and batch size 128 for 200 epochs (800 steps); many
-# random initialisations on the same data, whose mean displacement is compared with Brownian motion. The paper trains
-# 500 initialisations for its posterior study on the same set-up and does not say how many enter fig. 1; the full
-# configuration uses 500.
+# **What the paper did** (appendix G.4, fig. 1): the moons data set with 512 samples and noise 0.2; a net with
+# two hidden ReLU layers of 64 units; SGD with learning rate 0.01 and batch size 128 for 200 epochs (800
+# steps); many random initialisations on the same data, whose mean displacement is compared with Brownian
+# motion. The paper trains 500 initialisations for its posterior study on the same set-up and does not say how
+# many enter fig. 1; the full configuration uses 500.
 #
-# **Quick vs full.** The only difference is the number of networks (24 vs 500) and the number of bootstrap resamples.
-# Every other setting is the paper's, so the quick run is a smaller sample of the same experiment, not a different
-# experiment. Select with `FRACSGD_FULL=1` (or `fracsgd run moons-diffusion --full`).
+# **Quick vs full.** The only difference is the number of networks (24 vs 500) and the number of bootstrap
+# resamples. Every other setting is the paper's, so the quick run is a smaller sample of the same experiment,
+# not a different experiment. Select with `FRACSGD_FULL=1` (or `fracsgd run moons-diffusion --full`).
 
 # %%
 #| export
@@ -68,9 +68,10 @@ def config(full: bool | None = None) -> MoonsDiffusionConfig:
 # %% [markdown]
 # ## Training, one run at a time, resumable
 #
-# Each network's trajectory is written to its own parquet file as soon as it finishes, atomically. A killed run,
-# restarted with the same output folder, loads the finished files and trains only the missing seeds: nothing finished
-# is lost or repeated. Every step is recorded (800 steps is small), with the total and per-layer distance.
+# Each network's trajectory is written to its own parquet file as soon as it finishes, atomically. A killed
+# run, restarted with the same output folder, loads the finished files and trains only the missing seeds:
+# nothing finished is lost or repeated. Every step is recorded (800 steps is small), with the total and
+# per-layer distance.
 
 # %%
 #| export
@@ -85,15 +86,18 @@ def train_one(cfg: MoonsDiffusionConfig, seed: int, X, y) -> pd.DataFrame:
 def train_all(cfg: MoonsDiffusionConfig, out: Path, progress: bool = True) -> pd.DataFrame:
     "Train (or load, when already finished) every seed; return all trajectories in one table."
     X, y, _ = load_moons(cfg.n_samples, cfg.noise, seed=cfg.data_seed, device=default_device())
-    runs_dir = out / 'runs'; runs_dir.mkdir(parents=True, exist_ok=True)
+    runs_dir = out / 'runs'
+    runs_dir.mkdir(parents=True, exist_ok=True)
     tables, threads = [], torch.get_num_threads()
     torch.set_num_threads(1)   # nets this small train several times faster on one thread
     try:
         for seed in tqdm(range(cfg.n_models), desc='training nets', unit='net', disable=not progress):
             path = runs_dir / f'seed{seed:04d}.parquet'
-            if not path.exists(): write_table(train_one(cfg, seed, X, y), path)
+            if not path.exists():
+                write_table(train_one(cfg, seed, X, y), path)
             tables.append(read_table(path))
-    finally: torch.set_num_threads(threads)
+    finally:
+        torch.set_num_threads(threads)
     return pd.concat(tables, ignore_index=True)
 
 
@@ -105,32 +109,37 @@ def train_all(cfg: MoonsDiffusionConfig, out: Path, progress: bool = True) -> pd
 # * **Crossover.** The mean curve bends smoothly rather than switching at one step, so $t_c$ is taken where its
 #   local log–log slope falls below ½ for the last time, the end of super-diffusion (`detect_crossover(...,
 #   method='slope')` in the [spectral chapter](spectral.html)).
-# * **Exponents.** The early exponent is the log–log slope on $t < t_c$. The late exponent is the paper's estimator
-#   (eq. 17) restricted to $t \ge t_c$; the eq.-32 fit, which subtracts the frozen early displacement $r(t_c)$, is
-#   reported beside it. On a smooth bend eq. 32 reads the still-steep stretch just after $t_c$ as part of the late
-#   law, so expect it to come out higher.
+# * **Exponents.** The early exponent is the log–log slope on $t < t_c$. The late exponent is the paper's
+#   estimator (eq. 17) restricted to $t \ge t_c$; the eq.-32 fit, which subtracts the frozen early
+#   displacement $r(t_c)$, is reported beside it. On a smooth bend eq. 32 reads the still-steep stretch just
+#   after $t_c$ as part of the late law, so expect it to come out higher.
 # * **Intervals** are 95% bootstrap intervals over nets (whole runs resampled); the interval of $t_c$ comes from
 #   re-detecting it on each resample.
-# * **Alternatives.** The late growth is compared with logarithmic and linear-drift growth (paper §3.1, Prop. D.1).
+# * **Alternatives.** The late growth is compared with logarithmic and linear-drift growth (paper §3.1, Prop.
+#   D.1).
 # * The **Brownian reference** is $R_B(t) = R(t_c)\,(t/t_c)^{1/2}$, the curve a diffusive walk through the same
 #   point would follow.
 
 # %%
 #| export
-def _row(quantity, value, lo=np.nan, hi=np.nan): return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi)
+def _row(quantity, value, lo=np.nan, hi=np.nan):
+    return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi)
 
 def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0) -> dict:
     "Crossover, early/late exponents with intervals, and growth-law comparison of the mean displacement."
-    steps, R = runs_matrix(table, 'R')
-    t, R = steps[steps > 0].astype(float), R[:, steps > 0]
+    steps, R_all = runs_matrix(table, 'R')                     # R_all: [nets, recorded steps], from step 0
+    t, R = steps[steps > 0].astype(float), R_all[:, steps > 0]  # R: [nets, steps], from step 1
     c = detect_crossover(t, R, method='slope')
     early = fit_power_law(t, R, t_max=c.t_c, n_boot=n_boot, seed=seed)
     late = fit_power_law(t, R, t_min=c.t_c, n_boot=n_boot, seed=seed)
     late32 = fit_after_crossover(t, R, c.t_c, n_boot=n_boot, seed=seed)
     rng, tcs = np.random.default_rng(seed), []
     for _ in range(n_boot):
-        try: tcs.append(detect_crossover(t, R[rng.integers(0, len(R), len(R))], method='slope').t_c)
-        except ValueError: pass                     # a resample without a crossover adds no t_c
+        resample = R[rng.integers(0, len(R), len(R))]       # [nets, steps], nets drawn with replacement
+        try:
+            tcs.append(detect_crossover(t, resample, method='slope').t_c)
+        except ValueError:
+            pass                                            # a resample without a crossover adds no t_c
     tc_lo, tc_hi = np.quantile(tcs, [.025, .975]) if tcs else (np.nan, np.nan)
     summary = pd.DataFrame([
         _row('crossover time t_c (steps)', c.t_c, tc_lo, tc_hi),
@@ -144,13 +153,14 @@ def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0) -> dict:
     ])
     return dict(t=t, R=R, crossover=c, early=early, late=late, late_eq32=late32, summary=summary,
                 laws=compare_growth_laws(t, R, t_min=c.t_c),
-                regime_early=diffusion_exponents(early)['regime'], regime_late=diffusion_exponents(late)['regime'])
+                regime_early=diffusion_exponents(early)['regime'],
+                regime_late=diffusion_exponents(late)['regime'])
 
 
 # %%
 #| export
 def plot_displacement(res: dict, table: pd.DataFrame | None = None):
-    "Mean displacement with a band over nets, the Brownian reference, the crossover and both fits (paper fig. 1)."
+    "Mean displacement with a band over nets, Brownian reference, crossover and both fits (paper fig. 1)."
     t, R, c, early, late = res['t'], res['R'], res['crossover'], res['early'], res['late']
     m, lo, hi = R.mean(0), *np.quantile(R, [.1, .9], axis=0)
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -163,8 +173,10 @@ def plot_displacement(res: dict, table: pd.DataFrame | None = None):
     tl = t[t > c.t_c]
     ax.loglog(tl, late.predict(tl), 'C2-.', lw=2, label=f'late fit: slope {late.slope:.2f}')
     ax.axvline(c.t_c, color='gray', ls=':', label=f'crossover $t_c$ ≈ {c.t_c:.0f}')
-    ax.set_xlabel('t (SGD steps)'); ax.set_ylabel('R(t) = ‖w_t − w_0‖ (Euclidean, weight units)')
-    ax.set_title('Mean weight displacement, 2×64 ReLU nets on moons'); ax.legend(fontsize=8)
+    ax.set_xlabel('t (SGD steps)')
+    ax.set_ylabel('R(t) = ‖w_t − w_0‖ (Euclidean, weight units)')
+    ax.set_title('Mean weight displacement, 2×64 ReLU nets on moons')
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -172,9 +184,11 @@ def plot_layers(table: pd.DataFrame):
     "Mean displacement of each layer against steps, log-log."
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for col in [c for c in table.columns if c.startswith('R/')]:
-        steps, M = runs_matrix(table, col)
+        steps, M = runs_matrix(table, col)                     # M: [nets, recorded steps]
         ax.loglog(steps[steps > 0], M[:, steps > 0].mean(0), label=col[2:])
-    ax.set_xlabel('t (SGD steps)'); ax.set_ylabel('per-layer R(t) (weight units)'); ax.legend(title='layer', fontsize=8)
+    ax.set_xlabel('t (SGD steps)')
+    ax.set_ylabel('per-layer R(t) (weight units)')
+    ax.legend(title='layer', fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -189,7 +203,7 @@ def plot_layers(table: pd.DataFrame):
 # %%
 #| export
 def run(cfg: MoonsDiffusionConfig | None = None, out_dir=None, progress: bool = True) -> dict:
-    "Run the moons anomalous-diffusion study with `cfg` (default: quick or full by `FRACSGD_FULL`); write results to `out_dir`."
+    "Run the moons study with `cfg` (default: quick or full by `FRACSGD_FULL`); write results to `out_dir`."
     cfg = cfg or config()
     out = Path(out_dir) if out_dir else results_dir('moons-diffusion', 'full' if cfg == FULL else 'quick')
     table = train_all(cfg, out, progress)
@@ -198,7 +212,9 @@ def run(cfg: MoonsDiffusionConfig | None = None, out_dir=None, progress: bool = 
     write_table(res['summary'], out / 'summary.csv')
     write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
     for name, fig in [('displacement', plot_displacement(res)), ('layers', plot_layers(table))]:
-        fig.savefig(out / f'{name}.png', dpi=120); plt.close(fig); res[f'fig_{name}'] = fig
+        fig.savefig(out / f'{name}.png', dpi=120)
+        plt.close(fig)
+        res[f'fig_{name}'] = fig
     write_table(pd.DataFrame([asdict(cfg)]).astype(str), out / 'config.csv')
     return dict(res, table=table, config=cfg, out=out)
 
@@ -224,7 +240,34 @@ res['fig_displacement']
 # %%
 assert res['early'].slope > 0.5 and res['late'].slope < 0.5, (res['early'].slope, res['late'].slope)
 assert res['late'].ci_high < 0.5 and res['late'].r2 > 0.95, res['late']
-assert {'trajectories.parquet', 'summary.csv', 'growth_laws.csv', 'displacement.png', 'layers.png'} <= {p.name for p in out.iterdir()}
+written = {p.name for p in out.iterdir()}
+assert {'trajectories.parquet', 'summary.csv', 'growth_laws.csv', 'displacement.png', 'layers.png'} <= written
+
+# %% [markdown]
+# The exponents above are fitted to the mean over nets. Each net has exponents of its own: the same
+# least-squares slope of $\log R$ on $\log t$ (eq. 17), fitted to one net's $R(t)$ before and after the
+# crossover time $t_c$ of the mean curve. Their spread says how far one run can stray from the mean, and
+# whether the two regimes hold net by net or only on average. In the quick run they hold net by net: every net
+# is super-diffusive before $t_c$ and sub-diffusive after it.
+
+# %%
+import seaborn as sns
+t, R, t_c = res['t'], res['R'], res['crossover'].t_c           # R: [nets, steps]
+phases = {'early, $t < t_c$': dict(t_max=t_c), 'late, $t \\geq t_c$': dict(t_min=t_c)}
+per_net = pd.DataFrame([dict(net=i, phase=phase, slope=fit_power_law(t, R[i], n_boot=0, **window).slope)
+                        for i in range(len(R)) for phase, window in phases.items()])
+early_nets, late_nets = (per_net[per_net.phase == phase].slope for phase in phases)
+assert (early_nets > 0.5).all() and (late_nets < 0.5).all(), per_net
+fig, ax = plt.subplots(figsize=(6, 3.2))
+sns.histplot(data=per_net, x='slope', hue='phase', bins=np.arange(0.25, 1.0, 0.025), ax=ax)
+ax.axvline(0.5, color='k', ls='--', lw=1)
+ax.text(0.505, 0.95, 'Brownian, ½', transform=ax.get_xaxis_transform(), va='top', fontsize=8)
+for fit, color in [(res['early'], 'C0'), (res['late'], 'C1')]:
+    ax.axvline(fit.slope, color=color, lw=1.5)
+ax.set(xlabel='log-log slope of one net\'s R(t) (solid lines: fit of the mean)', ylabel='nets',
+       title=f'Per-net exponents, {len(R)} nets')
+fig.tight_layout()
+plt.show()
 
 # %% [markdown]
 # The late growth compared with its alternatives (paper §3.1, Prop. D.1), fitted after $t_c$ and ranked by AIC:
@@ -233,11 +276,12 @@ assert {'trajectories.parquet', 'summary.csv', 'growth_laws.csv', 'displacement.
 res['laws']
 
 # %% [markdown]
-# How to read this ranking: after $t_c$ the quick run covers well under one decade of time (from a few hundred steps
-# to 800), and over so short a window a logarithm and a power law with an exponent near 0.4 bend almost alike. Both
-# say the same physical thing, growth slower than diffusive; which of them describes SGD at long times is a question
-# the paper's 800-step protocol cannot settle. Longer runs (raise `epochs` in the configuration) are the way to
-# separate them. The linear-drift law of Prop. D.1 is the one the data clearly reject.
+# How to read this ranking: after $t_c$ the quick run covers well under one decade of time (from a few hundred
+# steps to 800), and over so short a window a logarithm and a power law with an exponent near 0.4 bend almost
+# alike. Both say the same physical thing, growth slower than diffusive; which of them describes SGD at long
+# times is a question the paper's 800-step protocol cannot settle. Longer runs (raise `epochs` in the
+# configuration) are the way to separate them. The linear-drift law of Prop. D.1 is the one the data clearly
+# reject.
 
 # %% [markdown]
 # Displacement per layer (each hidden block counts its weights and biases together):
@@ -250,9 +294,11 @@ res['fig_layers']
 
 # %%
 import time
-t0 = time.time(); again = train_all(QUICK, out, progress=False)
+t0 = time.time()
+again = train_all(QUICK, out, progress=False)
 assert time.time() - t0 < 5 and again.equals(res['table'])
 
 # %%
 #| hide
-import nbdev; nbdev.nbdev_export()
+import nbdev
+nbdev.nbdev_export()

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Benchmarks
 #
-# > Speed measured, not claimed: each benchmark times our code against a baseline run in the same process and reports the ratio.
+# > Speed measured, not claimed: each benchmark times our code against a baseline in the same process.
 
 # %%
 #| default_exp bench
@@ -33,41 +33,48 @@ from fracsgd.displacement import Recorder, log_steps
 #
 # ## Displacement recording overhead
 #
-# The recorder runs inside the training loop, so its cost is measured against a bare SGD step (forward, backward,
-# optimizer step) of the paper's MNIST MLP, 784-128-64-10, at batch size 256 (appendix G.1). The goal is an overhead
-# of at most 2% when recording every step. Blocks of bare steps and blocks of `record` calls alternate, and the
-# ratio is (step + record) / step from the medians: timing the recorder on its own, rather than as the small
-# difference of two noisy loop timings, keeps the estimate stable on a shared machine.
+# The recorder runs inside the training loop, so its cost is measured against a bare SGD step (forward,
+# backward, optimizer step) of the paper's MNIST MLP, 784-128-64-10, at batch size 256 (appendix G.1). The
+# goal is an overhead of at most 2% when recording every step. Blocks of bare steps and blocks of `record`
+# calls alternate, and the ratio is (step + record) / step from the medians: timing the recorder on its own,
+# rather than as the small difference of two noisy loop timings, keeps the estimate stable on a shared
+# machine.
 
 # %%
 #| export
 def timed(fn):
     "Wall-clock seconds of `fn()` (waiting for the GPU, if any) and its result."
-    t0 = time.perf_counter(); out = fn()
+    t0 = time.perf_counter()
+    out = fn()
     if torch.cuda.is_available(): torch.cuda.synchronize()
     return time.perf_counter() - t0, out
 
-def _time_block(step, n): return timed(lambda: [step() for _ in range(n)])[0] / n
+def _time_block(step, n):
+    return timed(lambda: [step() for _ in range(n)])[0] / n
 
 def bench_displacement(n_blocks: int = 30, steps_per_block: int = 20, batch_size: int = 256, seed: int = 0,
                        device=None) -> pd.DataFrame:
-    "Time a bare SGD step of the 784-128-64-10 MLP and the recorder's work per step, interleaved; report their ratio."
+    "Time a bare SGD step of the 784-128-64-10 MLP and the recorder's work per step, interleaved; their ratio."
     device = device or default_device()
     torch.manual_seed(seed)
     net = make_mlp([784, 128, 64, 10]).to(device)
     X, y = torch.randn(batch_size, 784, device=device), torch.randint(0, 10, (batch_size,), device=device)
     opt = torch.optim.SGD(net.parameters(), lr=1e-3)
     def bare():
-        opt.zero_grad(set_to_none=True); F.cross_entropy(net(X), y).backward(); opt.step()
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(net(X), y).backward()
+        opt.step()
     schedules = {'every step': 1, 'every 10 steps': 10, '100 log-spaced of 10⁴ steps': log_steps(10_000, 100)}
-    for _ in range(steps_per_block): bare()                                # warm-up
+    for _ in range(steps_per_block):                                       # warm-up
+        bare()
     rows = []
     for name, every in schedules.items():
         rec, step = Recorder(net, every=every), iter(range(1, 10**9))
         record = lambda: rec.record(next(step), 0.0)
         base_t, rec_t = [], []
-        for _ in range(n_blocks):                                          # interleave: same conditions for both
-            base_t.append(_time_block(bare, steps_per_block)); rec_t.append(_time_block(record, steps_per_block))
+        for _ in range(n_blocks):                                  # interleave: the same conditions for both
+            base_t.append(_time_block(bare, steps_per_block))
+            rec_t.append(_time_block(record, steps_per_block))
         b, r = np.median(base_t), np.median(rec_t)
         rows.append(dict(schedule=name, bare_step_ms=1e3 * b, record_ms=1e3 * r, ratio=(b + r) / b,
                          overhead_pct=100 * r / b))
@@ -82,15 +89,17 @@ def machine_info() -> dict:
 
 # %%
 b = bench_displacement(n_blocks=3, steps_per_block=10)
-assert set(b.schedule) == {'every step', 'every 10 steps', '100 log-spaced of 10⁴ steps'} and (b.ratio > 0).all()
+assert set(b.schedule) == {'every step', 'every 10 steps', '100 log-spaced of 10⁴ steps'}
+assert (b.ratio > 0).all()
 b
 
 
 # %% [markdown]
 # ### Measured here
 #
-# On the development machine (2-core x86-64 virtual machine, torch 2.14.1 with 2 threads, no GPU; 2026-11-22, machine
-# otherwise idle; `fracsgd bench displacement`, 30 blocks of 20 steps), twice with the same result to the shown digits:
+# On the development machine (2-core x86-64 virtual machine, torch 2.14.1 with 2 threads, no GPU; 2026-11-22,
+# machine otherwise idle; `fracsgd bench displacement`, 30 blocks of 20 steps), twice with the same result to
+# the shown digits:
 #
 # | schedule | bare step (ms) | record (ms) | ratio | overhead |
 # |---|---|---|---|---|
@@ -98,18 +107,18 @@ b
 # | every 10 steps | 3.83 | 0.038 | 1.010 | 1.0% |
 # | 100 log-spaced of 10⁴ steps | 3.55 | 0.024 | 1.007 | 0.7% |
 #
-# **The 2% goal is met for thinned schedules and missed when recording every step.** A recorded step has to read
-# all 109,386 current and initial weights and write their difference; on this machine the fused subtraction and norm
-# alone take about 0.1 ms (each close to memory bandwidth), and the rest is Python and dispatch. The bare step of a
-# model this small is only 4 ms, so the ratio is unfavourable; it shrinks as models (and steps) grow, and for the
-# power-law fits of the [spectral chapter](spectral.html) log-spaced recording is what one wants anyway (it is what
-# `log_steps` is for). The non-recording calls of the thinned schedules cost about 20–40 µs each, which is the
-# Python overhead of checking whether a step is due.
+# **The 2% goal is met for thinned schedules and missed when recording every step.** A recorded step has to
+# read all 109,386 current and initial weights and write their difference; on this machine the fused
+# subtraction and norm alone take about 0.1 ms (each close to memory bandwidth), and the rest is Python and
+# dispatch. The bare step of a model this small is only 4 ms, so the ratio is unfavourable; it shrinks as
+# models (and steps) grow, and for the power-law fits of the [spectral chapter](spectral.html) log-spaced
+# recording is what one wants anyway (it is what `log_steps` is for). The non-recording calls of the thinned
+# schedules cost about 20–40 µs each, which is the Python overhead of checking whether a step is due.
 
 # %%
 #| export
 def report(df: pd.DataFrame, as_json: bool = False) -> str:
-    "Format a benchmark table for the terminal, or as JSON (missing values as `null`) with the machine description."
+    "A benchmark table for the terminal, or as JSON (missing values as `null`) with the machine description."
     if as_json:
         clean = lambda v: None if isinstance(v, float) and not np.isfinite(v) else v
         rows = [{k: clean(v) for k, v in r.items()} for r in df.to_dict(orient='records')]
@@ -119,10 +128,12 @@ def report(df: pd.DataFrame, as_json: bool = False) -> str:
 
 # %%
 assert json.loads(report(b, as_json=True))['results'][0]['schedule'] == 'every step'
-gap = json.loads(report(pd.DataFrame([dict(ratio=1.5, floor_s=float('nan'))]), as_json=True))   # strict JSON: NaN -> null
+with_gap = pd.DataFrame([dict(ratio=1.5, floor_s=float('nan'))])
+gap = json.loads(report(with_gap, as_json=True))                 # strict JSON: NaN -> null
 assert gap['results'][0]['floor_s'] is None
 print(report(b))
 
 # %%
 #| hide
-import nbdev; nbdev.nbdev_export()
+import nbdev
+nbdev.nbdev_export()

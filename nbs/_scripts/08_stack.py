@@ -1,0 +1,273 @@
+# %% [markdown]
+# # The model stack
+#
+# > Many models of one architecture as one tensor: stacked parameters and buffers, a per-sample loss evaluated for all of them in one vectorized call, and minibatch streams with their own seeds.
+
+# %%
+#| default_exp stack
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import copy, math
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, vmap
+
+# %%
+torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs
+
+
+# %% [markdown]
+# SGLD chains for the LLC (the [SGLD chapter](sgld.html)), ensembles of nets trained together, and posterior
+# samples all move many copies of one architecture at once. This chapter is their common representation: the
+# weights of $K$ copies as one `[K, D]` tensor, a loss evaluated for all $K$ rows by one vectorized forward pass
+# (`torch.func.functional_call` under `vmap`), and one minibatch stream per copy, each with its own seed, drawn
+# by one gather.
+#
+# ## Per-sample losses
+#
+# Everything downstream wants a per-sample negative log-likelihood `loss(output, target) -> [batch]`. For
+# classification it is the cross-entropy of the logits; for regression the Gaussian $\|y-f(x)\|^2/(2\sigma^2)$,
+# without its normalising constant, which cancels in every difference of losses the LLC takes.
+
+# %%
+#| export
+def cross_entropy_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    "Per-sample negative log-likelihood of a classifier with logits `output` and integer labels `target`."
+    return F.cross_entropy(output, target, reduction='none')
+
+def gaussian_nll(sigma: float = 1.0) -> Callable:
+    "Per-sample Gaussian negative log-likelihood `|y - f(x)|^2 / (2 sigma^2)`, without its constant."
+    if not sigma > 0:
+        raise ValueError(f"gaussian_nll: sigma must be > 0, got {sigma}")
+    def loss(output, target):
+        return (output - target).pow(2).flatten(1).sum(1) / (2 * sigma**2)
+    loss.sigma = sigma
+    return loss
+
+def resolve_loss(loss) -> Callable:
+    "A per-sample loss: a callable `(output, target) -> [batch]` or a name ('classification', 'regression')."
+    if callable(loss):
+        return loss
+    names = {'classification': cross_entropy_loss, 'cross_entropy': cross_entropy_loss,
+             'regression': gaussian_nll(1.0), 'gaussian': gaussian_nll(1.0)}
+    if loss not in names:
+        raise ValueError(f"loss must be a callable or one of {sorted(names)}, got {loss!r}")
+    return names[loss]
+
+
+# %%
+logits, labels = torch.tensor([[2.0, 0.0], [0.0, 0.0]]), torch.tensor([0, 1])
+expected = torch.tensor([math.log(1 + math.exp(-2)), math.log(2)])
+assert torch.allclose(resolve_loss('classification')(logits, labels), expected)
+assert torch.allclose(gaussian_nll(2.0)(torch.ones(3, 2), torch.zeros(3, 2)), torch.full((3,), 2 / 8))
+for bad in ['hinge', 1]:
+    try:
+        resolve_loss(bad)
+        raise AssertionError
+    except ValueError as e:
+        assert 'loss must be' in str(e)
+
+
+# %% [markdown]
+# ## Data as a pair of tensors
+#
+# The data of every sampler and trainer here is a pair `(inputs, targets)` of tensors with one row per sample
+# (or a `TensorDataset` of two). `as_data` checks it once, where it enters, and moves it to the device.
+
+# %%
+#| export
+def as_data(data, device) -> tuple[torch.Tensor, torch.Tensor]:
+    "`data` as `(inputs, targets)` on `device`, refused with a message naming the problem if it is malformed."
+    if isinstance(data, torch.utils.data.TensorDataset):
+        data = data.tensors
+    if not (isinstance(data, (tuple, list)) and len(data) == 2 and all(torch.is_tensor(t) for t in data)):
+        raise ValueError("data must be a pair of tensors (inputs, targets) or a TensorDataset of two tensors")
+    X, y = data
+    if len(X) != len(y):
+        raise ValueError(f"data: inputs have {len(X)} rows but targets have {len(y)}")
+    if len(X) < 2:
+        raise ValueError(f"data must hold at least 2 samples, got {len(X)}")
+    return X.to(device), y.to(device)
+
+
+# %%
+X_toy, y_toy = as_data(torch.utils.data.TensorDataset(torch.randn(6, 3), torch.arange(6) % 2), 'cpu')
+assert X_toy.shape == (6, 3) and y_toy.shape == (6,)
+for bad, word in [((torch.randn(5, 3), torch.zeros(4)), 'rows'),
+                  ((torch.randn(1, 3), torch.zeros(1)), 'at least 2'),
+                  ([torch.randn(5, 3)], 'pair')]:
+    try:
+        as_data(bad, 'cpu')
+        raise AssertionError
+    except ValueError as e:
+        assert word in str(e), e
+
+
+# %% [markdown]
+# ## Many models as one tensor
+#
+# `ModelStack` flattens the parameters of $M$ models of the same architecture into one tensor `flat` of shape
+# `[M, D]` (models, parameters) and stacks each buffer (batch-norm running statistics) into `[M, *shape]`. Any
+# `[K, D]` tensor of weights, for instance the stack repeated for $C$ chains per model, is turned back into
+# named parameters by `params`, which returns *views*: an update of the flat tensor is an update of every
+# parameter, and a gradient taken through the views lands in the flat tensor's layout. Models of different
+# architectures are refused.
+
+# %%
+#| export
+class ModelStack:
+    "The parameters of same-architecture `models` as one `flat` tensor [models, params]; buffers stacked."
+    def __init__(self, models: Sequence[nn.Module], device):
+        self.template = models[0]
+        named = list(self.template.named_parameters())
+        self.names = [n for n, _ in named]
+        self.shapes = [p.shape for _, p in named]
+        for i, m in enumerate(models[1:], 1):
+            if [(n, p.shape) for n, p in m.named_parameters()] != list(zip(self.names, self.shapes)):
+                raise ValueError(f"model {i} does not have the architecture of model 0 "
+                                 "(parameter names or shapes differ)")
+        self.sizes = [math.prod(s) for s in self.shapes]
+        self.n_params = sum(self.sizes)
+        rows = [torch.cat([p.detach().reshape(-1) for p in m.parameters()]) for m in models]
+        self.flat = torch.stack(rows).to(device)                                   # [models, params]
+        self.buffers = {n: torch.stack([dict(m.named_buffers())[n].detach() for m in models]).to(device)
+                        for n, _ in self.template.named_buffers()}                 # name -> [models, *shape]
+
+    def __len__(self):
+        return len(self.flat)
+
+    def params(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        "Views of `flat` [K, params] as named parameters [K, *shape]."
+        pieces = flat.split(self.sizes, dim=1)               # one split: its backward is one concatenation
+        return {n: piece.view(len(flat), *s) for n, s, piece in zip(self.names, self.shapes, pieces)}
+
+
+# %%
+bn_net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2)).eval()
+stack = ModelStack([bn_net, bn_net, bn_net], 'cpu')
+assert len(stack) == 3 and stack.n_params == 3 * 4 + 4 + 4 + 4 + 4 * 2 + 2
+assert stack.flat.shape == (3, stack.n_params)
+assert set(stack.buffers) == {'1.running_mean', '1.running_var', '1.num_batches_tracked'}
+views = stack.params(stack.flat)
+assert views['0.weight'].shape == (3, 4, 3) and views['0.weight'].data_ptr() == stack.flat.data_ptr()
+try:
+    ModelStack([bn_net, nn.Sequential(nn.Linear(3, 5))], 'cpu')
+    raise AssertionError
+except ValueError as e:
+    assert 'architecture' in str(e)
+
+
+# %% [markdown]
+# ## One loss call for every row
+#
+# `batched_loss(template, loss_fn)` returns `f(params, buffers, x, y) -> [K]`: the mean per-sample loss of row
+# $k$'s weights on row $k$'s minibatch, with `x` of shape `[K, B, ...]`. It is `functional_call` of the template
+# under `vmap`. A single row skips `vmap` (its batched kernels cost more than they save for one model) and gives
+# the same numbers. `full_data_loss` evaluates every row on the whole data set, in slices of `eval_batch`
+# samples.
+
+# %%
+#| export
+def batched_loss(template: nn.Module, loss_fn: Callable) -> Callable:
+    "`f(params [K,...], buffers [K,...], x [K, B, ...], y [K, B, ...]) -> [K]`, the mean loss of each row."
+    def one(params, buffers, x, y):
+        return loss_fn(functional_call(template, (params, buffers), (x,)), y).mean()
+    batched = vmap(one)
+    def f(params, buffers, x, y):
+        if x.shape[0] > 1:
+            return batched(params, buffers, x, y)
+        # one row: a plain call; squeeze(0), unlike [0], has a copy-free backward
+        squeeze = lambda d: {k: v.squeeze(0) for k, v in d.items()}
+        return one(squeeze(params), squeeze(buffers), x[0], y[0])[None]
+    return f
+
+def full_data_loss(f: Callable, params: dict, buffers: dict, X: torch.Tensor, y: torch.Tensor,
+                   eval_batch: int = 4096) -> torch.Tensor:
+    "The mean loss on all of `(X, y)` of each row of `params` (a `batched_loss`), in float64, no gradients."
+    K = len(next(iter(params.values())))
+    total = torch.zeros(K, dtype=torch.float64, device=X.device)            # [K]
+    with torch.no_grad():
+        for s in range(0, len(X), eval_batch):
+            xb, yb = X[s:s + eval_batch], y[s:s + eval_batch]
+            total += f(params, buffers, xb.expand(K, *xb.shape), yb.expand(K, *yb.shape)).double() * len(xb)
+    return total / len(X)
+
+
+# %% [markdown]
+# The vectorized call must agree with calling each model as usual, for one row and for several, and one model
+# must come out with the shapes of an ensemble of one:
+
+# %%
+X_small, y_small = torch.randn(5, 3), torch.randint(0, 2, (5,))
+f = batched_loss(bn_net, cross_entropy_loss)
+plain = cross_entropy_loss(bn_net(X_small), y_small).mean()
+for K in (1, 3):
+    one_stack = ModelStack([bn_net] * K, 'cpu')
+    params = one_stack.params(one_stack.flat)
+    loss = full_data_loss(f, params, one_stack.buffers, X_small, y_small)
+    assert loss.shape == (K,) and torch.allclose(loss.float(), plain.expand(K), atol=1e-6)
+
+
+# %% [markdown]
+# ## Minibatches and seeds, one stream per row
+#
+# Each row (a chain, or an ensemble member) walks through its own random permutations of the data, epoch after
+# epoch, from its own `torch.Generator`; the $K$ minibatches of a step are cut out of the data with one
+# `index_select`. An epoch drops the last incomplete minibatch, and a batch size of at least $n$ gives every row
+# the full data at every step. `chain_seed(seed, model, chain, stream)` derives independent seeds from a tuple
+# through NumPy's `SeedSequence`, so a row's numbers depend only on its own indices, never on which other rows
+# share its call.
+
+# %%
+#| export
+def chain_seed(seed: int, model: int, chain: int, stream: int) -> int:
+    "An independent 32-bit seed for stream `stream` of chain `chain` of model `model` (NumPy `SeedSequence`)."
+    return int(np.random.SeedSequence([seed, model, chain, stream]).generate_state(1)[0])
+
+def chain_minibatches(X: torch.Tensor, y: torch.Tensor, batch_size: int,
+                      generators: Sequence[torch.Generator],
+                      device) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    "An endless stream of `(x [K, B, ...], y [K, B, ...])`, row k in the random order of `generators[k]`."
+    n, K = len(X), len(generators)
+    if batch_size >= n:
+        while True:
+            yield X.expand(K, *X.shape), y.expand(K, *y.shape)
+    while True:
+        perm = torch.stack([torch.randperm(n, generator=g) for g in generators]).to(device)   # [K, n]
+        for j in range(n // batch_size):
+            idx = perm[:, j * batch_size:(j + 1) * batch_size].reshape(-1)                  # [K * B]
+            yield (X.index_select(0, idx).view(K, batch_size, *X.shape[1:]),
+                   y.index_select(0, idx).view(K, batch_size, *y.shape[1:]))
+
+
+# %% [markdown]
+# Two chains get different minibatch orders, each of them sees every sample once per epoch, and the same seed
+# gives the same stream again:
+
+# %%
+X_idx, y_idx = torch.arange(12.0)[:, None], torch.arange(12)
+gens = lambda: [torch.Generator().manual_seed(chain_seed(0, 0, c, 1)) for c in range(2)]
+stream = chain_minibatches(X_idx, y_idx, 4, gens(), 'cpu')
+epoch = [next(stream) for _ in range(3)]                           # 12 samples / batch 4 = 3 minibatches
+seen = torch.cat([yb for _, yb in epoch], dim=1)                   # [chains, 12]
+assert all(sorted(row.tolist()) == list(range(12)) for row in seen)
+assert not torch.equal(seen[0], seen[1])
+assert torch.equal(next(chain_minibatches(X_idx, y_idx, 4, gens(), 'cpu'))[1], epoch[0][1])
+assert next(chain_minibatches(X_idx, y_idx, 50, gens(), 'cpu'))[0].shape == (2, 12, 1)
+assert len({chain_seed(0, m, c, s) for m in range(3) for c in range(3) for s in range(2)}) == 18
+seen
+
+# %%
+#| hide
+import nbdev
+nbdev.nbdev_export()

@@ -1,0 +1,512 @@
+# %% [markdown]
+# # SGLD
+#
+# > Stochastic-gradient Langevin dynamics for many chains of many models at once, localized at each model's own weights: one settings object, divergence caught and named, MALA acceptance as a diagnostic, and a step-size back-off.
+
+# %%
+#| default_exp sgld
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import copy, dataclasses, math, warnings
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from fracsgd.stack import ModelStack, batched_loss, chain_minibatches, chain_seed
+
+# %%
+import matplotlib.pyplot as plt
+import seaborn as sns
+from fracsgd.models import dln_data, make_dln
+from fracsgd.stack import as_data, resolve_loss
+torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs
+
+
+# %% [markdown]
+# ## The sampler
+#
+# The local learning coefficient (next chapter) is an average over the tempered posterior localized at a
+# parameter $w^*$, $p(w)\propto\exp\{-n\beta L_n(w)-\tfrac{\gamma}{2}\|w-w^*\|^2\}$, where $L_n$ is the mean
+# per-sample negative log-likelihood on $n$ samples (Lau et al. 2024, eq. 11). Stochastic-gradient Langevin
+# dynamics samples it with the minibatch loss $L_B$ in place of $L_n$ (their Algorithm 1):
+#
+# $$\Delta w_t = -\tfrac{\epsilon}{2}\big(n\beta\,\nabla L_B(w_t) + \gamma\,(w_t-w^*)\big) + \mathcal N(0,\epsilon I).$$
+#
+# The inverse temperature defaults to $n\beta = n/\log n$ with $n$ the number of training samples. (devinterp's
+# `default_nbeta` uses the *batch* size instead; pass `n_beta=` to reproduce it.)
+
+# %%
+#| export
+def default_n_beta(n: int) -> float:
+    "The inverse temperature n*beta = n / log n (Lau et al. 2024, Algorithm 1) for n training samples."
+    if n < 2:
+        raise ValueError(f"n_beta = n/log n needs at least 2 training samples, got n={n}")
+    return n / math.log(n)
+
+
+# %%
+assert abs(default_n_beta(10_000) - 10_000 / math.log(10_000)) < 1e-9
+
+
+# %% [markdown]
+# ## Settings
+#
+# One frozen object holds everything that decides a chain: step size $\epsilon$, localization $\gamma$, chains,
+# draws, burn-in, steps between draws, batch size, $n\beta$, the baseline, the seed, how often to compute
+# diagnostics, an optional larger step for the discarded burn-in, and what to do when a chain diverges. It
+# checks itself when it is made, knows how many steps its chains take and which step size applies at step $t$,
+# and `replace` gives a changed copy (refusing names it does not know). `baseline='paired'` makes each draw the
+# difference $L_B(w_t)-L_B(w^*)$ on the same minibatch, which removes the minibatch noise of the baseline;
+# `'full'` subtracts $L_n(w^*)$ afterwards.
+
+# %%
+#| export
+def _whole(name: str, value, least: int):
+    if int(value) != value or value < least:
+        kind = 'a positive' if least == 1 else 'a non-negative'
+        raise ValueError(f"{name} must be {kind} integer, got {value!r}")
+
+def _positive(name: str, value, zero_ok: bool = False):
+    if not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
+        kind = 'non-negative' if zero_ok else 'positive'
+        raise ValueError(f"{name} must be a {kind} number, got {value!r}")
+
+@dataclass(frozen=True)
+class SGLDSettings:
+    """Everything that decides an SGLD run.
+    Unset `n_beta` means n/log n; unset `burnin_step_size` means `step_size`."""
+    step_size: float = 1e-4
+    localization: float = 1.0
+    n_chains: int = 4
+    n_draws: int = 200
+    n_burnin: int = 100
+    steps_between_draws: int = 1
+    batch_size: int | None = 256            # None: the full data at every step
+    n_beta: float | None = None
+    baseline: str = 'full'                  # 'full': subtract L_n(w*); 'paired': L_B(w_t) - L_B(w*) per draw
+    seed: int = 0
+    diag_every: int = 20                    # 0: no per-step diagnostics
+    burnin_step_size: float | None = None
+    on_divergence: str = 'raise'            # or 'backoff': halve the diverging phase's step size; 3 retries
+
+    def __post_init__(self):
+        for name in ('n_chains', 'n_draws', 'steps_between_draws'):
+            _whole(name, getattr(self, name), 1)
+        _whole('n_burnin', self.n_burnin, 0)
+        _whole('diag_every', self.diag_every, 0)
+        _positive('step_size', self.step_size)
+        if self.burnin_step_size is not None:
+            _positive('burnin_step_size', self.burnin_step_size)
+        _positive('localization', self.localization, zero_ok=True)
+        if self.n_beta is not None:
+            _positive('n_beta', self.n_beta)
+        if self.batch_size is not None:
+            _whole('batch_size', self.batch_size, 1)
+        if self.baseline not in ('full', 'paired'):
+            raise ValueError(f"baseline must be 'full' or 'paired', got {self.baseline!r}")
+        if self.on_divergence not in ('raise', 'backoff'):
+            raise ValueError(f"on_divergence must be 'raise' or 'backoff', got {self.on_divergence!r}")
+
+    @property
+    def n_steps(self) -> int:
+        "SGLD steps per chain: the burn-in, then `n_draws` draws `steps_between_draws` apart."
+        return self.n_burnin + self.n_draws * self.steps_between_draws
+
+    def phase(self, t: int) -> str:
+        "'burn-in' or 'sampling': the phase step `t` belongs to."
+        return 'burn-in' if t < self.n_burnin else 'sampling'
+
+    def step_size_at(self, t: int) -> float:
+        "The step size of step `t`: `burnin_step_size` during burn-in when it is set, else `step_size`."
+        return self.burnin_step_size if t < self.n_burnin and self.burnin_step_size else self.step_size
+
+    def is_draw(self, t: int) -> bool:
+        "Whether step `t` is a draw: after the burn-in, every `steps_between_draws` steps."
+        return t >= self.n_burnin and (t - self.n_burnin) % self.steps_between_draws == 0
+
+    def replace(self, **changes) -> SGLDSettings:
+        "A copy with `changes`, checked; an unknown name is refused with the list of known ones."
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise ValueError(f"unknown SGLD setting(s) {unknown}; known: {sorted(known)}")
+        return dataclasses.replace(self, **changes)
+
+    def halved(self, phase: str) -> SGLDSettings:
+        "A copy whose step size of `phase` ('burn-in' or 'sampling') is half as large."
+        if phase == 'burn-in':
+            return self.replace(burnin_step_size=(self.burnin_step_size or self.step_size) / 2)
+        return self.replace(step_size=self.step_size / 2)
+
+
+# %%
+s = SGLDSettings(n_burnin=10, n_draws=5, steps_between_draws=3, burnin_step_size=1e-3)
+assert s.n_steps == 10 + 5 * 3
+assert s.step_size_at(9) == 1e-3 and s.step_size_at(10) == 1e-4 and s.phase(9) == 'burn-in'
+assert [t for t in range(s.n_steps) if s.is_draw(t)] == [10, 13, 16, 19, 22]
+assert s.halved('burn-in').burnin_step_size == 5e-4 and s.halved('sampling').step_size == 5e-5
+assert SGLDSettings().halved('burn-in').burnin_step_size == 5e-5        # unset: half of step_size
+for bad, word in [(dict(n_chains=0), 'n_chains'), (dict(step_size=-1), 'step_size'),
+                  (dict(baseline='some'), 'baseline'), (dict(n_burnin=1.5), 'n_burnin'),
+                  (dict(localization=float('nan')), 'localization'), (dict(stepsize=1), 'unknown')]:
+    try:
+        s.replace(**bad)
+        raise AssertionError(bad)
+    except ValueError as e:
+        assert word in str(e), e
+try:
+    s.step_size = 1.0
+    raise AssertionError
+except dataclasses.FrozenInstanceError:
+    pass
+
+# %% [markdown]
+# ## The paper's preset
+#
+# Hennick & De Baerdemacker estimate every LLC with one SGLD setting (appendix G, table 3): step size $10^{-5}$,
+# localization 100, one chain of 400 draws, no burn-in, one step between draws. `preset('paper')` is that
+# setting. The paper gives neither the batch size nor $n\beta$, so those keep the defaults above unless you
+# replace them.
+
+# %%
+#| export
+PAPER_PRESET = SGLDSettings(step_size=1e-5, localization=100.0, n_chains=1, n_draws=400, n_burnin=0,
+                            steps_between_draws=1)
+
+def preset(name: str) -> SGLDSettings:
+    "Named SGLD settings: 'paper' is Hennick & De Baerdemacker's appendix G, table 3."
+    presets = {'paper': PAPER_PRESET}
+    if name not in presets:
+        raise ValueError(f"unknown LLC preset {name!r}; known: {sorted(presets)}")
+    return presets[name]
+
+
+# %%
+assert preset('paper').n_steps == 400 and preset('paper').localization == 100.0
+assert preset('paper').replace(batch_size=500).step_size == 1e-5
+preset('paper')
+
+
+# %% [markdown]
+# ## When a chain diverges
+#
+# A step size too large for the stiffest direction of $n\beta L_n$ makes the chain explode to a non-finite loss.
+# The sampler stops with an `SGLDDivergenceError` that says where (step, model, chain), in which phase, with
+# which step size, and what to try; the same facts are attributes, so a caller can react to them without reading
+# the message.
+
+# %%
+#| export
+class SGLDDivergenceError(FloatingPointError):
+    """SGLD produced a NaN/inf loss.
+    Attributes: `phase` ('burn-in' or 'sampling'), `step`, `model`, `chain`, `step_size`."""
+    def __init__(self, message: str, *, phase: str, step: int, model: int, chain: int, step_size: float):
+        super().__init__(message)
+        self.phase, self.step, self.model, self.chain, self.step_size = phase, step, model, chain, step_size
+
+
+# %% [markdown]
+# ## MALA acceptance, a diagnostic
+#
+# An SGLD step is the proposal of the Metropolis-adjusted Langevin algorithm, which would accept it with
+# probability $\min\{1, \pi(w')q(w\mid w')/\pi(w)q(w'\mid w)\}$ for the potential
+# $U = n\beta L_B + \tfrac\gamma2\|w-w^*\|^2$. SGLD never rejects, but this probability measures how far the
+# discretization is from exact: it should stay near 1 (Lau et al. 2024, app. H.1, recommend about 0.9 or more).
+# `LangevinState` is a point with its potential and gradient; `mala_acceptance` compares two of them, in
+# float64.
+
+# %%
+#| export
+class LangevinState(NamedTuple):
+    "Chains at `w` [chains, params] with the potential U [chains] and its gradient [chains, params] there."
+    w: torch.Tensor
+    potential: torch.Tensor
+    grad: torch.Tensor
+
+def mala_acceptance(old: LangevinState, new: LangevinState, step_size: float) -> torch.Tensor:
+    "MALA's acceptance probability [chains] of the Langevin proposal `old -> new` with step size `step_size`."
+    eps = step_size
+    log_q_forward = -(new.w - old.w + eps / 2 * old.grad).pow(2).sum(1) / (2 * eps)      # log q(new | old)
+    log_q_backward = -(old.w - new.w + eps / 2 * new.grad).pow(2).sum(1) / (2 * eps)     # log q(old | new)
+    log_a = (old.potential - new.potential) + log_q_backward - log_q_forward
+    return torch.exp(log_a.clamp(max=0.0))
+
+
+# %% [markdown]
+# On a standard Gaussian, $U(w)=\|w\|^2/2$, the acceptance of a Langevin step must tend to 1 as the step shrinks
+# (its rejection rate falls like $\epsilon^{3/2}$ per dimension), and a step of the size of the target itself
+# must be rejected often:
+
+# %%
+def gaussian_state(w):
+    return LangevinState(w, 0.5 * w.pow(2).sum(1), w)
+
+g = torch.Generator().manual_seed(0)
+w0 = torch.randn(2000, 10, generator=g, dtype=torch.float64)             # [chains, params], from the target
+rates = {}
+for eps in (1.0, 0.3, 0.1, 0.03, 0.01):
+    w1 = w0 - eps / 2 * w0 + math.sqrt(eps) * torch.randn(w0.shape, generator=g, dtype=torch.float64)
+    rates[eps] = float(mala_acceptance(gaussian_state(w0), gaussian_state(w1), eps).mean())
+assert list(rates.values()) == sorted(rates.values()) and rates[0.01] > 0.995 and rates[1.0] < 0.9
+rates
+
+
+# %% [markdown]
+# ## The chains of one run
+#
+# `SGLDSampler` holds what stays fixed while chains run: the `ModelStack`, the per-sample loss, the data, the
+# settings and the device (the stack's). `sample(models)` runs every chain of the models with the indices
+# `models` in one vectorized loop and returns an `SGLDRun`: the minibatch loss of every step (the loss trace),
+# the draws (the losses at draw steps, or paired differences), the per-step diagnostics, and the settings that
+# were actually used.
+#
+# Each chain draws its minibatch order and its Gaussian noise from generators seeded by `(seed, model, chain)`,
+# so no number depends on which models share a call. A step is one forward and backward pass for all chains, the
+# noise, and three in-place passes over the weights: a `lerp_` towards $w^*$, the gradient added per parameter
+# tensor, the noise. A lone chain (one model, one chain) calls a private copy of the model whose parameters live
+# in the chain's memory instead of `functional_call` under `vmap`, with the same numbers and less overhead per
+# step. The loss trace is scanned for non-finite values every 50 steps, so a GPU is never made to wait for a
+# check at each step.
+#
+# Every `diag_every` steps, three diagnostics per chain (with the step size of that step): the MALA acceptance
+# of the step just taken (one extra forward and backward pass), the ratio of the gradient step to the noise
+# step, and the distance $\|w_t-w^*\|$.
+#
+# With `on_divergence='backoff'`, a diverged call is run again with the step size of the phase that diverged
+# halved, up to three times, and a warning says so; the halved step sizes come back in `SGLDRun.settings`.
+
+# %%
+#| export
+class SGLDRun(NamedTuple):
+    """The result of `SGLDSampler.sample`.
+    Loss trace [chains, steps], draws [chains, draws], diagnostics, settings used."""
+    trace: torch.Tensor
+    draws: torch.Tensor
+    diagnostics: pd.DataFrame
+    settings: SGLDSettings
+
+class _Chains(NamedTuple):
+    "The chains of one attempt: model indices, settings, w* per chain [chains, params], buffers per chain."
+    models: list
+    settings: SGLDSettings
+    w_star: torch.Tensor
+    buffers: dict
+
+class SGLDSampler:
+    "SGLD for the models of `stack` at their own weights, on `data` = (X, y) already on the stack's device."
+    def __init__(self, stack: ModelStack, loss_fn, data: tuple, settings: SGLDSettings):
+        self.stack, self.loss_fn, self.settings = stack, loss_fn, settings
+        self.X, self.y = data
+        self.device = stack.flat.device
+        self.n_beta = settings.n_beta if settings.n_beta is not None else default_n_beta(len(self.X))
+        self.f = batched_loss(stack.template, loss_fn)
+
+    def sample(self, models: list, bar=None) -> SGLDRun:
+        "Every chain of the models `models`; backs off and retries on divergence if the settings say so."
+        settings, start = self.settings, bar.n if bar is not None else 0
+        for attempt in range(4):
+            try:
+                return self._attempt(models, settings, bar)
+            except SGLDDivergenceError as e:
+                if settings.on_divergence == 'raise' or attempt == 3:
+                    raise
+                if bar is not None:                                   # the retry runs these steps again
+                    bar.n = start
+                    bar.refresh()
+                settings = settings.halved(e.phase)
+                new = settings.burnin_step_size if e.phase == 'burn-in' else settings.step_size
+                msg = f"SGLD diverged; retrying models {models} with the {e.phase} step size {new:.3g} ({e})"
+                warnings.warn(msg, stacklevel=3)
+
+    def _chains(self, models: list, settings: SGLDSettings) -> _Chains:
+        C = settings.n_chains
+        w_star = self.stack.flat[models].repeat_interleave(C, 0)                           # [chains, params]
+        buffers = {k: v[models].repeat_interleave(C, 0) for k, v in self.stack.buffers.items()}
+        return _Chains(list(models), settings, w_star, buffers)
+
+    def _generators(self, chains: _Chains, stream: int, device) -> list[torch.Generator]:
+        seed, C = chains.settings.seed, chains.settings.n_chains
+        return [torch.Generator(device).manual_seed(chain_seed(seed, m, c, stream))
+                for m in chains.models for c in range(C)]
+
+    def _attempt(self, models: list, settings: SGLDSettings, bar) -> SGLDRun:
+        "One try at every chain of `models` under `settings`; raises `SGLDDivergenceError`."
+        chains = self._chains(models, settings)
+        s, n = settings, len(self.X)
+        noise_gens = self._generators(chains, 0, self.device)
+        batches = chain_minibatches(self.X, self.y, min(s.batch_size or n, n),
+                                    self._generators(chains, 1, 'cpu'), self.device)
+        w = chains.w_star.clone()                                    # every chain's weights [chains, params]
+        leaves, step_loss = self._differentiable(w, chains.buffers)
+        trace = torch.empty(len(w), s.n_steps, device=self.device)  # [chains, steps]
+        noise, paired, diagnostics, checked = torch.empty_like(w), [], [], 0
+        for t in range(s.n_steps):
+            eps, batch = s.step_size_at(t), next(batches)
+            loss = step_loss(*batch)                                 # [chains]
+            grads = torch.autograd.grad(loss.sum(), leaves)         # one gradient per parameter tensor
+            with torch.no_grad():
+                trace[:, t] = loss
+                # NaN/inf scan every 50 steps: no per-step sync
+                if t + 1 - checked == 50 or t + 1 == s.n_steps:
+                    self._check_finite(trace, (checked, t + 1), chains)
+                    checked = t + 1
+                if s.baseline == 'paired' and s.is_draw(t):
+                    paired.append(loss - self.f(self.stack.params(chains.w_star), chains.buffers, *batch))
+                for i, gen in enumerate(noise_gens):                 # each chain's own generator, in place
+                    noise[i].normal_(generator=gen)
+                check = s.diag_every and t % s.diag_every == 0
+                if check:
+                    before = self._before_step(w, loss, grads, noise, chains)
+                w.lerp_(chains.w_star, eps * s.localization / 2)                  # w -= eps/2 gamma (w - w*)
+                torch._foreach_add_(leaves, grads, alpha=-eps * self.n_beta / 2)  # w -= eps/2 n_beta grad L_B
+                w.add_(noise, alpha=math.sqrt(eps))                               # w += N(0, eps)
+            if check:
+                diagnostics.append(self._diagnostics(t, before, w, batch, chains))
+            if bar is not None:
+                bar.update()
+        draws = (torch.stack(paired, 1) if s.baseline == 'paired'
+                 else trace[:, s.n_burnin::s.steps_between_draws])
+        table = pd.concat(diagnostics, ignore_index=True) if diagnostics else pd.DataFrame()
+        return SGLDRun(trace.cpu(), draws.cpu(), table, settings)
+
+    def _differentiable(self, w: torch.Tensor, buffers: dict):
+        """Autograd leaves in the memory of `w` [chains, params], one per parameter tensor, and
+        `loss(x, y) -> [chains]`. A lone chain calls a private copy of the model whose parameters are those
+        leaves; several go through vmap."""
+        pieces = list(self.stack.params(w).values())              # [chains, *shape] views of w
+        try:
+            model = copy.deepcopy(self.stack.template) if len(w) == 1 else None
+        except Exception:                   # e.g. a model holding a lock: take the vmap path
+            model = None
+        if model is None:
+            leaves = [p.detach().requires_grad_(True) for p in pieces]
+            params = dict(zip(self.stack.names, leaves))
+            return leaves, lambda xb, yb: self.f(params, buffers, xb, yb)
+        for p, piece in zip(model.parameters(), pieces):
+            p.data = piece[0]
+        for name, b in model.named_buffers():
+            b.copy_(buffers[name][0])
+        return list(model.parameters()), lambda xb, yb: self.loss_fn(model(xb[0]), yb[0]).mean()[None]
+
+    def _check_finite(self, trace: torch.Tensor, steps: tuple[int, int], chains: _Chains):
+        "Raise `SGLDDivergenceError` at the first non-finite loss in `trace[:, steps[0]:steps[1]]`."
+        bad = ~torch.isfinite(trace[:, steps[0]:steps[1]])       # [chains, steps]
+        if not bad.any():
+            return
+        t = steps[0] + int(bad.any(0).nonzero()[0])
+        k = int(bad[:, t - steps[0]].nonzero()[0])
+        s, C = chains.settings, chains.settings.n_chains
+        eps, phase, model = s.step_size_at(t), s.phase(t), chains.models[k // C]
+        raise SGLDDivergenceError(
+            f"SGLD diverged at step {t} (model {model}, chain {k % C}, {phase}): the minibatch loss is "
+            f"{trace[k, t].item()}. step_size={eps:g} is too large for this model "
+            f"at n_beta={self.n_beta:.4g}, localization={s.localization:g}; "
+            f"try step_size={eps / 10:g} or calibrate_step_size(...).",
+            phase=phase, step=t, model=model, chain=k % C, step_size=eps)
+
+    def _state(self, w: torch.Tensor, loss: torch.Tensor, grad: torch.Tensor,
+               chains: _Chains) -> LangevinState:
+        "The potential n_beta L_B + gamma/2 |w - w*|^2 and its gradient at `w` [chains, params], in float64."
+        gamma, w_star = chains.settings.localization, chains.w_star
+        potential = self.n_beta * loss.double() + gamma / 2 * (w - w_star).double().pow(2).sum(1)
+        return LangevinState(w.double(), potential, (self.n_beta * grad + gamma * (w - w_star)).double())
+
+    def _before_step(self, w, loss, grads, noise, chains: _Chains) -> dict:
+        "What the diagnostics need from before a step: the state, and the gradient and noise norms [chains]."
+        grad = torch.cat([g.reshape(len(w), -1) for g in grads], 1)              # [chains, params]
+        return dict(state=self._state(w.clone(), loss, grad, chains), grad_norm=grad.norm(dim=1),
+                    noise_norm=noise.norm(dim=1), distance=(w - chains.w_star).norm(dim=1))
+
+    def _diagnostics(self, t: int, before: dict, w: torch.Tensor, batch: tuple,
+                     chains: _Chains) -> pd.DataFrame:
+        "One row per chain for the step just taken: MALA acceptance, grad-to-noise ratio, distance from w*."
+        eps, C = chains.settings.step_size_at(t), chains.settings.n_chains
+        w_new = w.detach().clone().requires_grad_(True)
+        loss = self.f(self.stack.params(w_new), chains.buffers, *batch)   # one more forward + backward
+        grad, = torch.autograd.grad(loss.sum(), w_new)
+        with torch.no_grad():
+            acc = mala_acceptance(before['state'], self._state(w_new.detach(), loss, grad, chains), eps)
+            ratio = (eps / 2 * self.n_beta * before['grad_norm']) / (math.sqrt(eps) * before['noise_norm'])
+        M = len(chains.models)
+        return pd.DataFrame({'step': t, 'model': np.repeat(chains.models, C),
+                             'chain': np.tile(np.arange(C), M), 'step_size': eps,
+                             'mala_acceptance': acc.cpu().numpy(), 'grad_to_noise': ratio.cpu().numpy(),
+                             'distance': before['distance'].cpu().numpy()})
+
+
+# %% [markdown]
+# A linear regression $y = Wx$ with $W\in\mathbb R^{3\times10}$ (a one-layer DLN of the [models
+# chapter](models.html)) sampled at its true weights: the run has one row per chain, the draws are the trace
+# after the burn-in, and each chain starts at $w^*$ with its own minibatches.
+
+# %%
+reg = make_dln([10, 3], 3, seed=0)                     # one layer: linear regression at its true weights
+X_reg, y_reg = dln_data(reg, 2000)
+data_reg = as_data((X_reg, y_reg), 'cpu')
+settings = SGLDSettings(step_size=0.05 / default_n_beta(2000), n_chains=3, n_burnin=50, n_draws=200,
+                        batch_size=200)
+sampler = SGLDSampler(ModelStack([reg], 'cpu'), resolve_loss('regression'), data_reg, settings)
+run = sampler.sample([0])
+assert run.trace.shape == (3, 250) and run.draws.shape == (3, 200)
+assert torch.equal(run.draws, run.trace[:, 50:]) and run.settings == settings
+assert not torch.equal(run.trace[0], run.trace[1])                          # chains see different minibatches
+assert set(run.diagnostics.columns) == {'step', 'model', 'chain', 'step_size', 'mala_acceptance',
+                                        'grad_to_noise', 'distance'}
+assert len(run.diagnostics) == 3 * len(range(0, 250, 20))
+run.diagnostics.groupby('chain')[['mala_acceptance', 'grad_to_noise']].mean()
+
+# %% [markdown]
+# The smaller the step, the closer each step is to exact: the MALA acceptance of the same chains at five step
+# sizes, in units of $1/(n\beta h_{\max})$ (here $h_{\max}\approx 1$, the top eigenvalue of
+# $\mathbb E[xx^\top]$):
+
+# %%
+rows = []
+for c in (1.0, 0.3, 0.1, 0.03, 0.01):
+    s_c = settings.replace(step_size=c / default_n_beta(2000), n_burnin=0, n_draws=200, diag_every=5)
+    d = SGLDSampler(sampler.stack, sampler.loss_fn, data_reg, s_c).sample([0]).diagnostics
+    rows.append(d.assign(stiffness=c))
+acceptance = pd.concat(rows)
+means = acceptance.groupby('stiffness').mala_acceptance.mean()
+assert means.is_monotonic_decreasing and means[0.01] > 0.99 and means[1.0] < means[0.1]
+fig, ax = plt.subplots(figsize=(5.5, 3))
+sns.boxplot(acceptance, x='stiffness', y='mala_acceptance', ax=ax, color='tab:blue', fliersize=2)
+ax.set(xlabel=r'step size $\times\, n\beta h_{\max}$', ylabel='MALA acceptance', title='acceptance per step')
+plt.tight_layout()
+
+# %% [markdown]
+# A step size far too large diverges: the error names the phase, the step and the step size, and carries them.
+# With `on_divergence='backoff'` the sampler halves the step size of the phase that diverged until the chains
+# stay finite, and returns the step sizes it used.
+
+# %%
+too_big = settings.replace(step_size=10 / default_n_beta(2000), n_burnin=0)
+try:
+    SGLDSampler(sampler.stack, sampler.loss_fn, data_reg, too_big).sample([0])
+    raise AssertionError
+except SGLDDivergenceError as e:
+    print(e)
+    assert e.phase == 'sampling' and e.step_size == too_big.step_size and 'step_size=' in str(e)
+fast_burnin = settings.replace(burnin_step_size=20 / default_n_beta(2000), on_divergence='backoff')
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    backed_off = SGLDSampler(sampler.stack, sampler.loss_fn, data_reg, fast_burnin).sample([0])
+assert backed_off.settings.burnin_step_size < fast_burnin.burnin_step_size
+assert backed_off.settings.step_size == fast_burnin.step_size   # only the burn-in step was halved
+assert any('burn-in' in str(w.message) for w in caught)
+backed_off.settings.burnin_step_size * default_n_beta(2000)
+
+# %%
+#| hide
+import nbdev
+nbdev.nbdev_export()
