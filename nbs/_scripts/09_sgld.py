@@ -22,6 +22,8 @@ import pandas as pd
 import torch
 from torch import nn
 
+from fastcore.basics import patch
+
 from fracsgd.stack import ModelStack, batched_loss, chain_minibatches, chain_seed
 
 # %%
@@ -311,23 +313,6 @@ class SGLDSampler:
         self.n_beta = settings.n_beta if settings.n_beta is not None else default_n_beta(len(self.X))
         self.f = batched_loss(stack.template, loss_fn)
 
-    def sample(self, models: list, bar=None) -> SGLDRun:
-        "Every chain of the models `models`; backs off and retries on divergence if the settings say so."
-        settings, start = self.settings, bar.n if bar is not None else 0
-        for attempt in range(4):
-            try:
-                return self._attempt(models, settings, bar)
-            except SGLDDivergenceError as e:
-                if settings.on_divergence == 'raise' or attempt == 3:
-                    raise
-                if bar is not None:                                   # the retry runs these steps again
-                    bar.n = start
-                    bar.refresh()
-                settings = settings.halved(e.phase)
-                new = settings.burnin_step_size if e.phase == 'burn-in' else settings.step_size
-                msg = f"SGLD diverged; retrying models {models} with the {e.phase} step size {new:.3g} ({e})"
-                warnings.warn(msg, stacklevel=3)
-
     def _chains(self, models: list, settings: SGLDSettings) -> _Chains:
         C = settings.n_chains
         w_star = self.stack.flat[models].repeat_interleave(C, 0)                           # [chains, params]
@@ -339,115 +324,11 @@ class SGLDSampler:
         return [torch.Generator(device).manual_seed(chain_seed(seed, m, c, stream))
                 for m in chains.models for c in range(C)]
 
-    def _attempt(self, models: list, settings: SGLDSettings, bar) -> SGLDRun:
-        "One try at every chain of `models` under `settings`; raises `SGLDDivergenceError`."
-        chains = self._chains(models, settings)
-        s, n = settings, len(self.X)
-        noise_gens = self._generators(chains, 0, self.device)
-        batches = chain_minibatches(self.X, self.y, min(s.batch_size or n, n),
-                                    self._generators(chains, 1, 'cpu'), self.device)
-        w = chains.w_star.clone()                                    # every chain's weights [chains, params]
-        leaves, step_loss = self._differentiable(w, chains.buffers)
-        trace = torch.empty(len(w), s.n_steps, device=self.device)  # [chains, steps]
-        noise, paired, diagnostics, checked = torch.empty_like(w), [], [], 0
-        for t in range(s.n_steps):
-            eps, batch = s.step_size_at(t), next(batches)
-            loss = step_loss(*batch)                                 # [chains]
-            grads = torch.autograd.grad(loss.sum(), leaves)         # one gradient per parameter tensor
-            with torch.no_grad():
-                trace[:, t] = loss
-                # NaN/inf scan every 50 steps: no per-step sync
-                if t + 1 - checked == 50 or t + 1 == s.n_steps:
-                    self._check_finite(trace, (checked, t + 1), chains)
-                    checked = t + 1
-                if s.baseline == 'paired' and s.is_draw(t):
-                    paired.append(loss - self.f(self.stack.params(chains.w_star), chains.buffers, *batch))
-                for i, gen in enumerate(noise_gens):                 # each chain's own generator, in place
-                    noise[i].normal_(generator=gen)
-                check = s.diag_every and t % s.diag_every == 0
-                if check:
-                    before = self._before_step(w, loss, grads, noise, chains)
-                w.lerp_(chains.w_star, eps * s.localization / 2)                  # w -= eps/2 gamma (w - w*)
-                torch._foreach_add_(leaves, grads, alpha=-eps * self.n_beta / 2)  # w -= eps/2 n_beta grad L_B
-                w.add_(noise, alpha=math.sqrt(eps))                               # w += N(0, eps)
-            if check:
-                diagnostics.append(self._diagnostics(t, before, w, batch, chains))
-            if bar is not None:
-                bar.update()
-        draws = (torch.stack(paired, 1) if s.baseline == 'paired'
-                 else trace[:, s.n_burnin::s.steps_between_draws])
-        table = pd.concat(diagnostics, ignore_index=True) if diagnostics else pd.DataFrame()
-        return SGLDRun(trace.cpu(), draws.cpu(), table, settings)
-
-    def _differentiable(self, w: torch.Tensor, buffers: dict):
-        """Autograd leaves in the memory of `w` [chains, params], one per parameter tensor, and
-        `loss(x, y) -> [chains]`. A lone chain calls a private copy of the model whose parameters are those
-        leaves; several go through vmap."""
-        pieces = list(self.stack.params(w).values())              # [chains, *shape] views of w
-        try:
-            model = copy.deepcopy(self.stack.template) if len(w) == 1 else None
-        except Exception:                   # e.g. a model holding a lock: take the vmap path
-            model = None
-        if model is None:
-            leaves = [p.detach().requires_grad_(True) for p in pieces]
-            params = dict(zip(self.stack.names, leaves))
-            return leaves, lambda xb, yb: self.f(params, buffers, xb, yb)
-        for p, piece in zip(model.parameters(), pieces):
-            p.data = piece[0]
-        for name, b in model.named_buffers():
-            b.copy_(buffers[name][0])
-        return list(model.parameters()), lambda xb, yb: self.loss_fn(model(xb[0]), yb[0]).mean()[None]
-
-    def _check_finite(self, trace: torch.Tensor, steps: tuple[int, int], chains: _Chains):
-        "Raise `SGLDDivergenceError` at the first non-finite loss in `trace[:, steps[0]:steps[1]]`."
-        bad = ~torch.isfinite(trace[:, steps[0]:steps[1]])       # [chains, steps]
-        if not bad.any():
-            return
-        t = steps[0] + int(bad.any(0).nonzero()[0])
-        k = int(bad[:, t - steps[0]].nonzero()[0])
-        s, C = chains.settings, chains.settings.n_chains
-        eps, phase, model = s.step_size_at(t), s.phase(t), chains.models[k // C]
-        raise SGLDDivergenceError(
-            f"SGLD diverged at step {t} (model {model}, chain {k % C}, {phase}): the minibatch loss is "
-            f"{trace[k, t].item()}. step_size={eps:g} is too large for this model "
-            f"at n_beta={self.n_beta:.4g}, localization={s.localization:g}; "
-            f"try step_size={eps / 10:g} or calibrate_step_size(...).",
-            phase=phase, step=t, model=model, chain=k % C, step_size=eps)
-
-    def _state(self, w: torch.Tensor, loss: torch.Tensor, grad: torch.Tensor,
-               chains: _Chains) -> LangevinState:
-        "The potential n_beta L_B + gamma/2 |w - w*|^2 and its gradient at `w` [chains, params], in float64."
-        gamma, w_star = chains.settings.localization, chains.w_star
-        potential = self.n_beta * loss.double() + gamma / 2 * (w - w_star).double().pow(2).sum(1)
-        return LangevinState(w.double(), potential, (self.n_beta * grad + gamma * (w - w_star)).double())
-
-    def _before_step(self, w, loss, grads, noise, chains: _Chains) -> dict:
-        "What the diagnostics need from before a step: the state, and the gradient and noise norms [chains]."
-        grad = torch.cat([g.reshape(len(w), -1) for g in grads], 1)              # [chains, params]
-        return dict(state=self._state(w.clone(), loss, grad, chains), grad_norm=grad.norm(dim=1),
-                    noise_norm=noise.norm(dim=1), distance=(w - chains.w_star).norm(dim=1))
-
-    def _diagnostics(self, t: int, before: dict, w: torch.Tensor, batch: tuple,
-                     chains: _Chains) -> pd.DataFrame:
-        "One row per chain for the step just taken: MALA acceptance, grad-to-noise ratio, distance from w*."
-        eps, C = chains.settings.step_size_at(t), chains.settings.n_chains
-        w_new = w.detach().clone().requires_grad_(True)
-        loss = self.f(self.stack.params(w_new), chains.buffers, *batch)   # one more forward + backward
-        grad, = torch.autograd.grad(loss.sum(), w_new)
-        with torch.no_grad():
-            acc = mala_acceptance(before['state'], self._state(w_new.detach(), loss, grad, chains), eps)
-            ratio = (eps / 2 * self.n_beta * before['grad_norm']) / (math.sqrt(eps) * before['noise_norm'])
-        M = len(chains.models)
-        return pd.DataFrame({'step': t, 'model': np.repeat(chains.models, C),
-                             'chain': np.tile(np.arange(C), M), 'step_size': eps,
-                             'mala_acceptance': acc.cpu().numpy(), 'grad_to_noise': ratio.cpu().numpy(),
-                             'distance': before['distance'].cpu().numpy()})
-
 
 # %% [markdown]
-# A linear regression $y = Wx$ with $W\in\mathbb R^{3\times10}$ (a one-layer DLN of the [models
-# chapter](models.html)) sampled at its true weights: the run has one row per chain, the draws are the trace
-# after the burn-in, and each chain starts at $w^*$ with its own minibatches.
+# The sampler below works on a linear regression $y = Wx$ with $W\in\mathbb R^{3\times10}$ (a one-layer DLN of
+# the [models chapter](models.html)) at its true weights. `_chains` repeats each model's weights for its chains,
+# and every chain gets its own generators:
 
 # %%
 reg = make_dln([10, 3], 3, seed=0)                     # one layer: linear regression at its true weights
@@ -456,6 +337,200 @@ data_reg = as_data((X_reg, y_reg), 'cpu')
 settings = SGLDSettings(step_size=0.05 / default_n_beta(2000), n_chains=3, n_burnin=50, n_draws=200,
                         batch_size=200)
 sampler = SGLDSampler(ModelStack([reg], 'cpu'), resolve_loss('regression'), data_reg, settings)
+chains = sampler._chains([0], settings)
+assert chains.w_star.shape == (3, 30) and torch.equal(chains.w_star[2], sampler.stack.flat[0])
+first_draws = [g.initial_seed() for g in sampler._generators(chains, 0, 'cpu')]
+assert len(set(first_draws)) == 3 and sampler.n_beta == default_n_beta(2000)
+
+
+# %% [markdown]
+# **Weights that autograd can see.** The chains' weights live in one `[chains, params]` tensor `w`, which the
+# update changes in place. `_differentiable` gives autograd leaves that *are* that memory, one per parameter
+# tensor, and a loss of them: for a lone chain, a private copy of the model whose parameters are the leaves; for
+# several, the stacked call under `vmap`. Both must see the same weights as `w`:
+
+# %%
+#| export
+@patch
+def _differentiable(self: SGLDSampler, w: torch.Tensor, buffers: dict):
+    """Autograd leaves in the memory of `w` [chains, params], one per parameter tensor, and
+    `loss(x, y) -> [chains]`. A lone chain calls a private copy of the model whose parameters are those
+    leaves; several go through vmap."""
+    pieces = list(self.stack.params(w).values())              # [chains, *shape] views of w
+    try:
+        model = copy.deepcopy(self.stack.template) if len(w) == 1 else None
+    except Exception:                   # e.g. a model holding a lock: take the vmap path
+        model = None
+    if model is None:
+        leaves = [p.detach().requires_grad_(True) for p in pieces]
+        params = dict(zip(self.stack.names, leaves))
+        return leaves, lambda xb, yb: self.f(params, buffers, xb, yb)
+    for p, piece in zip(model.parameters(), pieces):
+        p.data = piece[0]
+    for name, b in model.named_buffers():
+        b.copy_(buffers[name][0])
+    return list(model.parameters()), lambda xb, yb: self.loss_fn(model(xb[0]), yb[0]).mean()[None]
+
+
+# %%
+w_try = chains.w_star.clone()                                         # [3 chains, 30]
+leaves, loss_of = sampler._differentiable(w_try, chains.buffers)
+x8, y8 = X_reg[:8].expand(3, 8, 10), y_reg[:8].expand(3, 8, 3)     # [chains, batch, features]
+assert leaves[0].data_ptr() == w_try.data_ptr() and loss_of(x8, y8).shape == (3,)
+w_one = chains.w_star[:1].clone()                                     # a lone chain: the model copy
+leaves_one, loss_one = sampler._differentiable(w_one, {})
+assert leaves_one[0].data_ptr() == w_one.data_ptr()
+assert torch.allclose(loss_one(x8[:1], y8[:1]), loss_of(x8, y8)[:1])
+
+
+# %% [markdown]
+# **Divergence.** `_check_finite` looks at a stretch of the loss trace and raises at its first non-finite value,
+# naming the step, the model and chain it belongs to, the phase and the step size:
+
+# %%
+#| export
+@patch
+def _check_finite(self: SGLDSampler, trace: torch.Tensor, steps: tuple[int, int], chains: _Chains):
+    "Raise `SGLDDivergenceError` at the first non-finite loss in `trace[:, steps[0]:steps[1]]`."
+    bad = ~torch.isfinite(trace[:, steps[0]:steps[1]])       # [chains, steps]
+    if not bad.any():
+        return
+    t = steps[0] + int(bad.any(0).nonzero()[0])
+    k = int(bad[:, t - steps[0]].nonzero()[0])
+    s, C = chains.settings, chains.settings.n_chains
+    eps, phase, model = s.step_size_at(t), s.phase(t), chains.models[k // C]
+    raise SGLDDivergenceError(
+        f"SGLD diverged at step {t} (model {model}, chain {k % C}, {phase}): the minibatch loss is "
+        f"{trace[k, t].item()}. step_size={eps:g} is too large for this model "
+        f"at n_beta={self.n_beta:.4g}, localization={s.localization:g}; "
+        f"try step_size={eps / 10:g} or calibrate_step_size(...).",
+        phase=phase, step=t, model=model, chain=k % C, step_size=eps)
+
+
+# %%
+trace_bad = torch.zeros(3, 60)
+trace_bad[1, 57] = float('inf')
+sampler._check_finite(trace_bad, (0, 50), chains)                     # the bad value lies outside: no error
+try:
+    sampler._check_finite(trace_bad, (50, 60), chains)
+    raise AssertionError
+except SGLDDivergenceError as e:
+    assert (e.step, e.model, e.chain, e.phase, e.step_size) == (57, 0, 1, 'sampling', settings.step_size)
+
+
+# %% [markdown]
+# **Diagnostics.** `_state` evaluates the potential $U$ and its gradient for `mala_acceptance`; `_before_step`
+# keeps what the diagnostics need from before the update; `_diagnostics` takes one more forward and backward
+# pass at the new weights, on the same minibatch, and writes one row per chain. At $w^*$ itself the localization
+# term vanishes, so the potential is $n\beta L_B(w^*)$, and here, at the true weights of noiseless data, zero:
+
+# %%
+#| export
+@patch
+def _state(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grad: torch.Tensor,
+           chains: _Chains) -> LangevinState:
+    "The potential n_beta L_B + gamma/2 |w - w*|^2 and its gradient at `w` [chains, params], in float64."
+    gamma, w_star = chains.settings.localization, chains.w_star
+    potential = self.n_beta * loss.double() + gamma / 2 * (w - w_star).double().pow(2).sum(1)
+    return LangevinState(w.double(), potential, (self.n_beta * grad + gamma * (w - w_star)).double())
+
+@patch
+def _before_step(self: SGLDSampler, w, loss, grads, noise, chains: _Chains) -> dict:
+    "What the diagnostics need from before a step: the state, and the gradient and noise norms [chains]."
+    grad = torch.cat([g.reshape(len(w), -1) for g in grads], 1)              # [chains, params]
+    return dict(state=self._state(w.clone(), loss, grad, chains), grad_norm=grad.norm(dim=1),
+                noise_norm=noise.norm(dim=1), distance=(w - chains.w_star).norm(dim=1))
+
+@patch
+def _diagnostics(self: SGLDSampler, t: int, before: dict, w: torch.Tensor, batch: tuple,
+                 chains: _Chains) -> pd.DataFrame:
+    "One row per chain for the step just taken: MALA acceptance, grad-to-noise ratio, distance from w*."
+    eps, C = chains.settings.step_size_at(t), chains.settings.n_chains
+    w_new = w.detach().clone().requires_grad_(True)
+    loss = self.f(self.stack.params(w_new), chains.buffers, *batch)   # one more forward + backward
+    grad, = torch.autograd.grad(loss.sum(), w_new)
+    with torch.no_grad():
+        acc = mala_acceptance(before['state'], self._state(w_new.detach(), loss, grad, chains), eps)
+        ratio = (eps / 2 * self.n_beta * before['grad_norm']) / (math.sqrt(eps) * before['noise_norm'])
+    M = len(chains.models)
+    return pd.DataFrame({'step': t, 'model': np.repeat(chains.models, C),
+                         'chain': np.tile(np.arange(C), M), 'step_size': eps,
+                         'mala_acceptance': acc.cpu().numpy(), 'grad_to_noise': ratio.cpu().numpy(),
+                         'distance': before['distance'].cpu().numpy()})
+
+
+# %%
+at_truth = sampler._state(chains.w_star, torch.zeros(3), torch.zeros(3, 30), chains)
+assert torch.equal(at_truth.potential, torch.zeros(3, dtype=torch.float64)) and at_truth.grad.abs().max() == 0
+
+
+# %% [markdown]
+# **The loop** puts it together, and `sample` adds the back-off. A run has one row per chain, the draws are the
+# trace after the burn-in, and each chain starts at $w^*$ with its own minibatches:
+
+# %%
+#| export
+@patch
+def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SGLDRun:
+    "One try at every chain of `models` under `settings`; raises `SGLDDivergenceError`."
+    chains = self._chains(models, settings)
+    s, n = settings, len(self.X)
+    noise_gens = self._generators(chains, 0, self.device)
+    batches = chain_minibatches(self.X, self.y, min(s.batch_size or n, n),
+                                self._generators(chains, 1, 'cpu'), self.device)
+    w = chains.w_star.clone()                                    # every chain's weights [chains, params]
+    leaves, step_loss = self._differentiable(w, chains.buffers)
+    trace = torch.empty(len(w), s.n_steps, device=self.device)  # [chains, steps]
+    noise, paired, diagnostics, checked = torch.empty_like(w), [], [], 0
+    for t in range(s.n_steps):
+        eps, batch = s.step_size_at(t), next(batches)
+        loss = step_loss(*batch)                                 # [chains]
+        grads = torch.autograd.grad(loss.sum(), leaves)         # one gradient per parameter tensor
+        with torch.no_grad():
+            trace[:, t] = loss
+            # NaN/inf scan every 50 steps: no per-step sync
+            if t + 1 - checked == 50 or t + 1 == s.n_steps:
+                self._check_finite(trace, (checked, t + 1), chains)
+                checked = t + 1
+            if s.baseline == 'paired' and s.is_draw(t):
+                paired.append(loss - self.f(self.stack.params(chains.w_star), chains.buffers, *batch))
+            for i, gen in enumerate(noise_gens):                 # each chain's own generator, in place
+                noise[i].normal_(generator=gen)
+            check = s.diag_every and t % s.diag_every == 0
+            if check:
+                before = self._before_step(w, loss, grads, noise, chains)
+            w.lerp_(chains.w_star, eps * s.localization / 2)                  # w -= eps/2 gamma (w - w*)
+            torch._foreach_add_(leaves, grads, alpha=-eps * self.n_beta / 2)  # w -= eps/2 n_beta grad L_B
+            w.add_(noise, alpha=math.sqrt(eps))                               # w += N(0, eps)
+        if check:
+            diagnostics.append(self._diagnostics(t, before, w, batch, chains))
+        if bar is not None:
+            bar.update()
+    draws = (torch.stack(paired, 1) if s.baseline == 'paired'
+             else trace[:, s.n_burnin::s.steps_between_draws])
+    table = pd.concat(diagnostics, ignore_index=True) if diagnostics else pd.DataFrame()
+    return SGLDRun(trace.cpu(), draws.cpu(), table, settings)
+
+@patch
+def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:
+    "Every chain of the models `models`; backs off and retries on divergence if the settings say so."
+    settings, start = self.settings, bar.n if bar is not None else 0
+    for attempt in range(4):
+        try:
+            return self._attempt(models, settings, bar)
+        except SGLDDivergenceError as e:
+            if settings.on_divergence == 'raise' or attempt == 3:
+                raise
+            if bar is not None:                                   # the retry runs these steps again
+                bar.n = start
+                bar.refresh()
+            settings = settings.halved(e.phase)
+            new = settings.burnin_step_size if e.phase == 'burn-in' else settings.step_size
+            msg = f"SGLD diverged; retrying models {models} with the {e.phase} step size {new:.3g} ({e})"
+            warnings.warn(msg, stacklevel=3)
+
+
+# %%
 run = sampler.sample([0])
 assert run.trace.shape == (3, 250) and run.draws.shape == (3, 200)
 assert torch.equal(run.draws, run.trace[:, 50:]) and run.settings == settings
