@@ -352,9 +352,18 @@ def exported_names(nb: Path) -> list[str]:
         if c['cell_type'] != 'code' or not re.match(r'\s*#\|\s*exports?\b', src): continue
         try: tree = ast.parse(src)
         except SyntaxError: continue
-        names += [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        names += [doc_name(n) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                   and not n.name.startswith('_')]
     return names
+
+
+def doc_name(node) -> str:
+    "The anchor nbdev gives a definition: `Class.method` for a method added with fastcore's `@patch`, else its name."
+    patched = any(isinstance(d, ast.Name) and d.id == 'patch' for d in getattr(node, 'decorator_list', []))
+    first = node.args.args[0] if patched and node.args.args else None
+    if first is not None and isinstance(first.annotation, ast.Name):
+        return f'{first.annotation.id}.{node.name}'
+    return node.name
 
 
 def test_exported_functions_have_api_docs(crawl):
