@@ -84,6 +84,37 @@ class LLCResult:
         return float(self.llc)
 
 # %% ../nbs/10_llc.ipynb #a1f7afba
+def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool) -> LLCResult:
+    """One `LLCResult` from the runs of all chunks.
+    Per-draw LLCs, their statistics and one diagnostics row per model."""
+    M, C, n_beta = len(baselines), settings.n_chains, settings.n_beta
+    trace = torch.cat([r.trace for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, steps]
+    draws = torch.cat([r.draws for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, draws]
+    values = n_beta * (draws if settings.baseline == 'paired' else draws - baselines[:, None, None])
+    used = [r.settings for r in runs for _ in range(len(r.trace) // C)]  # per model, after back-off
+    steps = pd.concat([r.diagnostics for r in runs], ignore_index=True)
+    rows = []
+    for m in range(M):
+        st = chain_statistics(values[m])
+        # sampling only
+        d = steps[(steps.model == m) & (steps.step >= settings.n_burnin)] if len(steps) else steps
+        acc = float(d.mala_acceptance.mean()) if len(d) else float('nan')
+        rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
+                         **st, baseline=baselines[m], mala_acceptance=acc,
+                         grad_to_noise=float(d.grad_to_noise.mean()) if len(d) else float('nan'),
+                         distance=float(d.distance.iloc[-C:].mean()) if len(d) else float('nan'),
+                         problems=llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'])))
+    table = pd.DataFrame(rows)
+    for r in rows:
+        if r['problems']:
+            warnings.warn(f"LLC of model {r['model']}: {r['problems']}", stacklevel=3)
+    pick = (lambda a: a[0]) if single else (lambda a: a)                  # one model: drop the model axis
+    number = (lambda a: float(a[0])) if single else (lambda a: a)
+    return LLCResult(llc=number(table.llc.to_numpy()), llc_se=number(table.llc_se.to_numpy()),
+                     per_chain=pick(values.mean(-1)), loss_trace=pick(trace), baseline=number(baselines),
+                     n_beta=n_beta, diagnostics=table, diagnostic_trace=steps, settings=settings)
+
+# %% ../nbs/10_llc.ipynb #e7a7d038
 def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSettings | None = None, *,
                  device=None, chunk_size: int | None = None, progress: bool = False, **changes) -> LLCResult:
     """The LLC of a model, or of each of a list of same-architecture models, by SGLD under `settings`
@@ -131,36 +162,6 @@ def _sample_in_chunks(sampler: SGLDSampler, per: int,
             runs.append(sampler.sample(ids, bar))
             baselines.append(base.cpu())
     return runs, baselines
-
-def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool) -> LLCResult:
-    """One `LLCResult` from the runs of all chunks.
-    Per-draw LLCs, their statistics and one diagnostics row per model."""
-    M, C, n_beta = len(baselines), settings.n_chains, settings.n_beta
-    trace = torch.cat([r.trace for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, steps]
-    draws = torch.cat([r.draws for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, draws]
-    values = n_beta * (draws if settings.baseline == 'paired' else draws - baselines[:, None, None])
-    used = [r.settings for r in runs for _ in range(len(r.trace) // C)]  # per model, after back-off
-    steps = pd.concat([r.diagnostics for r in runs], ignore_index=True)
-    rows = []
-    for m in range(M):
-        st = chain_statistics(values[m])
-        # sampling only
-        d = steps[(steps.model == m) & (steps.step >= settings.n_burnin)] if len(steps) else steps
-        acc = float(d.mala_acceptance.mean()) if len(d) else float('nan')
-        rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
-                         **st, baseline=baselines[m], mala_acceptance=acc,
-                         grad_to_noise=float(d.grad_to_noise.mean()) if len(d) else float('nan'),
-                         distance=float(d.distance.iloc[-C:].mean()) if len(d) else float('nan'),
-                         problems=llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'])))
-    table = pd.DataFrame(rows)
-    for r in rows:
-        if r['problems']:
-            warnings.warn(f"LLC of model {r['model']}: {r['problems']}", stacklevel=3)
-    pick = (lambda a: a[0]) if single else (lambda a: a)                  # one model: drop the model axis
-    number = (lambda a: float(a[0])) if single else (lambda a: a)
-    return LLCResult(llc=number(table.llc.to_numpy()), llc_se=number(table.llc_se.to_numpy()),
-                     per_chain=pick(values.mean(-1)), loss_trace=pick(trace), baseline=number(baselines),
-                     n_beta=n_beta, diagnostics=table, diagnostic_trace=steps, settings=settings)
 
 # %% ../nbs/10_llc.ipynb #1a9264d6
 def top_hessian_eigenvalue(model: nn.Module, data, loss='classification', *, n_iter: int = 50,

@@ -181,6 +181,56 @@ class LLCResult:
         return float(self.llc)
 
 
+# %% [markdown]
+# `_assemble` turns the runs of all chunks into one `LLCResult`: per-draw LLC values, their statistics, and one
+# row of diagnostics per model with the step sizes each model's chains actually used. Two made-up runs of two
+# models with two chains each show the bookkeeping: draws 1 and 3 above a baseline of 0.5 give $n\beta\cdot 1.5$.
+
+# %%
+#| export
+def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool) -> LLCResult:
+    """One `LLCResult` from the runs of all chunks.
+    Per-draw LLCs, their statistics and one diagnostics row per model."""
+    M, C, n_beta = len(baselines), settings.n_chains, settings.n_beta
+    trace = torch.cat([r.trace for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, steps]
+    draws = torch.cat([r.draws for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, draws]
+    values = n_beta * (draws if settings.baseline == 'paired' else draws - baselines[:, None, None])
+    used = [r.settings for r in runs for _ in range(len(r.trace) // C)]  # per model, after back-off
+    steps = pd.concat([r.diagnostics for r in runs], ignore_index=True)
+    rows = []
+    for m in range(M):
+        st = chain_statistics(values[m])
+        # sampling only
+        d = steps[(steps.model == m) & (steps.step >= settings.n_burnin)] if len(steps) else steps
+        acc = float(d.mala_acceptance.mean()) if len(d) else float('nan')
+        rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
+                         **st, baseline=baselines[m], mala_acceptance=acc,
+                         grad_to_noise=float(d.grad_to_noise.mean()) if len(d) else float('nan'),
+                         distance=float(d.distance.iloc[-C:].mean()) if len(d) else float('nan'),
+                         problems=llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'])))
+    table = pd.DataFrame(rows)
+    for r in rows:
+        if r['problems']:
+            warnings.warn(f"LLC of model {r['model']}: {r['problems']}", stacklevel=3)
+    pick = (lambda a: a[0]) if single else (lambda a: a)                  # one model: drop the model axis
+    number = (lambda a: float(a[0])) if single else (lambda a: a)
+    return LLCResult(llc=number(table.llc.to_numpy()), llc_se=number(table.llc_se.to_numpy()),
+                     per_chain=pick(values.mean(-1)), loss_trace=pick(trace), baseline=number(baselines),
+                     n_beta=n_beta, diagnostics=table, diagnostic_trace=steps, settings=settings)
+
+
+# %%
+made_up = SGLDSettings(n_chains=2, n_draws=4, n_burnin=0, diag_every=0, n_beta=10.0)
+draws_a = torch.tensor([[1.0, 3.0, 1.0, 3.0], [3.0, 1.0, 3.0, 1.0]])        # [chains, draws] of model 0
+fake_runs = [SGLDRun(draws_a, draws_a, pd.DataFrame(), made_up),
+             SGLDRun(draws_a + 1, draws_a + 1, pd.DataFrame(), made_up.replace(step_size=5e-5))]
+with warnings.catch_warnings():
+    warnings.simplefilter('ignore')
+    fake = _assemble(fake_runs, np.array([0.5, 0.5]), made_up, single=False)
+assert np.allclose(fake.llc, [10 * 1.5, 10 * 2.5]) and fake.per_chain.shape == (2, 2)
+assert list(fake.diagnostics.step_size) == [1e-4, 5e-5]                    # as each chunk used them
+
+
 # %%
 #| export
 def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSettings | None = None, *,
@@ -230,36 +280,6 @@ def _sample_in_chunks(sampler: SGLDSampler, per: int,
             runs.append(sampler.sample(ids, bar))
             baselines.append(base.cpu())
     return runs, baselines
-
-def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool) -> LLCResult:
-    """One `LLCResult` from the runs of all chunks.
-    Per-draw LLCs, their statistics and one diagnostics row per model."""
-    M, C, n_beta = len(baselines), settings.n_chains, settings.n_beta
-    trace = torch.cat([r.trace for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, steps]
-    draws = torch.cat([r.draws for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, draws]
-    values = n_beta * (draws if settings.baseline == 'paired' else draws - baselines[:, None, None])
-    used = [r.settings for r in runs for _ in range(len(r.trace) // C)]  # per model, after back-off
-    steps = pd.concat([r.diagnostics for r in runs], ignore_index=True)
-    rows = []
-    for m in range(M):
-        st = chain_statistics(values[m])
-        # sampling only
-        d = steps[(steps.model == m) & (steps.step >= settings.n_burnin)] if len(steps) else steps
-        acc = float(d.mala_acceptance.mean()) if len(d) else float('nan')
-        rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
-                         **st, baseline=baselines[m], mala_acceptance=acc,
-                         grad_to_noise=float(d.grad_to_noise.mean()) if len(d) else float('nan'),
-                         distance=float(d.distance.iloc[-C:].mean()) if len(d) else float('nan'),
-                         problems=llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'])))
-    table = pd.DataFrame(rows)
-    for r in rows:
-        if r['problems']:
-            warnings.warn(f"LLC of model {r['model']}: {r['problems']}", stacklevel=3)
-    pick = (lambda a: a[0]) if single else (lambda a: a)                  # one model: drop the model axis
-    number = (lambda a: float(a[0])) if single else (lambda a: a)
-    return LLCResult(llc=number(table.llc.to_numpy()), llc_se=number(table.llc_se.to_numpy()),
-                     per_chain=pick(values.mean(-1)), loss_trace=pick(trace), baseline=number(baselines),
-                     n_beta=n_beta, diagnostics=table, diagnostic_trace=steps, settings=settings)
 
 
 # %% [markdown]
