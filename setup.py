@@ -20,6 +20,7 @@ min_python = cfg['min_python']
 
 requirements = cfg.get('requirements', '').split()
 dev_requirements = cfg.get('dev_requirements', '').split()
+ray_requirements = cfg.get('ray_requirements', '').split()   # the optional Ray backend of the sweep runner
 
 setuptools.setup(
     name=cfg['lib_name'],
@@ -34,7 +35,7 @@ setuptools.setup(
     packages=setuptools.find_packages(include=[cfg['lib_name'], cfg['lib_name'] + '.*']),
     include_package_data=True,
     install_requires=requirements,
-    extras_require={'dev': dev_requirements},
+    extras_require={'dev': dev_requirements, 'ray': ray_requirements},
     python_requires='>=' + min_python,
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',

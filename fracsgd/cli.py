@@ -4,28 +4,46 @@
 
 # %% ../nbs/99_cli.ipynb #6206357c
 from __future__ import annotations
-import argparse, importlib, os
+import argparse, importlib, os, sys
+from pathlib import Path
+
+from .core import results_dir
+from .store import StudyBusy, load_study, read_meta, status
+from .sweep import run_sweep
 
 # %% auto #0
-__all__ = ['STUDIES', 'BENCHMARKS', 'main']
+__all__ = ['STUDIES', 'BENCHMARKS', 'INPUT_ERRORS', 'main']
 
 # %% ../nbs/99_cli.ipynb #e066f4c7
 STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
-              'llc': ('fracsgd.bench_llc', 'run_llc_benchmark')}
+              'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
+              'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
+
+class _Parser(argparse.ArgumentParser):
+    "An argument parser whose errors are one line and exit status 2."
+    def error(self, message):
+        sys.stderr.write(f"fracsgd: {message}\n")
+        sys.exit(2)
 
 def _parser():
-    p = argparse.ArgumentParser(prog='fracsgd',
-                                description='Late-stage SGD as fractal sub-diffusion: studies and benchmarks.')
-    sub = p.add_subparsers(dest='command', required=True)
-    r = sub.add_parser('run', help='run a study and write its figures and tables')
+    p = _Parser(prog='fracsgd', description='Late-stage SGD as fractal sub-diffusion: studies and benchmarks.')
+    sub = p.add_subparsers(dest='command', required=True, parser_class=_Parser)
+    r = sub.add_parser('run', help='run (or resume) a study and write its results')
     r.add_argument('study', choices=sorted(STUDIES))
     mode = r.add_mutually_exclusive_group()
     mode.add_argument('--quick', action='store_true', help='CPU-sized configuration (default)')
     mode.add_argument('--full', action='store_true',
                       help="the paper's configuration (GPU); same as FRACSGD_FULL=1")
+    r.add_argument('--backend', choices=['local', 'ray'], default='local', help='where runs execute')
+    r.add_argument('--workers', type=int, help='worker processes (local) or parallel tasks (ray)')
+    r.add_argument('--address', help='a Ray cluster to join (default: start a local Ray)')
+    r.add_argument('--device', help='cpu, cuda, cuda:1, ... (default: cuda when available)')
     r.add_argument('--out', help='results folder (default: results/<study>/<quick|full>)')
     r.add_argument('--no-progress', action='store_true')
+    for name, text in [('status', 'done / failed / pending runs of a study folder'),
+                       ('report', "a study folder's summary table")]:
+        sub.add_parser(name, help=text).add_argument('folder')
     b = sub.add_parser('bench', help='measure speed against a baseline in the same process')
     b.add_argument('what', choices=sorted(BENCHMARKS))
     b.add_argument('--json', action='store_true', help='print JSON')
@@ -33,6 +51,39 @@ def _parser():
     return p
 
 # %% ../nbs/99_cli.ipynb #4daf2814
+INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy)
+
+def _fail(message) -> int:
+    sys.stderr.write(f"fracsgd: {message}\n")
+    return 2
+
+def _print_summary(res: dict):
+    print(res['summary'].to_string(index=False, float_format=lambda v: f'{v:.4g}'))
+
+def _run(args) -> int:
+    "`fracsgd run`: the sweep (resuming), then the report."
+    if args.full or args.quick:
+        os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
+    study = importlib.import_module(STUDIES[args.study])
+    cfg = study.config()
+    mode = 'full' if os.environ.get('FRACSGD_FULL') == '1' else 'quick'
+    out = Path(args.out) if args.out else results_dir(args.study, mode)
+    try:
+        run_sweep(study.sweep(cfg, args.device), out, backend=args.backend, workers=args.workers,
+                  address=args.address, progress=not args.no_progress)
+    except INPUT_ERRORS as e:
+        return _fail(e)
+    _print_summary(study.report(out, cfg))
+    print(f"\nresults written to {out}")
+    return 0
+
+def _study_of(folder):
+    "The study module whose results `folder` holds."
+    name = read_meta(folder)['study']
+    if name not in STUDIES:
+        raise ValueError(f"{folder} holds study {name!r}, which this version does not know")
+    return importlib.import_module(STUDIES[name])
+
 def main(argv: list[str] | None = None) -> int:
     "Entry point of the `fracsgd` command."
     args = _parser().parse_args(argv)
@@ -41,16 +92,20 @@ def main(argv: list[str] | None = None) -> int:
         print('benchmarks: ' + ', '.join(sorted(BENCHMARKS)))
         return 0
     if args.command == 'run':
-        if args.full or args.quick:
-            os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
-        study = importlib.import_module(STUDIES[args.study])
-        res = study.run(study.config(), args.out, progress=not args.no_progress)
-        print(res['summary'].to_string(index=False, float_format=lambda v: f'{v:.4g}'))
-        print(f"\nresults written to {res['out']}")
+        return _run(args)
+    if args.command in ('status', 'report'):
+        try:
+            if args.command == 'status':
+                counts = status(args.folder)
+                print(', '.join(f'{n} {what}' for what, n in counts.items()))
+                return 0
+            _print_summary(_study_of(args.folder).report(args.folder))
+        except INPUT_ERRORS as e:
+            return _fail(e)
         return 0
     mod_name, fn = BENCHMARKS[args.what]
     mod = importlib.import_module(mod_name)
-    if args.what == 'llc':
+    if args.what in ('llc', 'ensemble'):                      # these return their formatted report
         print(getattr(mod, fn)(as_json=args.json))
         return 0
     print(mod.report(getattr(mod, fn)(), as_json=args.json))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #cd1301b2
 from __future__ import annotations
-import os, random, tempfile
+import dataclasses, os, random, tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -13,8 +13,8 @@ import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['default_device', 'full_mode', 'data_dir', 'results_dir', 'seed_everything', 'atomic_path', 'write_table',
-           'read_table']
+__all__ = ['default_device', 'full_mode', 'data_dir', 'results_dir', 'seed_everything', 'replace_checked', 'shared_mode',
+           'atomic_path', 'write_table', 'read_table']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -51,16 +51,41 @@ def seed_everything(seed: int) -> torch.Generator:
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
 
+# %% ../nbs/00_core.ipynb #fe9f1210
+def replace_checked(settings, **changes):
+    "A copy of the dataclass `settings` with `changes`; an unknown name is refused with the list of known ones."
+    known = {f.name for f in dataclasses.fields(settings)}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise ValueError(f"unknown {type(settings).__name__} field(s) {unknown}; known: {sorted(known)}")
+    return dataclasses.replace(settings, **changes)
+
 # %% ../nbs/00_core.ipynb #ea452ef0
+def _umask() -> int:
+    "The umask, read from `/proc` on Linux (elsewhere `os.umask` must set it to read it)."
+    try:
+        line = next(l for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('Umask:'))
+        return int(line.split()[1], 8)
+    except (OSError, StopIteration):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
+
+def shared_mode(folder: bool = False) -> int:
+    "The mode `open` gives a new file (0666), or `mkdir` a new folder (0777), under the current umask."
+    return (0o777 if folder else 0o666) & ~_umask()
+
+# %% ../nbs/00_core.ipynb #f7a31ff9
 @contextmanager
 def atomic_path(path):
-    "Yield a temporary path next to `path`; on success rename it onto `path`, on error delete it."
+    "Yield a temporary path next to `path`; on success give it `shared_mode()` and rename it onto `path`."
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, shared_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

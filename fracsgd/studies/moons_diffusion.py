@@ -4,32 +4,34 @@
 
 # %% ../../nbs/20_moons_diffusion.ipynb #48621b9d
 from __future__ import annotations
-from dataclasses import dataclass, asdict, replace
+import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 import matplotlib.pyplot as plt
-from tqdm.auto import tqdm
 
-from ..core import full_mode, results_dir, write_table, read_table, seed_everything, default_device
+from ..core import atomic_path, default_device, full_mode, results_dir, write_table
 from ..datasets.moons import load_moons
 from ..models import make_mlp
-from ..train import train
-from ..displacement import Recorder, runs_matrix
+from ..displacement import runs_matrix
+from ..ensemble import EnsembleSettings, train_ensemble
+from ..sweep import Sweep, run_sweep
+from ..store import load_study
 from ..spectral import (fit_power_law, detect_crossover, fit_after_crossover, compare_growth_laws,
                               diffusion_exponents)
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'MoonsDiffusionConfig', 'config', 'train_one', 'train_all', 'analyse', 'plot_displacement',
-           'plot_layers', 'run']
+__all__ = ['QUICK', 'FULL', 'MoonsDiffusionConfig', 'config', 'MoonsRun', 'runs', 'train_run', 'sweep', 'analyse',
+           'plot_displacement', 'plot_layers', 'report', 'run']
 
 # %% ../../nbs/20_moons_diffusion.ipynb #bb7cd3cc
 @dataclass(frozen=True)
 class MoonsDiffusionConfig:
     "Settings of the moons anomalous-diffusion study (paper appendix G.4)."
-    n_models: int = 24
+    n_models: int = 100                     # 24 until the nets trained one at a time
     n_samples: int = 512
     noise: float = 0.2
     hidden: tuple = (64, 64)
@@ -38,6 +40,7 @@ class MoonsDiffusionConfig:
     epochs: int = 200
     data_seed: int = 0
     n_boot: int = 100
+    nets_per_run: int = 50                  # nets trained together in one run of the sweep
 
 QUICK = MoonsDiffusionConfig()
 FULL = replace(QUICK, n_models=500, n_boot=500)
@@ -47,30 +50,46 @@ def config(full: bool | None = None) -> MoonsDiffusionConfig:
     return FULL if full_mode(full) else QUICK
 
 # %% ../../nbs/20_moons_diffusion.ipynb #36b66c57
-def train_one(cfg: MoonsDiffusionConfig, seed: int, X, y) -> pd.DataFrame:
-    "Train one net from `seed` and return its trajectory table."
-    seed_everything(seed)
-    net = make_mlp([2, *cfg.hidden, 2], seed=seed).to(X.device)
-    rec = Recorder(net, every=1, groups='top', run=seed)
-    train(net, X, y, lr=cfg.lr, batch_size=cfg.batch_size, epochs=cfg.epochs, seed=seed, recorder=rec)
-    return rec.table
+@dataclass(frozen=True)
+class MoonsRun:
+    "One run of the sweep: nets with initialisation seeds `first_seed`, ..., `first_seed + n_nets - 1`."
+    n_samples: int
+    noise: float
+    hidden: tuple
+    lr: float
+    batch_size: int
+    epochs: int
+    data_seed: int
+    first_seed: int
+    n_nets: int
+    device: str | None = None                # None: cuda when available
 
-def train_all(cfg: MoonsDiffusionConfig, out: Path, progress: bool = True) -> pd.DataFrame:
-    "Train (or load, when already finished) every seed; return all trajectories in one table."
-    X, y, _ = load_moons(cfg.n_samples, cfg.noise, seed=cfg.data_seed, device=default_device())
-    runs_dir = out / 'runs'
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    tables, threads = [], torch.get_num_threads()
-    torch.set_num_threads(1)   # nets this small train several times faster on one thread
-    try:
-        for seed in tqdm(range(cfg.n_models), desc='training nets', unit='net', disable=not progress):
-            path = runs_dir / f'seed{seed:04d}.parquet'
-            if not path.exists():
-                write_table(train_one(cfg, seed, X, y), path)
-            tables.append(read_table(path))
-    finally:
-        torch.set_num_threads(threads)
-    return pd.concat(tables, ignore_index=True)
+def runs(cfg: MoonsDiffusionConfig, device=None) -> list[MoonsRun]:
+    "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`, on `device`."
+    shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
+                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed,
+                  device=None if device is None else str(device))
+    starts = range(0, cfg.n_models, cfg.nets_per_run)
+    return [MoonsRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s)) for s in starts]
+
+def train_run(run: MoonsRun) -> dict:
+    "Train the nets of one run as an ensemble; their trajectory table (`run` = the net's seed)."
+    device = torch.device(run.device) if run.device else default_device()
+    X, y, _ = load_moons(run.n_samples, run.noise, seed=run.data_seed, device=device)
+    seeds = range(run.first_seed, run.first_seed + run.n_nets)
+    nets = [make_mlp([2, *run.hidden, 2], seed=s) for s in seeds]
+    settings = EnsembleSettings(optimizer='sgd', lr=run.lr, batch_size=run.batch_size, seed=run.first_seed,
+                                n_steps=run.epochs * math.ceil(run.n_samples / run.batch_size),
+                                every=1, groups='top')
+    table = train_ensemble(nets, (X, y), 'classification', settings, device=device)
+    table.insert(0, 'run', table.pop('member') + run.first_seed)
+    final = table[table.step == table.step.max()]
+    return dict(trajectory=table, final_loss=float(final.loss.mean()),
+                final_accuracy=float(final.accuracy.mean()))
+
+def sweep(cfg: MoonsDiffusionConfig, device=None) -> Sweep:
+    "The study as a sweep for the runner."
+    return Sweep('moons-diffusion', train_run, runs(cfg, device), device=device)
 
 # %% ../../nbs/20_moons_diffusion.ipynb #33a6e6a9
 def _row(quantity, value, lo=np.nan, hi=np.nan):
@@ -142,18 +161,25 @@ def plot_layers(table: pd.DataFrame):
     return fig
 
 # %% ../../nbs/20_moons_diffusion.ipynb #305402cf
-def run(cfg: MoonsDiffusionConfig | None = None, out_dir=None, progress: bool = True) -> dict:
-    "Run the moons study with `cfg` (default: quick or full by `FRACSGD_FULL`); write results to `out_dir`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('moons-diffusion', 'full' if cfg == FULL else 'quick')
-    table = train_all(cfg, out, progress)
-    res = analyse(table, n_boot=cfg.n_boot)
-    write_table(table, out / 'trajectories.parquet')
+def report(folder, cfg: MoonsDiffusionConfig | None = None) -> dict:
+    """Analyse the study in `folder` (read with `load_study`) with the bootstrap size of `cfg` (default
+    `config()`); write the summary, growth laws and figures there."""
+    out = Path(folder)
+    table = load_study(out).trajectories.drop(columns='key')
+    res = analyse(table, n_boot=(cfg or config()).n_boot)
     write_table(res['summary'], out / 'summary.csv')
     write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
     for name, fig in [('displacement', plot_displacement(res)), ('layers', plot_layers(table))]:
-        fig.savefig(out / f'{name}.png', dpi=120)
+        with atomic_path(out / f'{name}.png') as tmp:
+            fig.savefig(tmp, dpi=120, format='png')
         plt.close(fig)
         res[f'fig_{name}'] = fig
-    write_table(pd.DataFrame([asdict(cfg)]).astype(str), out / 'config.csv')
-    return dict(res, table=table, config=cfg, out=out)
+    return dict(res, table=table, out=out)
+
+def run(cfg: MoonsDiffusionConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
+    """Run the moons study with `cfg` (default: quick or full by `FRACSGD_FULL`) into `out_dir`, resuming;
+    `runner` goes to `run_sweep` (backend, workers, address)."""
+    cfg = cfg or config()
+    out = Path(out_dir) if out_dir else results_dir('moons-diffusion', 'full' if cfg == FULL else 'quick')
+    run_sweep(sweep(cfg), out, progress=progress, **runner)
+    return dict(report(out, cfg), config=cfg)

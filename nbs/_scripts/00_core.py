@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import os, random, tempfile
+import dataclasses, os, random, tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -126,24 +126,86 @@ assert torch.equal(a, torch.rand(3))
 
 
 # %% [markdown]
+# ## Settings objects
+#
+# Settings travel as frozen dataclasses (the SGLD sampler's, the ensemble trainer's, each study's). A changed copy
+# comes from `replace_checked`, which names a misspelt field instead of failing with Python's generic error.
+
+# %%
+#| export
+def replace_checked(settings, **changes):
+    "A copy of the dataclass `settings` with `changes`; an unknown name is refused with the list of known ones."
+    known = {f.name for f in dataclasses.fields(settings)}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise ValueError(f"unknown {type(settings).__name__} field(s) {unknown}; known: {sorted(known)}")
+    return dataclasses.replace(settings, **changes)
+
+
+# %%
+@dataclasses.dataclass(frozen=True)
+class Example:
+    lr: float = 0.1
+assert replace_checked(Example(), lr=0.2).lr == 0.2
+try:
+    replace_checked(Example(), lrr=0.2)
+    raise AssertionError
+except ValueError as e:
+    assert "['lrr']" in str(e) and "['lr']" in str(e)
+
+
+# %% [markdown]
 # ## Results written whole or not at all
 #
 # A run killed halfway must not leave a truncated file that a later run mistakes for a finished result.
 # `atomic_path` hands out a temporary name in the destination's directory and renames it onto the destination
 # only when the block finishes without error; `os.replace` is atomic on POSIX and Windows within one file
 # system.
+#
+# Results are meant to be shared: a study folder on a cluster is read by colleagues and by web servers.
+# `tempfile.mkstemp` creates its file readable by the owner only (0600), and a rename keeps that mode, so
+# `atomic_path` gives the finished file the mode an ordinary `open(path, 'w')` would have given it: 0666 with
+# the user's umask taken off, which is 0644 under the usual umask 022. `shared_mode` computes that mode (0777
+# minus the umask for folders). On Linux it reads the umask from `/proc` rather than setting and restoring it,
+# which would briefly change it for every thread of the process.
+
+# %%
+#| export
+def _umask() -> int:
+    "The umask, read from `/proc` on Linux (elsewhere `os.umask` must set it to read it)."
+    try:
+        line = next(l for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('Umask:'))
+        return int(line.split()[1], 8)
+    except (OSError, StopIteration):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
+
+def shared_mode(folder: bool = False) -> int:
+    "The mode `open` gives a new file (0666), or `mkdir` a new folder (0777), under the current umask."
+    return (0o777 if folder else 0o666) & ~_umask()
+
+
+# %%
+old_mask = os.umask(0o022)
+assert shared_mode() == 0o644 and shared_mode(folder=True) == 0o755
+os.umask(0o077)
+assert shared_mode() == 0o600      # a user who asks for private files gets private files
+os.umask(old_mask)
+
 
 # %%
 #| export
 @contextmanager
 def atomic_path(path):
-    "Yield a temporary path next to `path`; on success rename it onto `path`, on error delete it."
+    "Yield a temporary path next to `path`; on success give it `shared_mode()` and rename it onto `path`."
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, shared_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -175,6 +237,9 @@ with tempfile.TemporaryDirectory() as d:
     except KeyboardInterrupt:
         pass
     assert sorted(os.listdir(d)) == ['t.parquet'], os.listdir(d)  # nothing half-written is left behind
+    old_mask = os.umask(0o022)
+    assert (write_table(df, Path(d)/'t.csv').stat().st_mode & 0o777) == 0o644   # readable by other users
+    os.umask(old_mask)
 
 # %%
 #| hide

@@ -24,6 +24,7 @@ from torch import nn
 
 from fastcore.basics import patch
 
+from fracsgd.core import replace_checked
 from fracsgd.stack import ModelStack, batched_loss, chain_minibatches, chain_seed
 
 # %%
@@ -138,11 +139,7 @@ class SGLDSettings:
 
     def replace(self, **changes) -> SGLDSettings:
         "A copy with `changes`, checked; an unknown name is refused with the list of known ones."
-        known = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - known)
-        if unknown:
-            raise ValueError(f"unknown SGLD setting(s) {unknown}; known: {sorted(known)}")
-        return dataclasses.replace(self, **changes)
+        return replace_checked(self, **changes)
 
     def halved(self, phase: str) -> SGLDSettings:
         "A copy whose step size of `phase` ('burn-in' or 'sampling') is half as large."

@@ -13,35 +13,60 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import argparse, importlib, os
+import argparse, importlib, os, sys
+from pathlib import Path
+
+from fracsgd.core import results_dir
+from fracsgd.store import StudyBusy, load_study, read_meta, status
+from fracsgd.sweep import run_sweep
 
 # %% [markdown]
-# The command line is `fracsgd run STUDY [--quick|--full] [--out DIR]`, `fracsgd bench WHAT [--json]` and
-# `fracsgd list`. Nothing in the core knows about it.
+# The command line calls studies, the sweep runner and benchmarks; nothing in the core knows about it.
 #
-# Studies register here by name and module. A study module exposes `config(full)` and
-# `run(cfg, out_dir, progress)` returning a dict with a `summary` table and the output folder `out`; adding a
-# study is one line in `STUDIES`. `--full` sets the one documented switch, `FRACSGD_FULL=1`, for the whole
-# process.
+# * `fracsgd run STUDY [--quick|--full] [--backend local|ray] [--workers N] [--address A] [--device D]
+#   [--out DIR]` runs a study's sweep into its folder, resuming what an earlier call left, then writes and prints
+#   its report.
+# * `fracsgd status DIR` counts the done, failed and pending runs of a study folder.
+# * `fracsgd report DIR` analyses a study folder again and prints its summary.
+# * `fracsgd bench WHAT [--json]` and `fracsgd list`.
+#
+# Studies register here by name and module. A study module exposes `config(full)`, `sweep(cfg, device)` (the
+# sweep the runner runs) and `report(folder, cfg)` (a dict with a `summary` table); adding a study is one line in
+# `STUDIES`. `--full` sets the one documented switch, `FRACSGD_FULL=1`, for the whole process. Bad input (an
+# unknown study, an unwritable folder, `--backend ray` without Ray, a folder holding another study, a
+# configuration that cannot be stored) ends with one line naming the problem and exit status 2, no traceback.
 
 # %%
 #| export
 STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
-              'llc': ('fracsgd.bench_llc', 'run_llc_benchmark')}
+              'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
+              'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
+
+class _Parser(argparse.ArgumentParser):
+    "An argument parser whose errors are one line and exit status 2."
+    def error(self, message):
+        sys.stderr.write(f"fracsgd: {message}\n")
+        sys.exit(2)
 
 def _parser():
-    p = argparse.ArgumentParser(prog='fracsgd',
-                                description='Late-stage SGD as fractal sub-diffusion: studies and benchmarks.')
-    sub = p.add_subparsers(dest='command', required=True)
-    r = sub.add_parser('run', help='run a study and write its figures and tables')
+    p = _Parser(prog='fracsgd', description='Late-stage SGD as fractal sub-diffusion: studies and benchmarks.')
+    sub = p.add_subparsers(dest='command', required=True, parser_class=_Parser)
+    r = sub.add_parser('run', help='run (or resume) a study and write its results')
     r.add_argument('study', choices=sorted(STUDIES))
     mode = r.add_mutually_exclusive_group()
     mode.add_argument('--quick', action='store_true', help='CPU-sized configuration (default)')
     mode.add_argument('--full', action='store_true',
                       help="the paper's configuration (GPU); same as FRACSGD_FULL=1")
+    r.add_argument('--backend', choices=['local', 'ray'], default='local', help='where runs execute')
+    r.add_argument('--workers', type=int, help='worker processes (local) or parallel tasks (ray)')
+    r.add_argument('--address', help='a Ray cluster to join (default: start a local Ray)')
+    r.add_argument('--device', help='cpu, cuda, cuda:1, ... (default: cuda when available)')
     r.add_argument('--out', help='results folder (default: results/<study>/<quick|full>)')
     r.add_argument('--no-progress', action='store_true')
+    for name, text in [('status', 'done / failed / pending runs of a study folder'),
+                       ('report', "a study folder's summary table")]:
+        sub.add_parser(name, help=text).add_argument('folder')
     b = sub.add_parser('bench', help='measure speed against a baseline in the same process')
     b.add_argument('what', choices=sorted(BENCHMARKS))
     b.add_argument('--json', action='store_true', help='print JSON')
@@ -49,8 +74,45 @@ def _parser():
     return p
 
 
+# %% [markdown]
+# `main` dispatches. Errors the user can fix are caught where they can arise (setting up the sweep and its
+# folder), so a bug inside a study still shows its traceback.
+
 # %%
 #| export
+INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy)
+
+def _fail(message) -> int:
+    sys.stderr.write(f"fracsgd: {message}\n")
+    return 2
+
+def _print_summary(res: dict):
+    print(res['summary'].to_string(index=False, float_format=lambda v: f'{v:.4g}'))
+
+def _run(args) -> int:
+    "`fracsgd run`: the sweep (resuming), then the report."
+    if args.full or args.quick:
+        os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
+    study = importlib.import_module(STUDIES[args.study])
+    cfg = study.config()
+    mode = 'full' if os.environ.get('FRACSGD_FULL') == '1' else 'quick'
+    out = Path(args.out) if args.out else results_dir(args.study, mode)
+    try:
+        run_sweep(study.sweep(cfg, args.device), out, backend=args.backend, workers=args.workers,
+                  address=args.address, progress=not args.no_progress)
+    except INPUT_ERRORS as e:
+        return _fail(e)
+    _print_summary(study.report(out, cfg))
+    print(f"\nresults written to {out}")
+    return 0
+
+def _study_of(folder):
+    "The study module whose results `folder` holds."
+    name = read_meta(folder)['study']
+    if name not in STUDIES:
+        raise ValueError(f"{folder} holds study {name!r}, which this version does not know")
+    return importlib.import_module(STUDIES[name])
+
 def main(argv: list[str] | None = None) -> int:
     "Entry point of the `fracsgd` command."
     args = _parser().parse_args(argv)
@@ -59,34 +121,97 @@ def main(argv: list[str] | None = None) -> int:
         print('benchmarks: ' + ', '.join(sorted(BENCHMARKS)))
         return 0
     if args.command == 'run':
-        if args.full or args.quick:
-            os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
-        study = importlib.import_module(STUDIES[args.study])
-        res = study.run(study.config(), args.out, progress=not args.no_progress)
-        print(res['summary'].to_string(index=False, float_format=lambda v: f'{v:.4g}'))
-        print(f"\nresults written to {res['out']}")
+        return _run(args)
+    if args.command in ('status', 'report'):
+        try:
+            if args.command == 'status':
+                counts = status(args.folder)
+                print(', '.join(f'{n} {what}' for what, n in counts.items()))
+                return 0
+            _print_summary(_study_of(args.folder).report(args.folder))
+        except INPUT_ERRORS as e:
+            return _fail(e)
         return 0
     mod_name, fn = BENCHMARKS[args.what]
     mod = importlib.import_module(mod_name)
-    if args.what == 'llc':
+    if args.what in ('llc', 'ensemble'):                      # these return their formatted report
         print(getattr(mod, fn)(as_json=args.json))
         return 0
     print(mod.report(getattr(mod, fn)(), as_json=args.json))
     return 0
 
 
+# %% [markdown]
+# Each kind of bad input ends in one line on standard error and exit status 2. The check runs the command
+# in a fresh process, as a user would, so it sees exactly what they see:
+
 # %%
-import contextlib, io
-buf = io.StringIO()
-with contextlib.redirect_stdout(buf):
+import contextlib, io, subprocess, sys, tempfile
+from pathlib import Path
+
+def fracsgd(*args) -> subprocess.CompletedProcess:
+    "Run the `fracsgd` command in a fresh process; its exit status and output."
+    code = 'import sys; from fracsgd.cli import main; sys.exit(main(sys.argv[1:]))'
+    return subprocess.run([sys.executable, '-c', code, *args], capture_output=True, text=True)
+
+scratch = Path(tempfile.mkdtemp())
+(scratch / 'other').mkdir()
+(scratch / 'other' / 'meta.json').write_text('{"study": "another-study", "sessions": []}')
+(scratch / 'locked').mkdir(mode=0o500)
+bad_inputs = {'no-such-study': ['run', 'no-such-study'],
+              'another-study': ['run', 'moons-diffusion', '--out', str(scratch / 'other')],
+              'is not a readable study folder': ['status', str(scratch)],
+              '--workers': ['run', 'moons-diffusion', '--workers', 'two']}
+if os.geteuid() != 0:                                    # root may write anywhere: nothing to refuse then
+    bad_inputs['Permission denied'] = ['run', 'moons-diffusion', '--out', str(scratch / 'locked' / 'x')]
+for words, argv in bad_inputs.items():
+    p = fracsgd(*argv)
+    assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, (argv, p.stderr)
+    print(p.stderr.strip())
+
+# %% [markdown]
+# `--backend ray` without Ray installed is refused the same way, naming the extra to install (checked where Ray is
+# missing: the development environment installs it). `status` and `report` read a folder that a study wrote:
+
+# %%
+from dataclasses import replace
+import fracsgd.studies.moons_diffusion as moons
+folder = scratch / 'moons'
+with contextlib.redirect_stdout(io.StringIO()):
+    run_sweep(moons.sweep(replace(moons.QUICK, n_models=2, epochs=2)), folder, progress=False)
+p = fracsgd('status', str(folder))
+assert p.returncode == 0 and p.stdout.strip() == '1 done, 0 failed, 0 pending', p.stdout
+with contextlib.redirect_stdout(io.StringIO()) as listing:
     assert main(['list']) == 0
-assert 'moons-diffusion' in buf.getvalue()
-try:
-    main(['run', 'no-such-study'])
-    raise AssertionError('an unknown study must be refused')
-except SystemExit as e:
-    assert e.code == 2
-print(buf.getvalue())
+assert 'moons-diffusion' in listing.getvalue()
+
+# %% [markdown]
+# ## Running, stopping and resuming a sweep
+#
+# A study's results folder is the sweep's memory: stop a run in any way, start the same command again, and only
+# the runs that had not finished are run (the [sweep chapter](sweep.html) kills a sweep with `SIGKILL` in its
+# tests and checks that nothing is run twice or lost). On a laptop:
+#
+# ```sh
+# fracsgd run moons-diffusion --quick --workers 2 --out results/moons   # stop it at any point (Ctrl-C, kill -9)
+# fracsgd status results/moons                                         # e.g. "1 done, 0 failed, 1 pending"
+# fracsgd run moons-diffusion --quick --workers 2 --out results/moons   # runs only what is missing
+# fracsgd report results/moons                                         # the summary table, again
+# ```
+#
+# On a Ray cluster (the head started with `ray start --head`, every node with `pip install "fracsgd[ray]"`), from
+# a node of the cluster; Ray 2.59 and later protect a cluster with a token, which the driver must be allowed to
+# use:
+#
+# ```sh
+# RAY_AUTH_MODE=token fracsgd run moons-diffusion --full --backend ray --address auto --device cuda \
+#     --out results/moons-full
+# fracsgd status results/moons-full
+# ```
+#
+# Without `--address`, `--backend ray` starts a local Ray with `--workers` CPUs. Results are written by the
+# process that runs the command, so the cluster needs no shared disk. A changed configuration gets new run keys:
+# the folder keeps the old runs, but they are never reported as results of the new configuration.
 
 # %%
 #| hide

@@ -74,10 +74,14 @@
 # | [SGLD](sgld.html) | `fracsgd.sgld` | `SGLDSettings`, the sampler, divergence, MALA acceptance, back-off |
 # | [LLC](llc.html) | `fracsgd.llc` | the LLC estimate, its error and diagnostics, calibration, recorder hook |
 # | [Deep linear networks](dln.html) | `fracsgd.dln` | Aoyagi's exact λ and the estimator's error on DLNs |
+# | [Ensembles](ensemble.html) | `fracsgd.ensemble` | many nets of one architecture trained at once, recorded per member |
+# | [Sweeps](sweep.html) | `fracsgd.sweep` | resumable sweeps of run configurations on a process pool or Ray |
+# | [Results store](store.html) | `fracsgd.store` | one folder per study; `load_study` reads it back in one call |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
 # | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench_llc` | LLC speed against devinterp and against loops |
-# | [Command line](cli.html) | `fracsgd.cli` | `fracsgd run`, `fracsgd bench`, `fracsgd list` |
+# | [Ensemble benchmarks](bench_ensemble.html) | `fracsgd.bench_ensemble` | ensemble training against a loop and the floor |
+# | [Command line](cli.html) | `fracsgd.cli` | `fracsgd run`, `status`, `report`, `bench`, `list` |
 #
 # ## Data and settings
 #

@@ -1,0 +1,483 @@
+# %% [markdown]
+# # Sweeps
+#
+# > Run a list of configurations on a pool of local processes or on Ray, resumably: each finished run is
+# > stored once, under a key computed from its configuration.
+
+# %%
+#| default_exp sweep
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import dataclasses, hashlib, importlib.util, json, math, os, sys, time, traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from fracsgd.store import (RESERVED, open_study, locked, tidy, save_plan, save_run, save_error, done_keys,
+                           status, write_runs, split_result)
+
+
+# %% [markdown]
+# A study that trains 500 nets, or 18 architectures × 5 seeds, is a list of runs that do not talk to each
+# other. This chapter runs such a list. A **run** is a top-level function `fn(config) -> dict` applied to one
+# configuration, a dataclass; what it returns is stored by the [results store](store.html). A **sweep** is a
+# name, that function, the list of configurations and, optionally, the device the runs use, which is recorded
+# with the results (the runs themselves read it from their configuration).
+#
+# The runner adds three things to a plain `map`: it knows which runs are already finished and skips them
+# (so a killed sweep resumes), it records a run that raises and goes on, and it runs on two backends, a pool
+# of local processes (`concurrent.futures`) or a Ray cluster, with the same results.
+
+# %% [markdown]
+# ## The run key
+#
+# A run is identified by its configuration alone: the key is a SHA-256 hash of the configuration written as
+# canonical JSON, the dataclass's qualified name plus its fields with keys sorted, cut to 16 hex digits
+# (64 bits). JSON of numbers, strings, booleans and lists is the same text in every process, on every machine
+# and in every Python version, which `hash()` and `pickle` do not promise. Consequences worth knowing:
+#
+# * a changed configuration is a new key, so an old result is never silently reused for a new setting;
+# * two equal configurations are one run, however often they appear in the list;
+# * `1` and `1.0` are different values to JSON, hence different keys; tuples and lists are the same;
+# * the class name is part of the key, its module is not, so moving a class to another module keeps the keys.
+#
+# A field that JSON cannot hold (a function, a tensor, an object) is refused with a `ValueError` naming the
+# field: a key that depended on an object's memory address would change on every start. So is a field named
+# like a column the store adds to the runs table (`key`, `status`, `seconds`, `error`).
+
+# %%
+#| export
+def _canonical(value, where: str):
+    "`value` as plain JSON types; raise `ValueError` naming `where` when it has none."
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, np.generic) and np.ndim(value) == 0:
+        return _canonical(value.item(), where)
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v, f'{where}[{i}]') for i, v in enumerate(value)]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _canonical(v, f'{where}.{k}') for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return {f.name: _canonical(getattr(value, f.name), f'{where}.{f.name}') for f in fields}
+    raise ValueError(f'configuration field {where!r} holds a {type(value).__name__}, which has no stable '
+                     'serialisation: use numbers, strings, booleans, None, or lists/dicts of them')
+
+def config_record(config) -> dict:
+    "The fields of the dataclass instance `config` as canonical JSON types (nested dataclasses become dicts)."
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise ValueError(f'a run configuration must be a dataclass instance, not {type(config).__name__}')
+    clash = [f.name for f in dataclasses.fields(config) if f.name in RESERVED]
+    if clash:
+        raise ValueError(f'configuration field {clash[0]!r} has the name of a column the store adds')
+    return {f.name: _canonical(getattr(config, f.name), f.name) for f in dataclasses.fields(config)}
+
+
+# %%
+@dataclass(frozen=True)
+class Toy:
+    "A run configuration for the examples of this chapter."
+    seed: int
+    lr: float = 0.1
+    hidden: tuple = (8, 8)
+
+assert config_record(Toy(0, hidden=(np.int64(8), 8))) == dict(seed=0, lr=0.1, hidden=[8, 8])
+for bad in [Toy(0, lr=lambda s: 0.1), Toy(0, hidden=(8, torch.ones(2)))]:
+    try:
+        config_record(bad)
+        raise AssertionError('must be refused')
+    except ValueError as e:
+        print(e)
+
+
+# %%
+#| export
+def run_key(config) -> str:
+    "A 16-hex-digit key of `config`, the same in every process, machine and Python version."
+    text = json.dumps([type(config).__qualname__, config_record(config)], sort_keys=True,
+                      separators=(',', ':'), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# %%
+assert run_key(Toy(0)) == run_key(Toy(0, 0.1, [8, 8]))           # equal configurations, one key
+assert run_key(Toy(0)) != run_key(Toy(0, lr=0.2)) != run_key(Toy(1))
+assert run_key(Toy(0)) == '078ff7cd0901becb', run_key(Toy(0))      # fixed: the same on every machine
+
+
+# %% [markdown]
+# The fixed key in the check above is the promise made to users: a study folder written today on one machine
+# resumes tomorrow on another. `unique_runs` maps each key to its configuration, keeping the first of
+# duplicates and the list's order.
+
+# %%
+#| export
+def unique_runs(configs: Sequence) -> dict:
+    "`{key: config}` for `configs`, duplicates dropped, order kept."
+    runs = {}
+    for c in configs:
+        runs.setdefault(run_key(c), c)
+    return runs
+
+
+# %%
+assert list(unique_runs([Toy(0), Toy(1), Toy(0)])) == [run_key(Toy(0)), run_key(Toy(1))]
+
+
+# %% [markdown]
+# ## Executing one run
+#
+# `execute` is what a worker runs: it calls `fn(config)`, checks that the result is something the store can
+# hold, and returns the outcome as `('done', result, seconds)` or `('failed', error, seconds)`. The error is a
+# dict with the exception's type, message and formatted traceback, built in the worker where the traceback
+# still exists. An exception never leaves `execute`, so one failing run cannot stop a sweep.
+
+# %%
+#| export
+def error_record(exc: BaseException) -> dict:
+    "Type, message and traceback of `exc`, as plain strings."
+    return dict(type=type(exc).__name__, message=str(exc),
+                traceback=''.join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+
+
+# %%
+try:
+    1 / 0
+except ZeroDivisionError as e:
+    rec = error_record(e)
+assert rec['type'] == 'ZeroDivisionError' and rec['traceback'].startswith('Traceback')
+rec['message']
+
+
+# %%
+#| export
+def execute(fn: Callable, config) -> tuple:
+    "Run `fn(config)`; return `('done', result, seconds)` or `('failed', error_record, seconds)`."
+    t0 = time.perf_counter()
+    try:
+        result = fn(config)
+        split_result(result, config_record(config))
+        return 'done', result, time.perf_counter() - t0
+    except Exception as e:
+        return 'failed', error_record(e), time.perf_counter() - t0
+
+
+# %%
+import pandas as pd
+
+def toy_run(cfg: Toy) -> dict:
+    "Example run: a seeded random walk, its final distance and its trajectory."
+    if cfg.lr > 1:
+        raise FloatingPointError(f'lr={cfg.lr} diverges')
+    g = torch.Generator().manual_seed(cfg.seed)
+    walk = (cfg.lr * torch.randn(100, generator=g)).cumsum(0).abs()
+    return dict(final_R=walk[-1], trajectory=pd.DataFrame({'step': range(100), 'R': walk.numpy()}))
+
+state, res, sec = execute(toy_run, Toy(0))
+assert state == 'done' and set(res) == {'final_R', 'trajectory'}
+state, err, sec = execute(toy_run, Toy(0, lr=2.0))
+assert state == 'failed' and err['type'] == 'FloatingPointError' and 'toy_run' in err['traceback']
+err['message']
+
+
+# %% [markdown]
+# ## Backends
+#
+# **Local** (the default) is a `concurrent.futures.ProcessPoolExecutor` with `workers` processes (default: one
+# per CPU). Each worker gives PyTorch its share of the CPU's threads, so two workers on two cores do not fight
+# over four threads. The run function must be importable by the workers: a top-level function of a module, or
+# of a notebook or script on platforms that start workers by `fork` (Linux with Python up to 3.13).
+#
+# **Ray** is an optional extra (`pip install "fracsgd[ray]"`). Each run becomes one Ray task needing one CPU,
+# with Ray's automatic retries turned off (a retried run could be executed twice). Without `address` the
+# runner starts a local Ray with `workers` CPUs and stops it at the end; the local workers see the driver's
+# `sys.path`, so a run function defined in a test module or a script next to the data works as on the local
+# pool. With `address` (e.g. `ray://head:10001`, or `auto` on a cluster node) it joins that cluster, whose
+# workers must be able to import `fracsgd` and the run function's module. Recent Ray versions protect a
+# cluster with a token (local clusters from Ray 2.59 on): a driver joining one needs `RAY_AUTH_MODE=token` set
+# before Ray is imported, and the token, which Ray keeps in `~/.ray/auth_token` on the machine that made it.
+# A Ray session the caller already started is used as it is. Ray's object references turn into ordinary
+# `concurrent.futures` futures, so both backends feed the same loop below.
+
+# %%
+#| export
+def _set_threads(n: int):
+    torch.set_num_threads(n)
+
+def local_pool(workers: int | None = None) -> ProcessPoolExecutor:
+    "A process pool of `workers` (default: CPU count) whose workers split the CPU's threads between them."
+    workers = workers or os.cpu_count() or 1
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    return ProcessPoolExecutor(workers, initializer=_set_threads, initargs=(threads,))
+
+
+# %%
+with local_pool(2) as pool:
+    assert [f.result()[0] for f in [pool.submit(execute, toy_run, Toy(s)) for s in range(3)]] == ['done'] * 3
+
+
+# %%
+#| export
+@contextmanager
+def _driver_path():
+    "Set `PYTHONPATH` to this process's `sys.path` for the block: a local Ray's processes inherit it."
+    saved = os.environ.get('PYTHONPATH')
+    os.environ['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ['PYTHONPATH']
+        else:
+            os.environ['PYTHONPATH'] = saved
+
+class RayPool:
+    "Ray tasks behind the `submit`/`shutdown` interface of `concurrent.futures` executors."
+    def __init__(self, workers: int | None = None, address: str | None = None):
+        try:
+            import ray
+        except ImportError:
+            raise ImportError('the ray backend needs ray: pip install "fracsgd[ray]"') from None
+        self.ray, self.refs, self.started = ray, [], not ray.is_initialized()
+        joining = address or os.environ.get('RAY_ADDRESS')
+        if self.started and joining:
+            ray.init(address=address, logging_level='WARNING')
+        elif self.started:
+            with _driver_path():
+                ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level='WARNING')
+        self.tasks = {}
+
+    def submit(self, fn, *args) -> Future:
+        "Run `fn(*args)` as a Ray task needing one CPU; return its future."
+        if fn not in self.tasks:
+            self.tasks[fn] = self.ray.remote(num_cpus=1, max_retries=0)(fn)
+        ref = self.tasks[fn].remote(*args)
+        self.refs.append(ref)
+        return ref.future()
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False):
+        "Cancel what is still running when `cancel_futures`; stop Ray if this pool started it."
+        if cancel_futures:
+            for ref in self.refs:
+                self.ray.cancel(ref, force=True)
+        if self.started:
+            self.ray.shutdown()
+
+
+# %% [markdown]
+# The check below starts a Ray session itself, as a user on a laptop or a cluster node may. `RayPool` then
+# joins that session and leaves it running when it shuts down; the last section of this chapter runs a whole
+# sweep in it. Starting Ray takes several seconds.
+
+# %%
+import importlib.util
+has_ray = importlib.util.find_spec('ray') is not None          # ray is a dev requirement: true in CI
+if has_ray:
+    import ray
+    ray.init(num_cpus=2, include_dashboard=False, logging_level='WARNING')
+    pool = RayPool()
+    state, res, sec = pool.submit(execute, toy_run, Toy(0)).result()
+    assert state == 'done' and res['final_R'] == execute(toy_run, Toy(0))[1]['final_R']
+    pool.shutdown()
+    assert ray.is_initialized()                               # the caller's session is the caller's to stop
+
+
+# %% [markdown]
+# ## The runner
+#
+# `run_sweep` opens (or creates) the study folder, refusing one that holds another study, takes the folder's
+# lock, deletes what a killed sweep left half-written and records the plan. It then submits the runs that are
+# not finished (failed runs count as not finished and run again), at most `workers` at a time, and stores each
+# outcome as it arrives: a finished run through `save_run`, a failed one through `save_error`. Results are
+# written by this process, not by the workers, so a Ray cluster needs no shared file system. One progress bar
+# counts runs; the last line printed counts the runs done and failed in this call and those skipped because
+# an earlier call had finished them.
+#
+# If a local worker process dies (a crash, the out-of-memory killer), `concurrent.futures` marks the whole
+# pool broken: the runs then in flight are recorded as failed with `BrokenProcessPool`, the runner starts a
+# new pool and goes on. Which of those runs killed the worker cannot be told, so all of them get the error
+# and run again on the next call.
+
+# %%
+#| export
+@dataclass(frozen=True)
+class Sweep:
+    "A named list of run configurations, the top-level function that runs one, and the device it uses."
+    name: str
+    fn: Callable
+    configs: Sequence
+    device: str | None = None          # recorded in meta.json; default: `default_device()`
+
+
+# %%
+toy = Sweep('toy', toy_run, [Toy(0), Toy(1), Toy(0)])
+assert len(unique_runs(toy.configs)) == 2
+
+
+# %%
+#| export
+def _check_backend(backend: str):
+    "Refuse an unknown backend, or `ray` when it is not installed, before anything is written."
+    if backend not in ('local', 'ray'):
+        raise ValueError(f"unknown backend {backend!r}: use 'local' or 'ray'")
+    if backend == 'ray' and importlib.util.find_spec('ray') is None:
+        raise ImportError('the ray backend needs ray: pip install "fracsgd[ray]"')
+
+def _pool(backend: str, workers: int | None, address: str | None):
+    return local_pool(workers) if backend == 'local' else RayPool(workers, address)
+
+def _outcomes(make_pool, fn: Callable, runs: dict, todo: list, limit: int):
+    "Yield `(key, outcome)` as runs finish, keeping at most `limit` in flight; replace a broken local pool."
+    pool, queue, flying = make_pool(), list(reversed(todo)), {}
+    try:
+        while queue or flying:
+            while queue and len(flying) < limit:
+                try:
+                    fut = pool.submit(execute, fn, runs[queue[-1]])
+                except BrokenProcessPool:                # broken before its failed runs came back
+                    pool.shutdown(wait=False)
+                    pool = make_pool()
+                    continue
+                flying[fut] = queue.pop(), pool
+            finished, _ = wait(flying, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                key, its_pool = flying.pop(fut)
+                try:
+                    yield key, fut.result()
+                except Exception as e:                   # the worker died: no result, no traceback of the run
+                    yield key, ('failed', error_record(e), math.nan)
+                    if isinstance(e, BrokenProcessPool) and its_pool is pool:
+                        pool.shutdown(wait=False)
+                        pool = make_pool()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# %%
+few = unique_runs([Toy(0), Toy(1), Toy(0, lr=2.0)])
+got = dict(_outcomes(partial(_pool, 'local', 2, None), toy_run, few, list(few), limit=2))
+assert set(got) == set(few) and sorted(o[0] for o in got.values()) == ['done', 'done', 'failed']
+
+
+# %%
+#| export
+def _store(folder, key: str, record: dict, outcome: tuple) -> str:
+    "Store one outcome; a result the store cannot write (e.g. a table pyarrow refuses) becomes a failure."
+    state, payload, seconds = outcome
+    if state == 'done':
+        try:
+            save_run(folder, key, record, payload, seconds)
+            return 'done'
+        except (TypeError, ValueError, OSError) as e:
+            payload = error_record(e)
+    save_error(folder, key, record, payload, seconds)
+    return 'failed'
+
+def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None = None,
+              address: str | None = None, progress: bool = True) -> dict:
+    "Run the unfinished runs of `sweep` into the study folder `folder`; return done/failed/skipped counts."
+    _check_backend(backend)
+    runs = unique_runs(sweep.configs)        # a configuration that has no key fails before any folder exists
+    folder = open_study(folder, sweep.name, sweep.device)
+    with locked(folder):
+        tidy(folder)
+        save_plan(folder, runs)
+        finished = set(done_keys(folder))
+        todo = [k for k in runs if k not in finished]
+        counts = dict(done=0, failed=0, skipped=len(runs) - len(todo))
+        limit = workers or (os.cpu_count() if backend == 'local' else len(todo)) or 1
+        bar = tqdm(total=len(runs), initial=counts['skipped'], desc=sweep.name, unit='run',
+                   disable=not progress)
+        outcomes = _outcomes(partial(_pool, backend, workers, address), sweep.fn, runs, todo, limit)
+        try:
+            for key, outcome in outcomes:
+                counts[_store(folder, key, config_record(runs[key]), outcome)] += 1
+                bar.update()
+        finally:
+            outcomes.close()                             # shuts the pool down now, also on an error
+            bar.close()
+        write_runs(folder)
+    print(f"{sweep.name}: {counts['done']} done, {counts['failed']} failed, {counts['skipped']} skipped "
+          f"(finished earlier); results in {folder}")
+    return counts
+
+
+# %% [markdown]
+# `sweep_status` answers "how far is it?" for a sweep, counting its runs as done, failed or pending; the
+# folder alone answers the same through `status` in the store, from the plan of its latest sweep.
+
+# %%
+#| export
+def sweep_status(sweep: Sweep, folder) -> dict:
+    "Done, failed and pending counts of `sweep`'s runs in `folder`."
+    return status(folder, unique_runs(sweep.configs))
+
+
+# %% [markdown]
+# ## A sweep, interrupted and resumed
+#
+# Six toy runs, one of which diverges. The first call runs only four of them, as a stand-in for a sweep that
+# was killed; the second call gets the whole list, skips the four and runs the two others.
+
+# %%
+import tempfile
+from pathlib import Path
+from fracsgd.store import load_study
+
+configs = [Toy(seed) for seed in range(5)] + [Toy(0, lr=2.0), Toy(0)]     # a duplicate: runs once
+folder = Path(tempfile.mkdtemp()) / 'toy'
+first = run_sweep(Sweep('toy', toy_run, configs[:4]), folder, workers=2, progress=False)
+assert sweep_status(Sweep('toy', toy_run, configs), folder) == dict(done=4, failed=0, pending=2)
+again = run_sweep(Sweep('toy', toy_run, configs), folder, workers=2, progress=False)
+assert first == dict(done=4, failed=0, skipped=0) and again == dict(done=1, failed=1, skipped=4)
+study = load_study(folder)
+study.runs
+
+# %% [markdown]
+# The failed run keeps its error, traceback included, in `errors/<key>.json`; the runs table shows its type
+# and message. Changing a configuration gives new keys: the sweep with `lr=0.05` below runs everything again
+# and leaves the older runs on disk, out of the runs table.
+
+# %%
+failed = study.runs[study.runs.status == 'failed'].key.item()
+assert 'diverges' in json.loads((folder / 'errors' / f'{failed}.json').read_text())['traceback']
+changed = run_sweep(Sweep('toy', toy_run, [Toy(s, lr=0.05) for s in range(2)]), folder, progress=False)
+assert changed == dict(done=2, failed=0, skipped=0) and len(load_study(folder).runs) == 2
+assert len(load_study(folder, everything=True).runs) == 8
+
+# %% [markdown]
+# ## The same sweep on Ray
+#
+# When Ray is installed, the same six runs on Ray give the same table as on the local pool, apart from the
+# wall times. This uses the Ray session started above; without one, `backend='ray'` starts a local Ray with
+# `workers` CPUs, and `address=` joins a cluster.
+
+# %%
+if has_ray:
+    on_ray, on_pool = Path(tempfile.mkdtemp()) / 'toy', Path(tempfile.mkdtemp()) / 'toy'
+    counts = run_sweep(Sweep('toy', toy_run, configs), on_ray, backend='ray', progress=False)
+    assert counts == dict(done=5, failed=1, skipped=0)
+    run_sweep(Sweep('toy', toy_run, configs), on_pool, backend='local', workers=2, progress=False)
+    ray_runs, pool_runs = (load_study(f).runs.drop(columns='seconds') for f in (on_ray, on_pool))
+    pd.testing.assert_frame_equal(ray_runs, pool_runs)
+    ray.shutdown()
+
+# %%
+#| hide
+import nbdev
+nbdev.nbdev_export()
