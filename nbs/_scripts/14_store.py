@@ -532,6 +532,9 @@ with tempfile.TemporaryDirectory() as d:
     assert list(study.trajectories.columns) == ['key', 'step', 'R'] and len(study.trajectories) == 4
     assert (Path(d) / 'runs.parquet').exists()
     joined = study.trajectories.merge(study.runs, on='key')
+import fracsgd
+top_level = fracsgd.load_study                  # the package offers it at the top, imported on first use
+assert (top_level.__module__, top_level.__name__) == ('fracsgd.store', 'load_study')
 joined
 
 # %%
