@@ -182,9 +182,10 @@ class LLCResult:
 
 
 # %% [markdown]
-# `_assemble` turns the runs of all chunks into one `LLCResult`: per-draw LLC values, their statistics, and one
-# row of diagnostics per model with the step sizes each model's chains actually used. Two made-up runs of two
-# models with two chains each show the bookkeeping: draws 1 and 3 above a baseline of 0.5 give $n\beta\cdot 1.5$.
+# The private assembly step turns the runs of all chunks into one `LLCResult`: per-draw LLC values, their
+# statistics, and one row of diagnostics per model with the step sizes each model's chains actually used. Two
+# made-up runs of two models with two chains each show the bookkeeping: draws 1 and 3 above a baseline of 0.5
+# give $n\beta\cdot 1.5$.
 
 # %%
 #| export

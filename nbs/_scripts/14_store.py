@@ -239,9 +239,9 @@ with tempfile.TemporaryDirectory() as d:
 #
 # A run returns a dict. Scalar values (numbers, booleans, strings, `None`, NumPy scalars, one-element tensors)
 # are its metrics and become columns of the runs table. `DataFrame` values are its tables, typically a
-# trajectory, stored as `<name>.parquet`; the table called `trajectory` is what `Study.trajectories` holds.
-# Anything else is an error of the run, reported when the run finishes rather than when the table is read.
-# Metric names must not collide with configuration fields or with the columns the store adds itself.
+# trajectory, stored as `<name>.parquet`; the table called `trajectory` is what a `Study` offers as its
+# trajectories. Anything else is an error of the run, reported when the run finishes rather than when the table
+# is read. Metric names must not collide with configuration fields or with the columns the store adds itself.
 
 # %%
 #| export
