@@ -103,14 +103,14 @@
 # on the page). nbdev is pinned to 2.4.x (with fastcore 1.14.5 and execnb 0.1.18) because nbdev 3 no longer
 # reads `settings.ini`.
 #
-# Measured on the 2-core development machine (no GPU), 2026-11-22: `make test` on a fresh clone takes 8 to 10
-# minutes (the last two runs: 8 min 44 s and 9 min 17 s), installation included (up to 4.5 of them installing
-# PyTorch and the rest into `.venv`; Debian's `chromium` was already installed). Of the rest, `nbdev_test`
-# takes about 2 minutes, the site build (which executes every notebook again for its outputs) about 2, and
-# pytest about 1.5–2. With two busy-looping processes competing for both cores, a fresh-clone `make test` took
-# 15 min 40 s and passed: no check compares wall-clock times (the only time limits are generous timeouts in
-# the site build and test). `make demo` takes under a minute (35 s and 44 s on the last two runs, after
-# `make test` had installed everything).
+# Measured on the 2-core development machine (no GPU), 2026-11-23: `make test` on a fresh clone took 6 min 26 s
+# (160 pytest tests; installation included, from pip's cache, with Debian's `chromium` already installed; a new
+# machine adds the PyTorch download, about 4.5 minutes). Of that, `nbdev_test` takes about 2 minutes, the site
+# build (which executes every notebook again for its outputs) about 2, and pytest (with the sweep runner's kill
+# tests on a local pool and on Ray) about 1.7. On 2026-11-22, with two busy-looping processes competing for
+# both cores, a fresh-clone `make test` took 15 min 40 s and passed: no check compares wall-clock times (the
+# only time limits are generous timeouts in the site build and test). `make demo` took 11 s for 100 nets
+# trained as ensembles (it took 35–44 s for 24 nets trained one at a time).
 
 # %%
 #| hide
