@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #cd1301b2
 from __future__ import annotations
-import dataclasses, os, random, tempfile
+import dataclasses, math, os, random, tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -13,8 +13,8 @@ import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['default_device', 'full_mode', 'data_dir', 'results_dir', 'seed_everything', 'replace_checked', 'shared_mode',
-           'atomic_path', 'write_table', 'read_table']
+__all__ = ['default_device', 'full_mode', 'data_dir', 'results_dir', 'seed_everything', 'replace_checked', 'check_whole',
+           'check_range', 'shared_mode', 'atomic_path', 'write_table', 'read_table']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -59,6 +59,19 @@ def replace_checked(settings, **changes):
     if unknown:
         raise ValueError(f"unknown {type(settings).__name__} field(s) {unknown}; known: {sorted(known)}")
     return dataclasses.replace(settings, **changes)
+
+# %% ../nbs/00_core.ipynb #f7aa4642
+def check_whole(name: str, value, least: int = 1):
+    "Refuse `value` unless it is an integer ≥ `least` (1: a positive integer, 0: a non-negative one)."
+    if int(value) != value or value < least:
+        kind = {1: 'a positive integer', 0: 'a non-negative integer'}.get(least, f'an integer ≥ {least}')
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+
+def check_range(name: str, value, low: float, high: float = math.inf, low_ok: bool = True):
+    "Refuse `value` unless it is a finite number in `[low, high)` (`(low, high)` when not `low_ok`)."
+    inside = (value >= low if low_ok else value > low) and value < high
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and inside):
+        raise ValueError(f"{name} must lie in {'[' if low_ok else '('}{low}, {high}), got {value!r}")
 
 # %% ../nbs/00_core.ipynb #ea452ef0
 def _umask() -> int:

@@ -15,7 +15,7 @@ from torch import nn
 
 from fastcore.basics import patch
 
-from .core import replace_checked
+from .core import check_range, check_whole, replace_checked
 from .stack import ModelStack, batched_loss, chain_minibatches, chain_seed
 
 # %% auto #0
@@ -30,16 +30,6 @@ def default_n_beta(n: int) -> float:
     return n / math.log(n)
 
 # %% ../nbs/09_sgld.ipynb #c4bb1e6b
-def _whole(name: str, value, least: int):
-    if int(value) != value or value < least:
-        kind = 'a positive' if least == 1 else 'a non-negative'
-        raise ValueError(f"{name} must be {kind} integer, got {value!r}")
-
-def _positive(name: str, value, zero_ok: bool = False):
-    if not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
-        kind = 'non-negative' if zero_ok else 'positive'
-        raise ValueError(f"{name} must be a {kind} number, got {value!r}")
-
 @dataclass(frozen=True)
 class SGLDSettings:
     """Everything that decides an SGLD run.
@@ -60,17 +50,17 @@ class SGLDSettings:
 
     def __post_init__(self):
         for name in ('n_chains', 'n_draws', 'steps_between_draws'):
-            _whole(name, getattr(self, name), 1)
-        _whole('n_burnin', self.n_burnin, 0)
-        _whole('diag_every', self.diag_every, 0)
-        _positive('step_size', self.step_size)
+            check_whole(name, getattr(self, name))
+        check_whole('n_burnin', self.n_burnin, 0)
+        check_whole('diag_every', self.diag_every, 0)
+        check_range('step_size', self.step_size, 0, low_ok=False)
         if self.burnin_step_size is not None:
-            _positive('burnin_step_size', self.burnin_step_size)
-        _positive('localization', self.localization, zero_ok=True)
+            check_range('burnin_step_size', self.burnin_step_size, 0, low_ok=False)
+        check_range('localization', self.localization, 0)
         if self.n_beta is not None:
-            _positive('n_beta', self.n_beta)
+            check_range('n_beta', self.n_beta, 0, low_ok=False)
         if self.batch_size is not None:
-            _whole('batch_size', self.batch_size, 1)
+            check_whole('batch_size', self.batch_size)
         if self.baseline not in ('full', 'paired'):
             raise ValueError(f"baseline must be 'full' or 'paired', got {self.baseline!r}")
         if self.on_divergence not in ('raise', 'backoff'):

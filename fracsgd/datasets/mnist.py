@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
 
-from ..core import data_dir, default_device
+from ..core import atomic_path, data_dir, default_device
 from ..data import DataSourceWarning, Loaded, cache_dir
 
 # %% auto #0
@@ -64,7 +64,8 @@ def write_idx(path, array) -> Path:
     code = _idx_code(a.dtype)
     header = bytes([0, 0, code, a.ndim]) + np.asarray(a.shape, '>u4').tobytes()
     data = header + a.astype(_IDX_DTYPES[code]).tobytes()
-    path.write_bytes(gzip.compress(data) if path.suffix == '.gz' else data)
+    with atomic_path(path) as tmp:                              # whole or not at all, readable by others
+        tmp.write_bytes(gzip.compress(data) if path.suffix == '.gz' else data)
     return path
 
 # %% ../../nbs/01b_mnist.ipynb #48df3d1e

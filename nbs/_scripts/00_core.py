@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import dataclasses, os, random, tempfile
+import dataclasses, math, os, random, tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -141,6 +141,35 @@ def replace_checked(settings, **changes):
         raise ValueError(f"unknown {type(settings).__name__} field(s) {unknown}; known: {sorted(known)}")
     return dataclasses.replace(settings, **changes)
 
+
+# %% [markdown]
+# Their fields check themselves when the object is made, with two helpers that name the field and the value:
+
+# %%
+#| export
+def check_whole(name: str, value, least: int = 1):
+    "Refuse `value` unless it is an integer ≥ `least` (1: a positive integer, 0: a non-negative one)."
+    if int(value) != value or value < least:
+        kind = {1: 'a positive integer', 0: 'a non-negative integer'}.get(least, f'an integer ≥ {least}')
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+
+def check_range(name: str, value, low: float, high: float = math.inf, low_ok: bool = True):
+    "Refuse `value` unless it is a finite number in `[low, high)` (`(low, high)` when not `low_ok`)."
+    inside = (value >= low if low_ok else value > low) and value < high
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and inside):
+        raise ValueError(f"{name} must lie in {'[' if low_ok else '('}{low}, {high}), got {value!r}")
+
+# %%
+check_whole('n_chains', 3)
+check_range('lr', 0.1, 0, low_ok=False)
+for call, words in [(lambda: check_whole('n_burnin', 1.5, 0), 'n_burnin must be a non-negative integer'),
+                    (lambda: check_range('lr', 0.0, 0, low_ok=False), 'lr must lie in (0, inf)'),
+                    (lambda: check_range('beta', float('nan'), 0, 1), 'beta must lie in [0, 1)')]:
+    try:
+        call()
+        raise AssertionError(words)
+    except ValueError as e:
+        assert words in str(e), e
 
 # %%
 @dataclasses.dataclass(frozen=True)

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from fastcore.basics import patch
 
-from fracsgd.core import default_device, replace_checked
+from fracsgd.core import check_range, check_whole, default_device, replace_checked
 from fracsgd.displacement import parameter_groups
 from fracsgd.llc import estimate_llc
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
@@ -67,12 +67,6 @@ torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids
 
 # %%
 #| export
-def _check_number(name: str, value, low: float, high: float = math.inf, low_ok: bool = True):
-    inside = (value >= low if low_ok else value > low) and value < high
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and inside):
-        bracket = '[' if low_ok else '('
-        raise ValueError(f"{name} must lie in {bracket}{low}, {high}), got {value!r}")
-
 @dataclass(frozen=True)
 class EnsembleSettings:
     "Everything that decides an ensemble's training; `every` and `groups` as for `Recorder`."
@@ -96,23 +90,21 @@ class EnsembleSettings:
     def __post_init__(self):
         if self.optimizer not in ('sgd', 'adam'):
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
-        _check_number('lr', self.lr, 0, low_ok=False)
-        _check_number('momentum', self.momentum, 0)
+        check_range('lr', self.lr, 0, low_ok=False)
+        check_range('momentum', self.momentum, 0)
         if not 0 <= self.dampening <= 1:
             raise ValueError(f"dampening must lie in [0, 1], got {self.dampening!r}")
-        _check_number('weight_decay', self.weight_decay, 0)
-        _check_number('eps', self.eps, 0)
+        check_range('weight_decay', self.weight_decay, 0)
+        check_range('eps', self.eps, 0)
         if len(self.betas) != 2:
             raise ValueError(f"betas must be a pair, got {self.betas!r}")
         for b in self.betas:
-            _check_number('betas', b, 0, 1)
+            check_range('betas', b, 0, 1)
         if self.nesterov and (self.momentum <= 0 or self.dampening != 0):
             raise ValueError("nesterov needs momentum > 0 and dampening = 0 (as torch.optim.SGD)")
         for name in ('batch_size', 'n_steps'):
-            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if int(self.llc_every) != self.llc_every or self.llc_every < 0:
-            raise ValueError(f"llc_every must be a non-negative integer, got {self.llc_every!r}")
+            check_whole(name, getattr(self, name))
+        check_whole('llc_every', self.llc_every, 0)
         if self.memory_budget is not None and not self.memory_budget > 0:
             raise ValueError(f"memory_budget must be a positive number of bytes, got {self.memory_budget!r}")
         if isinstance(self.every, int):

@@ -261,7 +261,8 @@ def run(cfg: MoonsDiffusionConfig | None = None, out_dir=None, progress: bool = 
 #
 # The cell below runs the quick configuration: 100 nets, everything else as in the paper. (Until the nets
 # trained as ensembles, the quick run had 24 nets; with the same 24 seeds, the ensemble trainer reproduces the
-# old one-net-at-a-time trajectories and every number of the table: $t_c$ 354.5, early 0.882, late 0.3975.)
+# old one-net-at-a-time trajectories and every number of the table: $t_c$ 354.5, early 0.882, late 0.3975;
+# re-run with `run(replace(QUICK, n_models=24), folder)`.)
 
 # %%
 import tempfile
