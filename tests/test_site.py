@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast, base64, functools, http.server, json, os, re, shutil, socket, subprocess, sys, tempfile, threading, time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse, urljoin, urldefrag, unquote
+from urllib.parse import urlparse, urljoin, urldefrag, unquote, quote
 
 import pytest
 
@@ -186,6 +186,28 @@ def browser():
 # What each page reports about itself, once loaded.
 INSPECT = r"""(() => {
   const abs = (a) => a.href;
+  // Content wider than the text column: a box whose right edge passes the column's, or a box whose content overflows
+  // it visibly past the column's edge, unless an ancestor inside the column scrolls or clips it.
+  const spills = () => {
+    const main = document.querySelector('main.content') || document.querySelector('main');
+    if (!main) return [];
+    const right = main.getBoundingClientRect().right + 1;
+    const held = (e) => {
+      for (let a = e.parentElement; a && a !== main; a = a.parentElement)
+        if (getComputedStyle(a).overflowX !== 'visible') return a.getBoundingClientRect().right <= right;
+      return false;
+    };
+    const out = [];
+    for (const e of main.querySelectorAll('*')) {
+      const r = e.getBoundingClientRect();
+      if (r.width === 0 || held(e)) continue;
+      const visible = getComputedStyle(e).overflowX === 'visible';
+      if (r.right > right || (visible && e.clientWidth > 0 && r.left + e.scrollWidth > right))
+        out.push(`${e.tagName.toLowerCase()}.${[...e.classList].join('.')} (${Math.round(r.right - right + 1)} px past the column,`
+                 + ` content ${e.scrollWidth} px in a ${e.clientWidth} px box): ${e.textContent.trim().slice(0, 60)}`);
+    }
+    return out;
+  };
   return {
     links: [...document.querySelectorAll('a[href]')].map(abs),
     sidebar: [...document.querySelectorAll('#quarto-sidebar a[href]')].map(abs),
@@ -197,6 +219,7 @@ INSPECT = r"""(() => {
     notRun: [...document.querySelectorAll('.callout')].filter(c => c.textContent.includes('Not run in this build')).length,
     title: document.title,
     text: document.body.innerText.length,
+    spills: spills(),
   };
 })()"""
 
@@ -311,6 +334,26 @@ def test_internal_links_resolve(crawl):
             elif frag and path in report and unquote(frag) not in report[path]['info'].get('ids', []):
                 broken.append(f'{rel} -> {href} (no element with id {frag!r})')
     assert not broken, 'broken internal links:\n' + '\n'.join(sorted(set(broken)))
+
+
+def test_code_and_tables_stay_in_the_text_column(crawl):
+    "Long code lines and wide tables wrap or scroll inside the content column; nothing spills past it (1280 px window)."
+    bad = {rel: r['info']['spills'][:3] for rel, r in crawl['report'].items() if r['info'].get('spills')}
+    assert not bad, f'content wider than the text column on {len(bad)} page(s): {bad}'
+
+
+def test_spill_check_sees_a_wide_table(browser):
+    "The check above can fail: a wide table spills from a narrow column, and stops spilling inside a scrolling box."
+    cell = '<td>' + 'wide' * 200 + '</td>'  # one unbreakable word, several times the 300 px column
+    page = '<main class="content" style="width:300px">{}</main>'
+    spilling, held = (page.format(f'<div{style}><table><tr>{cell}</tr></table></div>')
+                      for style in ('', ' style="overflow-x:auto"'))
+    found = {}
+    for name, html in (('spilling', spilling), ('held', held)):
+        browser.call('Page.navigate', url='data:text/html,' + quote(html))
+        browser.wait_event('Page.loadEventFired')
+        found[name] = browser.call('Runtime.evaluate', expression=INSPECT, returnByValue=True)['result']['value']['spills']
+    assert found['spilling'] and not found['held'], found
 
 
 def test_images_load(crawl):
