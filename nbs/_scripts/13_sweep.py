@@ -304,10 +304,10 @@ if has_ray:
 # lock, deletes what a killed sweep left half-written and records the plan, with a `ConfigChanged` warning when
 # the folder's earlier plan had runs that the new one leaves out (see the [results store](store.html)). It then
 # submits the runs that are not finished (failed runs count as not finished and run again), at most `workers`
-# at a time, and stores each outcome as it arrives: a finished run through `save_run`, a failed one through `save_error`. Results are
-# written by this process, not by the workers, so a Ray cluster needs no shared file system. One progress bar
-# counts runs; the last line printed counts the runs done and failed in this call and those skipped because
-# an earlier call had finished them.
+# at a time, and stores each outcome as it arrives: a finished run through `save_run`, a failed one through
+# `save_error`. Results are written by this process, not by the workers, so a Ray cluster needs no shared file
+# system. One progress bar counts runs; the last line printed counts the runs done and failed in this call and
+# those skipped because an earlier call had finished them.
 #
 # If a local worker process dies (a crash, the out-of-memory killer), `concurrent.futures` marks the whole
 # pool broken: the runs then in flight are recorded as failed with `BrokenProcessPool`, the runner starts a
