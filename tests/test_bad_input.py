@@ -1,6 +1,6 @@
 """Bad input is named where it enters: one table of mistakes a new user makes, each with the words its error
 must contain. Add a row whenever a new entry point takes data, settings or paths."""
-import math, os, shutil, subprocess, sys, warnings
+import contextlib, io, math, os, shutil, subprocess, sys, warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from fracsgd.core import shared_mode
 from fracsgd.displacement import Recorder, hf_callback
 from fracsgd.ensemble import train_ensemble
 from fracsgd.llc import estimate_llc
@@ -203,6 +204,8 @@ def test_hf_resume_keeps_the_original_w0(tmp_path):
     resumed = hf_callback(every=1)
     transformers.Trainer(model=tiny_bert(), args=args, train_dataset=token_rows(),
                          callbacks=[resumed]).train(resume_from_checkpoint=str(tmp_path / 'checkpoint-4'))
+    saved = tmp_path / 'checkpoint-4' / 'displacement_recorder.pt'
+    assert saved.stat().st_mode & 0o777 == shared_mode()                 # written whole, readable as any file
     a, b = whole.recorder.table, resumed.recorder.table
     assert b.step.tolist() == list(range(9)) and b.R.iloc[4] > 0          # continued, not restarted at step 4
     np.testing.assert_allclose(b.R, a.R, rtol=1e-5)                      # the same path as the unbroken run
@@ -218,3 +221,77 @@ def test_hf_resume_without_recorder_state_says_so(tmp_path):
         transformers.Trainer(model=tiny_bert(), args=args, train_dataset=token_rows(),
                              callbacks=[cb]).train(resume_from_checkpoint=str(tmp_path / 'checkpoint-4'))
     assert cb.recorder.table.step.tolist() == [0, 5, 6, 7, 8]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A study run into a folder that holds another configuration starts a new plan and says so, in Python and on the
+# command line; everything a study run writes is whole and readable by other users.
+
+import fracsgd.studies.moons_diffusion as moons
+from fracsgd.store import ConfigChanged, load_study
+from fracsgd.sweep import run_sweep
+
+TINY = replace(moons.QUICK, n_models=2, nets_per_run=2, epochs=2)      # a study folder to start from, in seconds
+
+
+def test_python_sweep_into_another_configuration_says_so(tmp_path):
+    folder = tmp_path / 'moons'
+    run_sweep(moons.sweep(TINY), folder, workers=1, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', ConfigChanged)                  # resuming the same plan: nothing to say
+        run_sweep(moons.sweep(TINY), folder, workers=1, progress=False)
+    with pytest.warns(ConfigChanged) as caught:
+        run_sweep(moons.sweep(replace(TINY, epochs=3)), folder, workers=1, progress=False)
+    note = str(caught[0].message)
+    assert 'held a sweep of another configuration (epochs: 2 → 3)' in note
+    assert '0 earlier run(s) with unchanged configuration are reused, 1 stay on disk' in note
+    assert load_study(folder).runs.epochs.tolist() == [3]             # the table holds the new configuration only
+
+
+@pytest.fixture(scope='module')
+def cli_study(tmp_path_factory):
+    "A quick study run by the command line (umask 022) into a folder that held another configuration."
+    folder = tmp_path_factory.mktemp('cli') / 'moons'
+    run_sweep(moons.sweep(TINY), folder, workers=1, progress=False)
+    quick = replace(moons.QUICK, n_models=2, nets_per_run=2, n_boot=10)     # the quick study, two nets
+    from fracsgd.cli import main
+    err, mask = io.StringIO(), os.umask(0o022)
+    try:
+        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err), \
+                contextlib.redirect_stdout(io.StringIO()):
+            mp.setattr(moons, 'config', lambda full=None: quick)
+            code = main(['run', 'moons-diffusion', '--out', str(folder), '--workers', '1', '--no-progress'])
+    finally:
+        os.umask(mask)
+    return folder, code, err.getvalue()
+
+
+def test_cli_run_into_another_configuration_says_so(cli_study):
+    folder, code, err = cli_study
+    assert code == 0
+    notes = [line for line in err.splitlines() if 'another configuration' in line]
+    assert len(notes) == 1 and notes[0].startswith('fracsgd: warning: ') and '(epochs: 2 → 200)' in notes[0], err
+    assert load_study(folder).runs.epochs.tolist() == [200]
+
+
+def test_everything_a_study_run_writes_is_whole_and_readable_by_others(cli_study):
+    folder = cli_study[0]
+    files = [p for p in folder.rglob('*') if p.is_file()]
+    kinds = {p.suffix for p in files}
+    assert {'.json', '.parquet', '.csv', '.png'} <= kinds, kinds                 # metadata, tables, figures
+    assert not [p for p in files if p.name.endswith('.tmp')]                     # nothing half-written left
+    modes = {str(p.relative_to(folder)): oct(p.stat().st_mode & 0o777) for p in files}
+    assert set(modes.values()) == {'0o644'}, modes
+    folders = {str(p.relative_to(folder)): oct(p.stat().st_mode & 0o777) for p in folder.rglob('*') if p.is_dir()}
+    assert set(folders.values()) == {'0o755'}, folders
+
+
+def test_recorder_tables_are_readable_by_others(tmp_path):
+    mask = os.umask(0o022)
+    try:
+        rec = Recorder(make_mlp([3, 4, 2], seed=0))
+        rec.save(tmp_path / 'trajectory.parquet')
+        rec.save(tmp_path / 'trajectory.csv')
+    finally:
+        os.umask(mask)
+    assert {oct(p.stat().st_mode & 0o777) for p in tmp_path.iterdir()} == {'0o644'}

@@ -199,22 +199,19 @@ scratch = Path(tempfile.mkdtemp())
 bad_inputs = {'no-such-study': ['run', 'no-such-study'],
               'another-study': ['run', 'moons-diffusion', '--out', str(scratch / 'other')],
               'a-file is a file, not a folder': ['run', 'moons-diffusion', '--out', str(scratch / 'a-file')],
-              'a-file is a file, not a folder ': ['run', 'moons-diffusion', '--out', str(scratch / 'a-file/x')],
               'is not a readable study folder': ['status', str(scratch)],
               '--workers': ['run', 'moons-diffusion', '--workers', 'two']}
 if os.geteuid() != 0:                                    # root may write anywhere: nothing to refuse then
     bad_inputs['Permission denied'] = ['run', 'moons-diffusion', '--out', str(scratch / 'locked' / 'x')]
 for words, argv in bad_inputs.items():
     p = fracsgd(*argv)
-    assert p.returncode == 2 and words.strip() in p.stderr and len(p.stderr.strip().splitlines()) == 1, (argv, p)
+    assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, (argv, p.stderr)
     print(p.stderr.strip())
 os.environ['FRACSGD_FULL'] = 'maybe'
 p = fracsgd('run', 'moons-diffusion', '--out', str(scratch / 'new'))
 os.environ.pop('FRACSGD_FULL')
 assert p.returncode == 2 and p.stderr == "fracsgd: FRACSGD_FULL must be 0/1 (quick/full), got 'maybe'\n", p.stderr
 assert not (scratch / 'new').exists()
-help_text = subprocess.run([sys.executable, '-m', 'fracsgd', '--help'], capture_output=True, text=True)
-assert help_text.returncode == 0 and help_text.stdout.startswith('usage: fracsgd'), help_text
 
 # %% [markdown]
 # `--backend ray` without Ray installed is refused the same way, naming the extra to install (checked where Ray is
@@ -258,7 +255,9 @@ assert 'moons-diffusion' in listing.getvalue()
 #
 # Without `--address`, `--backend ray` starts a local Ray with `--workers` CPUs. Results are written by the
 # process that runs the command, so the cluster needs no shared disk. A changed configuration gets new run keys:
-# the folder keeps the old runs, but they are never reported as results of the new configuration.
+# the folder keeps the old runs, but they are never reported as results of the new configuration, and the command
+# says so in one line (`fracsgd: warning: results/moons held a sweep of another configuration (epochs: 100 →
+# 200): starting a new plan there; ...`).
 
 # %%
 #| hide
