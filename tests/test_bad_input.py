@@ -252,11 +252,11 @@ def test_python_sweep_into_another_configuration_says_so(tmp_path):
 def cli_study(tmp_path_factory):
     "A quick study run by the command line (umask 022) into a folder that held another configuration."
     folder = tmp_path_factory.mktemp('cli') / 'moons'
-    run_sweep(moons.sweep(TINY), folder, workers=1, progress=False)
     quick = replace(moons.QUICK, n_models=2, nets_per_run=2, n_boot=10)     # the quick study, two nets
     from fracsgd.cli import main
     err, mask = io.StringIO(), os.umask(0o022)
     try:
+        run_sweep(moons.sweep(TINY), folder, workers=1, progress=False)
         with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err), \
                 contextlib.redirect_stdout(io.StringIO()):
             mp.setattr(moons, 'config', lambda full=None: quick)
