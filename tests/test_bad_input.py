@@ -61,6 +61,29 @@ def test_data_that_does_not_fit_the_model_is_named(entry, misfit):
     assert words in str(e.value)
 
 
+class MeanEmbedding(nn.Module):
+    "Token ids [batch, length] -> logits [batch, 2]: an embedding first, as in a language model."
+    def __init__(self):
+        super().__init__(); self.embed = nn.Embedding(10, 4); self.head = nn.Linear(4, 2)
+    def forward(self, ids): return self.head(self.embed(ids).mean(1))
+
+OTHER_FIRST_LAYERS = {
+    'conv channels': (lambda: nn.Sequential(nn.Conv2d(1, 2, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                            nn.Linear(2, 2)),
+                      torch.randn(64, 3, 8, 8), "first layer '0' (Conv2d), which expects in_channels=1 (got 3)"),
+    'float token ids': (MeanEmbedding, torch.rand(64, 5), "first layer 'embed' (Embedding) takes integer token ids"),
+}
+
+
+@pytest.mark.parametrize('case', OTHER_FIRST_LAYERS)
+def test_other_first_layers_name_what_they_expect(case):
+    make, X, words = OTHER_FIRST_LAYERS[case]
+    with pytest.raises(ValueError) as e:
+        train(make(), X, LABELS, lr=0.1, batch_size=16, steps=1)
+    assert words in str(e.value)
+    train(make(), X.long() if case == 'float token ids' else X[:, :1], LABELS, lr=0.1, batch_size=16, steps=1)
+
+
 def test_fitting_data_still_trains_and_leaves_the_model_as_it_was():
     net = nn.Sequential(nn.Linear(2, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2)).train()
     before = [b.clone() for b in net.buffers()]
