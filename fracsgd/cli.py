@@ -4,15 +4,16 @@
 
 # %% ../nbs/99_cli.ipynb #6206357c
 from __future__ import annotations
-import argparse, importlib, os, sys
+import argparse, importlib, os, sys, warnings
+from contextlib import contextmanager
 from pathlib import Path
 
-from .core import results_dir
+from .core import full_mode, results_dir
 from .store import StudyBusy, load_study, read_meta, status
 from .sweep import run_sweep
 
 # %% auto #0
-__all__ = ['STUDIES', 'BENCHMARKS', 'INPUT_ERRORS', 'main']
+__all__ = ['STUDIES', 'BENCHMARKS', 'INPUT_ERRORS', 'results_folder', 'main']
 
 # %% ../nbs/99_cli.ipynb #e066f4c7
 STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion'}
@@ -60,15 +61,33 @@ def _fail(message) -> int:
 def _print_summary(res: dict):
     print(res['summary'].to_string(index=False, float_format=lambda v: f'{v:.4g}'))
 
+def results_folder(out: str | None, study: str, full: bool) -> Path:
+    "The folder `--out` names (default `results/<study>/<quick|full>`), refused unless it is or can be a folder."
+    if out is None:
+        return results_dir(study, 'full' if full else 'quick')
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
+    parent = next(p for p in [path, *path.parents] if p.exists())    # the nearest folder that exists already
+    if not parent.is_dir():
+        raise ValueError(f"--out {out}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: cannot write in {parent} (permission denied)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {out}: cannot create the folder ({e.strerror})") from None
+    return path
+
 def _run(args) -> int:
     "`fracsgd run`: the sweep (resuming), then the report."
     if args.full or args.quick:
         os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
     study = importlib.import_module(STUDIES[args.study])
-    cfg = study.config()
-    mode = 'full' if os.environ.get('FRACSGD_FULL') == '1' else 'quick'
-    out = Path(args.out) if args.out else results_dir(args.study, mode)
     try:
+        full = full_mode()
+        cfg = study.config(full)
+        out = results_folder(args.out, args.study, full)
         run_sweep(study.sweep(cfg, args.device), out, backend=args.backend, workers=args.workers,
                   address=args.address, progress=not args.no_progress)
     except INPUT_ERRORS as e:
@@ -84,8 +103,20 @@ def _study_of(folder):
         raise ValueError(f"{folder} holds study {name!r}, which this version does not know")
     return importlib.import_module(STUDIES[name])
 
+@contextmanager
+def _one_line_warnings():
+    "Show every warning raised in the block as one line, `fracsgd: warning: ...`, on standard error."
+    with warnings.catch_warnings():
+        warnings.simplefilter('default')
+        warnings.showwarning = lambda message, *rest, **kw: sys.stderr.write(f"fracsgd: warning: {message}\n")
+        yield
+
 def main(argv: list[str] | None = None) -> int:
     "Entry point of the `fracsgd` command."
+    with _one_line_warnings():
+        return _main(argv)
+
+def _main(argv):
     args = _parser().parse_args(argv)
     if args.command == 'list':
         print('studies:    ' + ', '.join(sorted(STUDIES)))

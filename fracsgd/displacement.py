@@ -4,6 +4,8 @@
 
 # %% ../nbs/05_displacement.ipynb #65ddb425
 from __future__ import annotations
+import warnings
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -11,10 +13,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .core import write_table
+from .core import atomic_path, write_table
 
 # %% auto #0
-__all__ = ['log_steps', 'parameter_groups', 'Recorder', 'runs_matrix', 'hf_callback', 'ExploredVolume']
+__all__ = ['RECORDER_STATE', 'log_steps', 'parameter_groups', 'Recorder', 'runs_matrix', 'hf_callback', 'ExploredVolume']
 
 # %% ../nbs/05_displacement.ipynb #f43b000a
 def log_steps(n_steps: int, num: int = 100) -> set[int]:
@@ -52,6 +54,21 @@ def parameter_groups(model: nn.Module, groups='layer') -> dict[str, list[str]]:
     return out
 
 # %% ../nbs/05_displacement.ipynb #f34b3193
+def _loss_value(loss, step: int) -> float:
+    "`loss` (None, a number or a one-element tensor) as a float; a non-finite loss stops the run, naming the step."
+    if loss is None:
+        return np.nan
+    if torch.is_tensor(loss):
+        if loss.numel() != 1:
+            raise ValueError(f"loss at step {step} must be a number or a one-element tensor, "
+                             f"got a tensor of shape {tuple(loss.shape)}")
+        loss = loss.detach().item()
+    value = float(loss)
+    if not np.isfinite(value):
+        raise FloatingPointError(f"loss is {value} at step {step}: the run diverged")
+    return value
+
+# %% ../nbs/05_displacement.ipynb #3a486c1e
 class Recorder:
     "Record R(t) = ‖w_t − w_0‖ (total and per group) and extra measurements of `model` during training."
     def __init__(self, model: nn.Module, every: int | Iterable[int] = 1, groups='layer',
@@ -89,18 +106,17 @@ class Recorder:
         return out
 
     def record(self, step: int, loss=None):
-        "Record step `step` if the schedule or a measurement is due; `loss` may be a float or a 0-d tensor."
+        "Record step `step` if the schedule or a measurement is due; `loss`: a number or a one-element tensor."
+        loss = _loss_value(loss, step)
         extra = self._measure(step) if step > 0 else {}
         if step > 0 and not self._due(step) and not extra:
             return
-        if isinstance(loss, float) and not np.isfinite(loss):
-            raise FloatingPointError(f"loss is {loss} at step {step}: the run diverged")
         with torch.no_grad():
             sq = torch.stack(torch._foreach_norm(torch._foreach_sub(self._p, self._w0))) ** 2   # [tensors]
         self._steps.append(step)
         self._sq.append(sq)
         self._extra.append(extra)
-        self._loss.append(loss.detach() if torch.is_tensor(loss) else (np.nan if loss is None else loss))
+        self._loss.append(loss)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -112,7 +128,7 @@ class Recorder:
             per = sq_groups.index_add_(1, self._gidx.cpu(), sq).sqrt()
             for j, g in enumerate(self.groups):
                 df[f'R/{g}'] = per[:, j].numpy()
-        df['loss'] = [float(l) for l in self._loss]
+        df['loss'] = self._loss
         extra = pd.DataFrame(self._extra, index=df.index)
         df = pd.concat([df, extra], axis=1) if len(extra.columns) else df
         if not np.all(np.isfinite(df.R)):
@@ -124,6 +140,21 @@ class Recorder:
     def save(self, path) -> None:
         "Write the table to `path` (parquet or CSV) atomically: a killed run leaves no partial file."
         write_table(self.table, path)
+
+    def state_dict(self) -> dict:
+        "What a checkpoint needs to continue this recorder: its w0 and the rows recorded so far, on the CPU."
+        return dict(names=self.names, w0=[w.cpu() for w in self._w0], steps=list(self._steps),
+                    sq=[q.cpu() for q in self._sq], loss=list(self._loss), extra=list(self._extra))
+
+    def load_state_dict(self, state: dict) -> None:
+        "Continue from a `state_dict`: the original w0 and the rows recorded before the checkpoint."
+        if list(state['names']) != self.names:
+            raise ValueError("the recorder state belongs to a model with other parameters: "
+                             f"{len(state['names'])} saved names against {len(self.names)} here")
+        device = self._p[0].device
+        self._w0 = [w.to(device) for w in state['w0']]
+        self._steps, self._loss, self._extra = list(state['steps']), list(state['loss']), list(state['extra'])
+        self._sq = [q.to(device) for q in state['sq']]
 
 # %% ../nbs/05_displacement.ipynb #e2652300
 def runs_matrix(table: pd.DataFrame, column: str = 'R') -> tuple[np.ndarray, np.ndarray]:
@@ -138,6 +169,8 @@ def runs_matrix(table: pd.DataFrame, column: str = 'R') -> tuple[np.ndarray, np.
     return wide.columns.to_numpy(), wide.to_numpy()
 
 # %% ../nbs/05_displacement.ipynb #653aee68
+RECORDER_STATE = 'displacement_recorder.pt'
+
 def hf_callback(**recorder_kwargs):
     "A `transformers.TrainerCallback` running a `Recorder(**recorder_kwargs)`; its `.recorder` holds the table."
     from transformers import TrainerCallback
@@ -145,12 +178,24 @@ def hf_callback(**recorder_kwargs):
         recorder = None
         def on_train_begin(self, args, state, control, model=None, **kw):
             self.recorder = Recorder(model, **recorder_kwargs)
+            if state.global_step > 0:                                   # resumed from a checkpoint
+                saved = Path(args.output_dir) / f'checkpoint-{state.global_step}' / RECORDER_STATE
+                if saved.exists():
+                    self.recorder.load_state_dict(torch.load(saved, weights_only=True))
+                else:
+                    warnings.warn(f"resumed at step {state.global_step} without the recorder's state ({saved} "
+                                  "is missing): R(t) restarts from the resumed weights, not from the original w0")
         def on_step_end(self, args, state, control, **kw):
             self.recorder.record(state.global_step)
         def on_log(self, args, state, control, logs=None, **kw):
             r = self.recorder
             if r is not None and logs and 'loss' in logs and r._steps and r._steps[-1] == state.global_step:
-                r._loss[-1] = float(logs['loss'])
+                r._loss[-1] = _loss_value(logs['loss'], state.global_step)
+        def on_save(self, args, state, control, **kw):
+            folder = Path(args.output_dir) / f'checkpoint-{state.global_step}'
+            if self.recorder is not None and args.should_save and folder.is_dir():
+                with atomic_path(folder / RECORDER_STATE) as tmp:
+                    torch.save(self.recorder.state_dict(), tmp)
     return DisplacementCallback()
 
 # %% ../nbs/05_displacement.ipynb #839718e2

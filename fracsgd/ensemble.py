@@ -348,7 +348,7 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
     device = torch.device(device) if device is not None else default_device()
-    X, y = as_data(data, device)
+    X, y = as_data(data, device, models[0], loss)
     s = (settings or EnsembleSettings()).replace(**changes)
     loss_fn = resolve_loss(loss)
     budget = s.memory_budget or default_memory_budget(device)

@@ -14,8 +14,8 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 # %% auto #0
-__all__ = ['cross_entropy_loss', 'gaussian_nll', 'resolve_loss', 'as_data', 'ModelStack', 'batched_loss', 'full_data_loss',
-           'chain_seed', 'chain_minibatches']
+__all__ = ['cross_entropy_loss', 'gaussian_nll', 'resolve_loss', 'is_classification', 'check_labels', 'check_fits', 'as_data',
+           'ModelStack', 'batched_loss', 'full_data_loss', 'chain_seed', 'chain_minibatches']
 
 # %% ../nbs/08_stack.ipynb #d7cb5d9f
 def cross_entropy_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -42,8 +42,78 @@ def resolve_loss(loss) -> Callable:
     return names[loss]
 
 # %% ../nbs/08_stack.ipynb #6934ee13
-def as_data(data, device) -> tuple[torch.Tensor, torch.Tensor]:
-    "`data` as `(inputs, targets)` on `device`, refused with a message naming the problem if it is malformed."
+_FIRST_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Embedding)
+
+def _check_first_layer(name: str, layer: nn.Module, x: torch.Tensor, sample_shape: tuple):
+    "Refuse the input `x` of the model's first weighted layer `layer` when its width or dtype does not fit."
+    what = f"the model's first layer {name!r} ({type(layer).__name__})"
+    if isinstance(layer, nn.Embedding):
+        if x.is_floating_point():
+            raise ValueError(f"inputs have dtype {x.dtype}, but {what} takes integer token ids")
+        return
+    if isinstance(layer, nn.Linear):
+        width, expected, axis = x.shape[-1] if x.dim() else None, layer.in_features, 'in_features'
+    else:
+        spatial = len(layer.kernel_size)
+        width = x.shape[-spatial - 1] if x.dim() > spatial else None
+        expected, axis = layer.in_channels, 'in_channels'
+    if width != expected:
+        raise ValueError(f"inputs of shape {sample_shape} per sample do not fit {what}, which expects "
+                         f"{axis}={expected} (got {width})")
+    if x.dtype != layer.weight.dtype:
+        raise ValueError(f"inputs have dtype {x.dtype}, but {what} has {layer.weight.dtype} weights: "
+                         f"convert the inputs with X.to({layer.weight.dtype}) (or the model)")
+
+def is_classification(loss_fn) -> bool:
+    "Whether `loss_fn` is a cross-entropy of logits against class labels (this package's or PyTorch's)."
+    return loss_fn in (cross_entropy_loss, F.cross_entropy) or isinstance(loss_fn, nn.CrossEntropyLoss)
+
+def check_labels(y: torch.Tensor, n_classes: int, outputs_shape: tuple = ()):
+    "Refuse classification targets unless class indices in [0, `n_classes`) or probabilities shaped like outputs."
+    if y.is_floating_point() and tuple(y.shape[1:]) == tuple(outputs_shape) and y.dim() > 1:
+        return                                                      # class probabilities, one row per sample
+    if y.dtype not in (torch.long, torch.uint8):
+        raise ValueError(f"classification labels must be integer class indices (torch.long), got dtype "
+                         f"{y.dtype}: convert them with y.long()")
+    if len(y) == 0:
+        return
+    low, high = int(y.min()), int(y.max())
+    if low < 0 or high >= n_classes:
+        bad = low if low < 0 else high
+        raise ValueError(f"classification label {bad} is out of range: a model with {n_classes} outputs takes "
+                         f"labels in [0, {n_classes - 1}]")
+
+def check_fits(model: nn.Module, X: torch.Tensor, y: torch.Tensor, loss_fn: Callable | None = None):
+    """Refuse inputs `X` that the model's first weighted layer cannot take, and, for a classification
+    `loss_fn`, targets `y` that are not class labels of its outputs; the message names what the model expects."""
+    names = {m: n or 'model' for n, m in model.named_modules()}
+    first = []
+    def probe(layer, args):
+        if not first and args and torch.is_tensor(args[0]):
+            first.append(layer)
+            _check_first_layer(names[layer], layer, args[0], tuple(X.shape[1:]))
+    hooks = [m.register_forward_pre_hook(probe) for m in model.modules() if isinstance(m, _FIRST_LAYERS)]
+    modes = [(m, m.training) for m in model.modules()]
+    device = next(model.parameters(), X).device
+    try:
+        model.eval()                                   # no batch-norm statistics change, no dropout
+        with torch.no_grad():
+            out = model(X[:2].to(device))
+    except (RuntimeError, TypeError, IndexError) as e:
+        raise ValueError(f"the model cannot take inputs of shape {tuple(X.shape[1:])} per sample and dtype "
+                         f"{X.dtype}: {e}") from e
+    finally:
+        for h in hooks:
+            h.remove()
+        for m, mode in modes:
+            m.training = mode
+    if loss_fn is not None and is_classification(loss_fn) and torch.is_tensor(out) and out.dim() > 1:
+        check_labels(y, out.shape[1], tuple(out.shape[1:]))
+
+# %% ../nbs/08_stack.ipynb #7b164683
+def as_data(data, device, model: nn.Module | None = None, loss=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """`data` as `(inputs, targets)` on `device`, refused with a message naming the problem if it is malformed
+    or, when `model` is given, does not fit it (`check_fits` with the loss `loss`, a name or a callable)."""
     if isinstance(data, torch.utils.data.TensorDataset):
         data = data.tensors
     if not (isinstance(data, (tuple, list)) and len(data) == 2 and all(torch.is_tensor(t) for t in data)):
@@ -53,6 +123,8 @@ def as_data(data, device) -> tuple[torch.Tensor, torch.Tensor]:
         raise ValueError(f"data: inputs have {len(X)} rows but targets have {len(y)}")
     if len(X) < 2:
         raise ValueError(f"data must hold at least 2 samples, got {len(X)}")
+    if model is not None:
+        check_fits(model, X, y, None if loss is None else resolve_loss(loss))
     return X.to(device), y.to(device)
 
 # %% ../nbs/08_stack.ipynb #db5bc3a5

@@ -24,7 +24,7 @@ except ImportError:          # Windows: no advisory locks, one sweep per folder 
 # %% auto #0
 __all__ = ['RESERVED', 'environment', 'StudyMismatch', 'NotAStudy', 'read_meta', 'open_study', 'StudyBusy', 'locked', 'tidy',
            'split_result', 'save_run', 'save_error', 'done_keys', 'failed_keys', 'save_plan', 'read_plan', 'status',
-           'runs_table', 'Study', 'write_runs', 'load_study']
+           'runs_table', 'ConfigChanged', 'plan_change', 'Study', 'write_runs', 'load_study']
 
 # %% ../nbs/14_store.ipynb #c7d48a84
 def _git_commit() -> str | None:
@@ -214,6 +214,36 @@ def runs_table(folder, everything: bool = False) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=None if rows else ['key', 'status', 'seconds', 'error'])
     last = [c for c in ('seconds', 'error') if c in table]
     return table[[c for c in table if c not in last] + last]
+
+# %% ../nbs/14_store.ipynb #c5d222db
+class ConfigChanged(UserWarning):
+    "A sweep was started in a folder whose earlier plan had runs of another configuration."
+
+def _stored_config(folder, key: str) -> dict | None:
+    "The configuration record of a stored run, done or failed; `None` when the run is pending."
+    for path in (_runs(folder) / key / 'run.json', _errors(folder) / f'{key}.json'):
+        if path.exists():
+            return json.loads(path.read_text())['config']
+    return None
+
+def _values(records: list[dict], name: str) -> str:
+    "The values of field `name` in `records`, as JSON: one value, or a list of up to four."
+    vals = sorted({json.dumps(r.get(name), sort_keys=True) for r in records})
+    return vals[0] if len(vals) == 1 else '[' + ', '.join(vals[:4]) + (', ...' if len(vals) > 4 else '') + ']'
+
+def plan_change(folder, new: dict) -> str | None:
+    "What changes when the plan of `folder` is replaced by `new` ({key: configuration record}), or `None`."
+    old = read_plan(folder) or []
+    left = [k for k in old if k not in new]
+    if not left:
+        return None
+    before, after = [c for c in (_stored_config(folder, k) for k in old) if c is not None], list(new.values())
+    fields = sorted({f for c in before + after for f in c})
+    changed = [f'{f}: {a} → {b}' for f in fields if (a := _values(before, f)) != (b := _values(after, f))]
+    what = '; '.join(changed[:4]) if changed else 'the same values in other combinations'
+    return (f"{folder} held a sweep of another configuration ({what}): starting a new plan there; "
+            f"{len(old) - len(left)} earlier run(s) with unchanged configuration are reused, {len(left)} stay on "
+            "disk but leave the runs table (load_study(folder, everything=True) shows them)")
 
 # %% ../nbs/14_store.ipynb #bab54d01
 @dataclass

@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_sweep.ipynb #8120ac9b
 from __future__ import annotations
-import dataclasses, hashlib, importlib.util, json, math, os, sys, time, traceback
+import dataclasses, hashlib, importlib.util, json, math, os, sys, time, traceback, warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .store import (RESERVED, open_study, locked, tidy, save_plan, save_run, save_error, done_keys,
-                           status, write_runs, split_result)
+from .store import (RESERVED, ConfigChanged, open_study, locked, tidy, plan_change, save_plan, save_run,
+                           save_error, done_keys, status, write_runs, split_result)
 
 # %% auto #0
 __all__ = ['config_record', 'run_key', 'unique_runs', 'error_record', 'execute', 'local_pool', 'RayPool', 'Sweep', 'run_sweep',
@@ -206,6 +206,9 @@ def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None 
     folder = open_study(folder, sweep.name, sweep.device)
     with locked(folder):
         tidy(folder)
+        change = plan_change(folder, {k: config_record(c) for k, c in runs.items()})
+        if change:
+            warnings.warn(change, ConfigChanged, stacklevel=2)
         save_plan(folder, runs)
         finished = set(done_keys(folder))
         todo = [k for k in runs if k not in finished]

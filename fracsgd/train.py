@@ -15,16 +15,18 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .data import batches
+from .stack import check_fits
 
 # %% auto #0
 __all__ = ['make_optimizer', 'train']
 
 # %% ../nbs/04_train.ipynb #742c2dfb
-def _check_data(X, y):
+def _check_data(model, X, y, loss_fn):
     if len(X) == 0:
         raise ValueError("empty dataset: X has no rows")
     if len(X) != len(y):
         raise ValueError(f"shape mismatch: X has {len(X)} rows but y has {len(y)}")
+    check_fits(model, X, y, loss_fn)
 
 def make_optimizer(params, optimizer: str = 'sgd', lr: float = 1e-2, momentum: float = 0.,
                    weight_decay: float = 0.):
@@ -40,7 +42,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batc
           weight_decay: float = 0., loss_fn: Callable = F.cross_entropy, recorder=None, seed: int = 0,
           progress: bool = False, device=None) -> pd.DataFrame:
     "Train `model` on (X, y) by minibatches, `recorder.record(step, loss)` after each step; a step/loss table."
-    _check_data(X, y)
+    _check_data(model, X, y, loss_fn)
     if (epochs is None) == (steps is None):
         raise ValueError("give exactly one of `epochs` or `steps`")
     device = device or next(model.parameters()).device

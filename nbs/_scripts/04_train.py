@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from fracsgd.data import batches
+from fracsgd.stack import check_fits
 
 
 # %% [markdown]
@@ -33,15 +34,18 @@ from fracsgd.data import batches
 # seeded generator (through `batches` of the [data chapter](data.html)), and calls
 # `recorder.record(step, loss)` after every optimizer step; step 0 is the initialisation. A loss that becomes
 # NaN or infinite stops the run at once with an error naming the step and the learning rate rather than
-# letting a diverged run pollute a sweep.
+# letting a diverged run pollute a sweep. Inputs that do not fit the model, and class labels that are floats or
+# lie outside its outputs, are refused before the first step by `check_fits` of the
+# [model stack chapter](stack.html), naming what the model expects.
 
 # %%
 #| export
-def _check_data(X, y):
+def _check_data(model, X, y, loss_fn):
     if len(X) == 0:
         raise ValueError("empty dataset: X has no rows")
     if len(X) != len(y):
         raise ValueError(f"shape mismatch: X has {len(X)} rows but y has {len(y)}")
+    check_fits(model, X, y, loss_fn)
 
 def make_optimizer(params, optimizer: str = 'sgd', lr: float = 1e-2, momentum: float = 0.,
                    weight_decay: float = 0.):
@@ -57,7 +61,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batc
           weight_decay: float = 0., loss_fn: Callable = F.cross_entropy, recorder=None, seed: int = 0,
           progress: bool = False, device=None) -> pd.DataFrame:
     "Train `model` on (X, y) by minibatches, `recorder.record(step, loss)` after each step; a step/loss table."
-    _check_data(X, y)
+    _check_data(model, X, y, loss_fn)
     if (epochs is None) == (steps is None):
         raise ValueError("give exactly one of `epochs` or `steps`")
     device = device or next(model.parameters()).device
@@ -112,6 +116,13 @@ try:
     raise AssertionError
 except ValueError as e:
     assert 'shape mismatch' in str(e)
+for X_bad, y_bad, words in [(Xm, ym.float(), 'integer class indices'), (Xm, ym + 1, 'labels in [0, 1]'),
+                            (Xm.double(), ym, 'dtype torch.float64')]:
+    try:
+        train(make_mlp([2, 8, 2]), X_bad, y_bad, lr=0.1, batch_size=8, steps=1)
+        raise AssertionError(words)
+    except ValueError as e:
+        assert words in str(e), e
 hist.loss.iloc[::40]
 
 # %%

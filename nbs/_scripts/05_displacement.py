@@ -13,6 +13,8 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
+import warnings
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -20,7 +22,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from fracsgd.core import write_table
+from fracsgd.core import atomic_path, write_table
 
 
 # %% [markdown]
@@ -117,6 +119,28 @@ g
 # callable has an attribute `every`, it is only called at steps divisible by it (the paper estimates the LLC
 # every 100 steps); otherwise at every recorded step. A dict result becomes columns `name/key`. The [LLC
 # chapter](llc.html) provides such a callable.
+#
+# **The loss.** `record` checks the loss it is given at every call, recorded or not, so a run that diverges is
+# stopped at the step where its loss stopped being finite, with the same message whether the loss came as a
+# Python number or as a tensor. A tensor is read once (one synchronisation with the device, as `loss.item()`
+# would be).
+
+# %%
+#| export
+def _loss_value(loss, step: int) -> float:
+    "`loss` (None, a number or a one-element tensor) as a float; a non-finite loss stops the run, naming the step."
+    if loss is None:
+        return np.nan
+    if torch.is_tensor(loss):
+        if loss.numel() != 1:
+            raise ValueError(f"loss at step {step} must be a number or a one-element tensor, "
+                             f"got a tensor of shape {tuple(loss.shape)}")
+        loss = loss.detach().item()
+    value = float(loss)
+    if not np.isfinite(value):
+        raise FloatingPointError(f"loss is {value} at step {step}: the run diverged")
+    return value
+
 
 # %%
 #| export
@@ -157,18 +181,17 @@ class Recorder:
         return out
 
     def record(self, step: int, loss=None):
-        "Record step `step` if the schedule or a measurement is due; `loss` may be a float or a 0-d tensor."
+        "Record step `step` if the schedule or a measurement is due; `loss`: a number or a one-element tensor."
+        loss = _loss_value(loss, step)
         extra = self._measure(step) if step > 0 else {}
         if step > 0 and not self._due(step) and not extra:
             return
-        if isinstance(loss, float) and not np.isfinite(loss):
-            raise FloatingPointError(f"loss is {loss} at step {step}: the run diverged")
         with torch.no_grad():
             sq = torch.stack(torch._foreach_norm(torch._foreach_sub(self._p, self._w0))) ** 2   # [tensors]
         self._steps.append(step)
         self._sq.append(sq)
         self._extra.append(extra)
-        self._loss.append(loss.detach() if torch.is_tensor(loss) else (np.nan if loss is None else loss))
+        self._loss.append(loss)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -180,7 +203,7 @@ class Recorder:
             per = sq_groups.index_add_(1, self._gidx.cpu(), sq).sqrt()
             for j, g in enumerate(self.groups):
                 df[f'R/{g}'] = per[:, j].numpy()
-        df['loss'] = [float(l) for l in self._loss]
+        df['loss'] = self._loss
         extra = pd.DataFrame(self._extra, index=df.index)
         df = pd.concat([df, extra], axis=1) if len(extra.columns) else df
         if not np.all(np.isfinite(df.R)):
@@ -193,12 +216,32 @@ class Recorder:
         "Write the table to `path` (parquet or CSV) atomically: a killed run leaves no partial file."
         write_table(self.table, path)
 
+    def state_dict(self) -> dict:
+        "What a checkpoint needs to continue this recorder: its w0 and the rows recorded so far, on the CPU."
+        return dict(names=self.names, w0=[w.cpu() for w in self._w0], steps=list(self._steps),
+                    sq=[q.cpu() for q in self._sq], loss=list(self._loss), extra=list(self._extra))
+
+    def load_state_dict(self, state: dict) -> None:
+        "Continue from a `state_dict`: the original w0 and the rows recorded before the checkpoint."
+        if list(state['names']) != self.names:
+            raise ValueError("the recorder state belongs to a model with other parameters: "
+                             f"{len(state['names'])} saved names against {len(self.names)} here")
+        device = self._p[0].device
+        self._w0 = [w.to(device) for w in state['w0']]
+        self._steps, self._loss, self._extra = list(state['steps']), list(state['loss']), list(state['extra'])
+        self._sq = [q.to(device) for q in state['sq']]
+
 
 # %%
 show_doc(Recorder.record)
 
 # %%
 show_doc(Recorder.save)
+
+# %% [markdown]
+# `state_dict` and `load_state_dict` carry a recorder across a checkpoint: a run resumed from disk measures
+# $R(t)$ from its original $w_0$ and keeps the rows recorded before the interruption (measurements keep their
+# own state; an `ExploredVolume` starts counting cells again).
 
 # %% [markdown]
 # With plain SGD on a fixed batch, the weights move by exactly `lr × gradient` each step, so after one step
@@ -266,16 +309,26 @@ t2 = pd.DataFrame(dict(run=1, step=[0, 1, 3], R=[0, 2., 4]))
 steps, M = runs_matrix(pd.concat([t1, t2]))
 assert steps.tolist() == [0, 1, 3] and M.tolist() == [[0, 1, 3], [0, 2, 4]]
 
-
 # %% [markdown]
 # ## With Hugging Face `Trainer`
 #
 # `hf_callback` wraps a recorder in a `transformers.TrainerCallback`: it starts recording when training
-# begins, records after every optimizer step (`state.global_step`), and fills in the training loss when the
-# Trainer logs it. `transformers` is imported only when this function is called.
+# begins and records after every optimizer step (`state.global_step`). `transformers` is imported only when
+# this function is called.
+#
+# * **The `loss` column** holds what the Trainer logs as `loss`: the mean training loss over the steps since its
+#   previous log. It is filled at the steps that are both recorded and logged, and NaN at the others; the
+#   Trainer's `logging_steps=1` fills it at every recorded step (the Trainer's `logging_steps` defaults to 500).
+# * **Checkpoints.** Whenever the Trainer saves a checkpoint, the callback writes its recorder's state
+#   (`state_dict`) next to it, as `displacement_recorder.pt`. Training resumed with
+#   `trainer.train(resume_from_checkpoint=...)` loads it back, so $R(t)$ is still measured from the original
+#   $w_0$ and the table continues where it stopped. A checkpoint without that file (saved without the
+#   callback) resumes with a warning that $R(t)$ restarts from the resumed weights.
 
 # %%
 #| export
+RECORDER_STATE = 'displacement_recorder.pt'
+
 def hf_callback(**recorder_kwargs):
     "A `transformers.TrainerCallback` running a `Recorder(**recorder_kwargs)`; its `.recorder` holds the table."
     from transformers import TrainerCallback
@@ -283,12 +336,24 @@ def hf_callback(**recorder_kwargs):
         recorder = None
         def on_train_begin(self, args, state, control, model=None, **kw):
             self.recorder = Recorder(model, **recorder_kwargs)
+            if state.global_step > 0:                                   # resumed from a checkpoint
+                saved = Path(args.output_dir) / f'checkpoint-{state.global_step}' / RECORDER_STATE
+                if saved.exists():
+                    self.recorder.load_state_dict(torch.load(saved, weights_only=True))
+                else:
+                    warnings.warn(f"resumed at step {state.global_step} without the recorder's state ({saved} "
+                                  "is missing): R(t) restarts from the resumed weights, not from the original w0")
         def on_step_end(self, args, state, control, **kw):
             self.recorder.record(state.global_step)
         def on_log(self, args, state, control, logs=None, **kw):
             r = self.recorder
             if r is not None and logs and 'loss' in logs and r._steps and r._steps[-1] == state.global_step:
-                r._loss[-1] = float(logs['loss'])
+                r._loss[-1] = _loss_value(logs['loss'], state.global_step)
+        def on_save(self, args, state, control, **kw):
+            folder = Path(args.output_dir) / f'checkpoint-{state.global_step}'
+            if self.recorder is not None and args.should_save and folder.is_dir():
+                with atomic_path(folder / RECORDER_STATE) as tmp:
+                    torch.save(self.recorder.state_dict(), tmp)
     return DisplacementCallback()
 
 

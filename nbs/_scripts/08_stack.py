@@ -77,17 +77,125 @@ for bad in ['hinge', 1]:
     except ValueError as e:
         assert 'loss must be' in str(e)
 
+# %% [markdown]
+# ## Data that fits the model
+#
+# A pair of tensors can be well formed and still not fit the model: inputs with the wrong number of features
+# or the wrong dtype, or class labels that are floats or lie outside the model's outputs. PyTorch then fails
+# deep inside a matrix product or the loss kernel, with a message that names neither the data nor the model.
+# `check_fits` asks the model itself, once, where the data enters a trainer or a sampler:
+#
+# * it runs the model, in eval mode and without gradients, on the first two samples, and checks the input of
+#   the first layer with weights that the forward pass reaches (a `Linear`, a convolution or an `Embedding`)
+#   against that layer: its `in_features` (or channels) and its weights' dtype;
+# * for a classification loss (cross-entropy), the targets must be integer class indices in
+#   $[0, C)$, where $C$ is the model's output width, or class probabilities shaped like the outputs.
+
+# %%
+#| export
+_FIRST_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Embedding)
+
+def _check_first_layer(name: str, layer: nn.Module, x: torch.Tensor, sample_shape: tuple):
+    "Refuse the input `x` of the model's first weighted layer `layer` when its width or dtype does not fit."
+    what = f"the model's first layer {name!r} ({type(layer).__name__})"
+    if isinstance(layer, nn.Embedding):
+        if x.is_floating_point():
+            raise ValueError(f"inputs have dtype {x.dtype}, but {what} takes integer token ids")
+        return
+    if isinstance(layer, nn.Linear):
+        width, expected, axis = x.shape[-1] if x.dim() else None, layer.in_features, 'in_features'
+    else:
+        spatial = len(layer.kernel_size)
+        width = x.shape[-spatial - 1] if x.dim() > spatial else None
+        expected, axis = layer.in_channels, 'in_channels'
+    if width != expected:
+        raise ValueError(f"inputs of shape {sample_shape} per sample do not fit {what}, which expects "
+                         f"{axis}={expected} (got {width})")
+    if x.dtype != layer.weight.dtype:
+        raise ValueError(f"inputs have dtype {x.dtype}, but {what} has {layer.weight.dtype} weights: "
+                         f"convert the inputs with X.to({layer.weight.dtype}) (or the model)")
+
+def is_classification(loss_fn) -> bool:
+    "Whether `loss_fn` is a cross-entropy of logits against class labels (this package's or PyTorch's)."
+    return loss_fn in (cross_entropy_loss, F.cross_entropy) or isinstance(loss_fn, nn.CrossEntropyLoss)
+
+def check_labels(y: torch.Tensor, n_classes: int, outputs_shape: tuple = ()):
+    "Refuse classification targets unless class indices in [0, `n_classes`) or probabilities shaped like outputs."
+    if y.is_floating_point() and tuple(y.shape[1:]) == tuple(outputs_shape) and y.dim() > 1:
+        return                                                      # class probabilities, one row per sample
+    if y.dtype not in (torch.long, torch.uint8):
+        raise ValueError(f"classification labels must be integer class indices (torch.long), got dtype "
+                         f"{y.dtype}: convert them with y.long()")
+    if len(y) == 0:
+        return
+    low, high = int(y.min()), int(y.max())
+    if low < 0 or high >= n_classes:
+        bad = low if low < 0 else high
+        raise ValueError(f"classification label {bad} is out of range: a model with {n_classes} outputs takes "
+                         f"labels in [0, {n_classes - 1}]")
+
+def check_fits(model: nn.Module, X: torch.Tensor, y: torch.Tensor, loss_fn: Callable | None = None):
+    """Refuse inputs `X` that the model's first weighted layer cannot take, and, for a classification
+    `loss_fn`, targets `y` that are not class labels of its outputs; the message names what the model expects."""
+    names = {m: n or 'model' for n, m in model.named_modules()}
+    first = []
+    def probe(layer, args):
+        if not first and args and torch.is_tensor(args[0]):
+            first.append(layer)
+            _check_first_layer(names[layer], layer, args[0], tuple(X.shape[1:]))
+    hooks = [m.register_forward_pre_hook(probe) for m in model.modules() if isinstance(m, _FIRST_LAYERS)]
+    modes = [(m, m.training) for m in model.modules()]
+    device = next(model.parameters(), X).device
+    try:
+        model.eval()                                   # no batch-norm statistics change, no dropout
+        with torch.no_grad():
+            out = model(X[:2].to(device))
+    except (RuntimeError, TypeError, IndexError) as e:
+        raise ValueError(f"the model cannot take inputs of shape {tuple(X.shape[1:])} per sample and dtype "
+                         f"{X.dtype}: {e}") from e
+    finally:
+        for h in hooks:
+            h.remove()
+        for m, mode in modes:
+            m.training = mode
+    if loss_fn is not None and is_classification(loss_fn) and torch.is_tensor(out) and out.dim() > 1:
+        check_labels(y, out.shape[1], tuple(out.shape[1:]))
+
+
+# %% [markdown]
+# Each misfit is named with what the model expects, and the model comes back in the mode it was in:
+
+# %%
+net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2)).train()
+X_fit, y_fit = torch.randn(6, 3), torch.arange(6) % 2
+check_fits(net, X_fit, y_fit, cross_entropy_loss)
+check_fits(net, X_fit, torch.randn(6, 2), gaussian_nll())          # regression targets are not labels
+assert net.training and int(net[1].num_batches_tracked) == 0
+for X_bad, y_bad, words in [(torch.randn(6, 5), y_fit, 'in_features=3 (got 5)'),
+                            (X_fit.double(), y_fit, 'torch.float32 weights'),
+                            (X_fit, y_fit.float(), 'dtype torch.float32'),
+                            (X_fit, y_fit - 1, 'label -1 is out of range'),
+                            (X_fit, y_fit + 1, 'labels in [0, 1]')]:
+    try:
+        check_fits(net, X_bad, y_bad, cross_entropy_loss)
+        raise AssertionError(words)
+    except ValueError as e:
+        assert words in str(e), e
+        print(e)
+
 
 # %% [markdown]
 # ## Data as a pair of tensors
 #
 # The data of every sampler and trainer here is a pair `(inputs, targets)` of tensors with one row per sample
-# (or a `TensorDataset` of two). `as_data` checks it once, where it enters, and moves it to the device.
+# (or a `TensorDataset` of two). `as_data` checks it once, where it enters, and moves it to the device; given the
+# model and the loss, it also checks that the data fits the model (`check_fits` above).
 
 # %%
 #| export
-def as_data(data, device) -> tuple[torch.Tensor, torch.Tensor]:
-    "`data` as `(inputs, targets)` on `device`, refused with a message naming the problem if it is malformed."
+def as_data(data, device, model: nn.Module | None = None, loss=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """`data` as `(inputs, targets)` on `device`, refused with a message naming the problem if it is malformed
+    or, when `model` is given, does not fit it (`check_fits` with the loss `loss`, a name or a callable)."""
     if isinstance(data, torch.utils.data.TensorDataset):
         data = data.tensors
     if not (isinstance(data, (tuple, list)) and len(data) == 2 and all(torch.is_tensor(t) for t in data)):
@@ -97,6 +205,8 @@ def as_data(data, device) -> tuple[torch.Tensor, torch.Tensor]:
         raise ValueError(f"data: inputs have {len(X)} rows but targets have {len(y)}")
     if len(X) < 2:
         raise ValueError(f"data must hold at least 2 samples, got {len(X)}")
+    if model is not None:
+        check_fits(model, X, y, None if loss is None else resolve_loss(loss))
     return X.to(device), y.to(device)
 
 
@@ -111,6 +221,11 @@ for bad, word in [((torch.randn(5, 3), torch.zeros(4)), 'rows'),
         raise AssertionError
     except ValueError as e:
         assert word in str(e), e
+try:
+    as_data((torch.randn(6, 3), torch.arange(6) % 3), 'cpu', nn.Linear(3, 2), 'classification')
+    raise AssertionError
+except ValueError as e:
+    assert 'labels in [0, 1]' in str(e), e
 
 
 # %% [markdown]

@@ -244,7 +244,7 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("model_or_models must be an nn.Module or a non-empty list of them")
     device = torch.device(device) if device is not None else default_device()
-    X, y = as_data(data, device)
+    X, y = as_data(data, device, models[0], loss)
     settings = (settings or SGLDSettings()).replace(**changes)
     settings = settings.replace(n_beta=settings.n_beta or default_n_beta(len(X)))
     loss_fn = resolve_loss(loss)

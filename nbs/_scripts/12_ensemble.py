@@ -595,7 +595,7 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
     device = torch.device(device) if device is not None else default_device()
-    X, y = as_data(data, device)
+    X, y = as_data(data, device, models[0], loss)
     s = (settings or EnsembleSettings()).replace(**changes)
     loss_fn = resolve_loss(loss)
     budget = s.memory_budget or default_memory_budget(device)
@@ -674,14 +674,21 @@ assert llc_rows.step.tolist() == [30, 60, 30, 60] and np.isfinite(llc_rows.llc).
 llc_rows[['member', 'step', 'R', 'loss', 'llc']]
 
 # %% [markdown]
-# **Problems are named.** Models of different architectures, a diverging learning rate and unknown settings
-# are refused with a message:
+# **Problems are named.** Models of different architectures, data that does not fit the model (checked by
+# `check_fits` of the [model stack](stack.html): input width and dtype, class labels), a diverging learning rate
+# and unknown settings are refused with a message:
 
 # %%
 for bad_models, word in [([make_mlp([2, 4, 2]), make_mlp([2, 5, 2])], 'architecture'), ([], 'non-empty')]:
     try:
         train_ensemble(bad_models, (X_m, y_m), n_steps=1, device='cpu')
         raise AssertionError
+    except ValueError as e:
+        assert word in str(e), e
+for data, word in [((X_m, y_m + 1), 'labels in [0, 1]'), ((X_m[:, :1], y_m), 'in_features=2 (got 1)')]:
+    try:
+        train_ensemble([make_mlp([2, 4, 2])], data, n_steps=1, device='cpu')
+        raise AssertionError(word)
     except ValueError as e:
         assert word in str(e), e
 try:            # least squares with a step far beyond 2 / curvature: the loss grows geometrically to inf

@@ -14,7 +14,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import dataclasses, hashlib, importlib.util, json, math, os, sys, time, traceback
+import dataclasses, hashlib, importlib.util, json, math, os, sys, time, traceback, warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from fracsgd.store import (RESERVED, open_study, locked, tidy, save_plan, save_run, save_error, done_keys,
-                           status, write_runs, split_result)
+from fracsgd.store import (RESERVED, ConfigChanged, open_study, locked, tidy, plan_change, save_plan, save_run,
+                           save_error, done_keys, status, write_runs, split_result)
 
 
 # %% [markdown]
@@ -301,12 +301,13 @@ if has_ray:
 # ## The runner
 #
 # `run_sweep` opens (or creates) the study folder, refusing one that holds another study, takes the folder's
-# lock, deletes what a killed sweep left half-written and records the plan. It then submits the runs that are
-# not finished (failed runs count as not finished and run again), at most `workers` at a time, and stores each
-# outcome as it arrives: a finished run through `save_run`, a failed one through `save_error`. Results are
-# written by this process, not by the workers, so a Ray cluster needs no shared file system. One progress bar
-# counts runs; the last line printed counts the runs done and failed in this call and those skipped because
-# an earlier call had finished them.
+# lock, deletes what a killed sweep left half-written and records the plan, with a `ConfigChanged` warning when
+# the folder's earlier plan had runs that the new one leaves out (see the [results store](store.html)). It then
+# submits the runs that are not finished (failed runs count as not finished and run again), at most `workers`
+# at a time, and stores each outcome as it arrives: a finished run through `save_run`, a failed one through
+# `save_error`. Results are written by this process, not by the workers, so a Ray cluster needs no shared file
+# system. One progress bar counts runs; the last line printed counts the runs done and failed in this call and
+# those skipped because an earlier call had finished them.
 #
 # If a local worker process dies (a crash, the out-of-memory killer), `concurrent.futures` marks the whole
 # pool broken: the runs then in flight are recorded as failed with `BrokenProcessPool`, the runner starts a
@@ -396,6 +397,9 @@ def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None 
     folder = open_study(folder, sweep.name, sweep.device)
     with locked(folder):
         tidy(folder)
+        change = plan_change(folder, {k: config_record(c) for k, c in runs.items()})
+        if change:
+            warnings.warn(change, ConfigChanged, stacklevel=2)
         save_plan(folder, runs)
         finished = set(done_keys(folder))
         todo = [k for k in runs if k not in finished]
@@ -451,12 +455,16 @@ study.runs
 # %% [markdown]
 # The failed run keeps its error, traceback included, in `errors/<key>.json`; the runs table shows its type
 # and message. Changing a configuration gives new keys: the sweep with `lr=0.05` below runs everything again
-# and leaves the older runs on disk, out of the runs table.
+# and leaves the older runs on disk, out of the runs table, and says so.
 
 # %%
 failed = study.runs[study.runs.status == 'failed'].key.item()
 assert 'diverges' in json.loads((folder / 'errors' / f'{failed}.json').read_text())['traceback']
-changed = run_sweep(Sweep('toy', toy_run, [Toy(s, lr=0.05) for s in range(2)]), folder, progress=False)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    changed = run_sweep(Sweep('toy', toy_run, [Toy(s, lr=0.05) for s in range(2)]), folder, progress=False)
+assert [w.category for w in caught] == [ConfigChanged] and 'lr: ' in str(caught[0].message), caught
+print(caught[0].message)
 assert changed == dict(done=2, failed=0, skipped=0) and len(load_study(folder).runs) == 2
 assert len(load_study(folder, everything=True).runs) == 8
 

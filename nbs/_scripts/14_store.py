@@ -452,6 +452,61 @@ tab
 
 
 # %% [markdown]
+# ## A folder that held another configuration
+#
+# A sweep run into a folder whose latest plan had other runs starts a new plan there: the runs whose
+# configuration is unchanged are the same runs and are kept, the others stay on disk but leave the runs table,
+# and everything reported from then on belongs to the new configuration. That must never happen silently.
+# `plan_change` compares the folder's plan with a new one and returns what a user needs to know (which fields
+# changed, how many earlier runs are reused, how many leave the table), or `None` when the new plan keeps
+# every earlier run (a resumed or an extended sweep). The runner raises it as a `ConfigChanged` warning, which
+# the command line prints as one line.
+
+# %%
+#| export
+class ConfigChanged(UserWarning):
+    "A sweep was started in a folder whose earlier plan had runs of another configuration."
+
+def _stored_config(folder, key: str) -> dict | None:
+    "The configuration record of a stored run, done or failed; `None` when the run is pending."
+    for path in (_runs(folder) / key / 'run.json', _errors(folder) / f'{key}.json'):
+        if path.exists():
+            return json.loads(path.read_text())['config']
+    return None
+
+def _values(records: list[dict], name: str) -> str:
+    "The values of field `name` in `records`, as JSON: one value, or a list of up to four."
+    vals = sorted({json.dumps(r.get(name), sort_keys=True) for r in records})
+    return vals[0] if len(vals) == 1 else '[' + ', '.join(vals[:4]) + (', ...' if len(vals) > 4 else '') + ']'
+
+def plan_change(folder, new: dict) -> str | None:
+    "What changes when the plan of `folder` is replaced by `new` ({key: configuration record}), or `None`."
+    old = read_plan(folder) or []
+    left = [k for k in old if k not in new]
+    if not left:
+        return None
+    before, after = [c for c in (_stored_config(folder, k) for k in old) if c is not None], list(new.values())
+    fields = sorted({f for c in before + after for f in c})
+    changed = [f'{f}: {a} → {b}' for f in fields if (a := _values(before, f)) != (b := _values(after, f))]
+    what = '; '.join(changed[:4]) if changed else 'the same values in other combinations'
+    return (f"{folder} held a sweep of another configuration ({what}): starting a new plan there; "
+            f"{len(old) - len(left)} earlier run(s) with unchanged configuration are reused, {len(left)} stay on "
+            "disk but leave the runs table (load_study(folder, everything=True) shows them)")
+
+
+# %%
+with tempfile.TemporaryDirectory() as d:
+    save_plan(d, ['a', 'b'])
+    save_run(d, 'a', dict(lr=0.1, seed=0), dict(loss=0.2))
+    save_run(d, 'b', dict(lr=0.1, seed=1), dict(loss=0.3))
+    assert plan_change(d, {'a': dict(lr=0.1, seed=0), 'b': dict(lr=0.1, seed=1)}) is None       # resumed
+    assert plan_change(d, {'a': {}, 'b': {}, 'c': dict(lr=0.1, seed=2)}) is None               # extended
+    note = plan_change(d, {'a': dict(lr=0.1, seed=0), 'z': dict(lr=0.2, seed=1)})
+    assert 'lr: 0.1 → [0.1, 0.2]' in note and '1 earlier run(s)' in note and '1 stay on disk' in note, note
+    print(note)
+
+
+# %% [markdown]
 # ## `load_study`: everything in one call
 #
 # Analysis code reads a study through `load_study` and nothing else. It returns a `Study`: the name, the runs

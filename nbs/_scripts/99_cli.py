@@ -13,10 +13,11 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import argparse, importlib, os, sys
+import argparse, importlib, os, sys, warnings
+from contextlib import contextmanager
 from pathlib import Path
 
-from fracsgd.core import results_dir
+from fracsgd.core import full_mode, results_dir
 from fracsgd.store import StudyBusy, load_study, read_meta, status
 from fracsgd.sweep import run_sweep
 
@@ -33,8 +34,10 @@ from fracsgd.sweep import run_sweep
 # Studies register here by name and module. A study module exposes `config(full)`, `sweep(cfg, device)` (the
 # sweep the runner runs) and `report(folder, cfg)` (a dict with a `summary` table); adding a study is one line in
 # `STUDIES`. `--full` sets the one documented switch, `FRACSGD_FULL=1`, for the whole process. Bad input (an
-# unknown study, an unwritable folder, `--backend ray` without Ray, a folder holding another study, a
-# configuration that cannot be stored) ends with one line naming the problem and exit status 2, no traceback.
+# unknown study, a `FRACSGD_FULL` that is neither 0 nor 1, an `--out` that is a file or cannot be created,
+# `--backend ray` without Ray, a folder holding another study, a configuration that cannot be stored) ends with
+# one line naming the problem and exit status 2, no traceback. Warnings (for instance that a folder held a sweep
+# of another configuration) are printed as one line each. `python -m fracsgd` is the same command.
 
 # %%
 #| export
@@ -89,15 +92,33 @@ def _fail(message) -> int:
 def _print_summary(res: dict):
     print(res['summary'].to_string(index=False, float_format=lambda v: f'{v:.4g}'))
 
+def results_folder(out: str | None, study: str, full: bool) -> Path:
+    "The folder `--out` names (default `results/<study>/<quick|full>`), refused unless it is or can be a folder."
+    if out is None:
+        return results_dir(study, 'full' if full else 'quick')
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
+    parent = next(p for p in [path, *path.parents] if p.exists())    # the nearest folder that exists already
+    if not parent.is_dir():
+        raise ValueError(f"--out {out}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: cannot write in {parent} (permission denied)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {out}: cannot create the folder ({e.strerror})") from None
+    return path
+
 def _run(args) -> int:
     "`fracsgd run`: the sweep (resuming), then the report."
     if args.full or args.quick:
         os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
     study = importlib.import_module(STUDIES[args.study])
-    cfg = study.config()
-    mode = 'full' if os.environ.get('FRACSGD_FULL') == '1' else 'quick'
-    out = Path(args.out) if args.out else results_dir(args.study, mode)
     try:
+        full = full_mode()
+        cfg = study.config(full)
+        out = results_folder(args.out, args.study, full)
         run_sweep(study.sweep(cfg, args.device), out, backend=args.backend, workers=args.workers,
                   address=args.address, progress=not args.no_progress)
     except INPUT_ERRORS as e:
@@ -113,8 +134,20 @@ def _study_of(folder):
         raise ValueError(f"{folder} holds study {name!r}, which this version does not know")
     return importlib.import_module(STUDIES[name])
 
+@contextmanager
+def _one_line_warnings():
+    "Show every warning raised in the block as one line, `fracsgd: warning: ...`, on standard error."
+    with warnings.catch_warnings():
+        warnings.simplefilter('default')
+        warnings.showwarning = lambda message, *rest, **kw: sys.stderr.write(f"fracsgd: warning: {message}\n")
+        yield
+
 def main(argv: list[str] | None = None) -> int:
     "Entry point of the `fracsgd` command."
+    with _one_line_warnings():
+        return _main(argv)
+
+def _main(argv):
     args = _parser().parse_args(argv)
     if args.command == 'list':
         print('studies:    ' + ', '.join(sorted(STUDIES)))
@@ -142,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # %% [markdown]
+# `python -m fracsgd` runs the same entry point, through the package's three-line `fracsgd/__main__.py`
+# (written by hand, the one module that no notebook generates).
+
+# %% [markdown]
 # Each kind of bad input ends in one line on standard error and exit status 2. The check runs the command
 # in a fresh process, as a user would, so it sees exactly what they see:
 
@@ -158,8 +195,10 @@ scratch = Path(tempfile.mkdtemp())
 (scratch / 'other').mkdir()
 (scratch / 'other' / 'meta.json').write_text('{"study": "another-study", "sessions": []}')
 (scratch / 'locked').mkdir(mode=0o500)
+(scratch / 'a-file').write_text('')
 bad_inputs = {'no-such-study': ['run', 'no-such-study'],
               'another-study': ['run', 'moons-diffusion', '--out', str(scratch / 'other')],
+              'a-file is a file, not a folder': ['run', 'moons-diffusion', '--out', str(scratch / 'a-file')],
               'is not a readable study folder': ['status', str(scratch)],
               '--workers': ['run', 'moons-diffusion', '--workers', 'two']}
 if os.geteuid() != 0:                                    # root may write anywhere: nothing to refuse then
@@ -168,6 +207,11 @@ for words, argv in bad_inputs.items():
     p = fracsgd(*argv)
     assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, (argv, p.stderr)
     print(p.stderr.strip())
+os.environ['FRACSGD_FULL'] = 'maybe'
+p = fracsgd('run', 'moons-diffusion', '--out', str(scratch / 'new'))
+os.environ.pop('FRACSGD_FULL')
+assert p.returncode == 2 and p.stderr == "fracsgd: FRACSGD_FULL must be 0/1 (quick/full), got 'maybe'\n", p.stderr
+assert not (scratch / 'new').exists()
 
 # %% [markdown]
 # `--backend ray` without Ray installed is refused the same way, naming the extra to install (checked where Ray is
@@ -211,7 +255,9 @@ assert 'moons-diffusion' in listing.getvalue()
 #
 # Without `--address`, `--backend ray` starts a local Ray with `--workers` CPUs. Results are written by the
 # process that runs the command, so the cluster needs no shared disk. A changed configuration gets new run keys:
-# the folder keeps the old runs, but they are never reported as results of the new configuration.
+# the folder keeps the old runs, but they are never reported as results of the new configuration, and the command
+# says so in one line (`fracsgd: warning: results/moons held a sweep of another configuration (epochs: 100 →
+# 200): starting a new plan there; ...`).
 
 # %%
 #| hide
