@@ -103,6 +103,27 @@ def test_power_law_interval_coverage():
     assert hits / 200 >= 0.88, hits
 
 
+def test_late_exponent_interval_coverage():
+    # 40 synthetic ensembles (seed 3) of 20 runs of a sharp bend, t^0.9 until t_c = 100 then late exponent 0.3,
+    # each run with its own scale (10%) and 3% noise per point, at 60 log-spaced times up to 1e4. t_c is
+    # re-detected in every one of 100 bootstrap replicates. Tolerance: if the nominal 90% intervals cover at
+    # their stated rate, fewer than 31 hits out of 40 has binomial probability 0.5%. They must not buy coverage
+    # by width either: the mean interval must be under 1.5x the width the spread of the estimates calls for.
+    rng = np.random.default_rng(3)
+    t = np.unique(np.geomspace(1, 1e4, 60).round())
+    curve = np.where(t < 100, t ** 0.9, 100 ** 0.9 * (t / 100) ** 0.3)
+    hits, slopes, widths = 0, [], []
+    for i in range(40):
+        runs = curve * np.exp(0.1 * rng.standard_normal((20, 1)) + 0.03 * rng.standard_normal((20, len(t))))
+        late = fit_late_exponent(t, runs, n_boot=100, seed=i, level=0.9)
+        assert late.model == 'bend' and late.n_boot == 100, late
+        hits += late.ci_low <= 0.3 <= late.ci_high
+        slopes.append(late.slope)
+        widths.append(late.ci_high - late.ci_low)
+    assert hits >= 31, hits
+    assert np.mean(widths) < 1.5 * 2 * 1.645 * np.std(slopes), (np.mean(widths), np.std(slopes))
+
+
 def test_growth_laws_identified():
     # Each law generated exactly (1% noise, seed 2) must rank first, or tie within ΔAIC < 4 with the nested
     # power + drift law; ΔAIC of 4 is the usual "considerably less support" threshold.
