@@ -180,9 +180,9 @@ def _fit_restart(lt, ly, t, y, min_points, n_candidates):
 
 # %% ../nbs/06_spectral.ipynb #6e871ae8
 def _bend_fits(lt, ly, b, log_width):
-    """Smoothly broken power law c + s1·x + (s2 − s1)·h, h = δ log(1 + e^((x − b)/δ)), δ = e^log_width (slope s1
-    well before the break x = b, s2 well after), for arrays of b and log_width: it is linear in (c, s1, s2), which
-    are solved exactly. Returns SSE [G], coefficients [G, 3] and fitted values [G, n]."""
+    """Smoothly broken power law c + s1·x + (s2 − s1)·h, h = δ log(1 + e^((x − b)/δ)), δ = e^log_width
+    (slope s1 well before the break x = b, s2 well after), for arrays of b and log_width: it is linear in
+    (c, s1, s2), which are solved exactly. Returns SSE [G], coefficients [G, 3] and fitted values [G, n]."""
     d = np.exp(np.atleast_1d(log_width))[:, None]
     h = d * np.logaddexp(0, (lt - np.atleast_1d(b)[:, None]) / d)          # [G, n]
     A = np.stack([np.ones_like(h), lt - h, h], -1)                          # [G, n, 3]

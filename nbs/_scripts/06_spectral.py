@@ -225,8 +225,12 @@ e
 #   and the extra parameters of the crossover models cost $3\log n$: the answer is *none*.
 # * **Correlated residuals.** Successive points of a trajectory (or of a mean over runs) are correlated, so
 #   $n$ points carry less evidence than $n$ independent ones. $n$ is replaced by the effective
-#   $n_\text{eff} = n(1-\rho)/(1+\rho)$, with $\rho$ the lag-one autocorrelation of the best crossover model's
-#   residuals.
+#   $n_\text{eff} = n(1-\rho)/(1+\rho)$ (at least 6), with $\rho$ the lag-one autocorrelation of the single
+#   power law's residuals. Under a real crossover these residuals are mostly misfit, $\rho$ is near 1 and
+#   $n_\text{eff}$ small, so the test is conservative: a crossover must be plain to be declared. (Measured while
+#   writing this chapter: on 40 power laws with random-walk noise in $\log R$, single curves and means of 20,
+#   one of each was called a crossover; on 40 with independent 5 % noise, none. A change of exponent from 0.5
+#   to 0.4 at a sharp bend, with 2 % noise, was found in 8 of 10 curves; from 0.6 to 0.4, in all.)
 #
 # A crossover is declared when the power law's BIC exceeds the better crossover model's by more than 10 (the
 # conventional "very strong" evidence); the supported model is then the crossover model with the smaller
@@ -300,9 +304,9 @@ def _fit_restart(lt, ly, t, y, min_points, n_candidates):
 # %%
 #| export
 def _bend_fits(lt, ly, b, log_width):
-    """Smoothly broken power law c + s1·x + (s2 − s1)·h, h = δ log(1 + e^((x − b)/δ)), δ = e^log_width (slope s1
-    well before the break x = b, s2 well after), for arrays of b and log_width: it is linear in (c, s1, s2), which
-    are solved exactly. Returns SSE [G], coefficients [G, 3] and fitted values [G, n]."""
+    """Smoothly broken power law c + s1·x + (s2 − s1)·h, h = δ log(1 + e^((x − b)/δ)), δ = e^log_width
+    (slope s1 well before the break x = b, s2 well after), for arrays of b and log_width: it is linear in
+    (c, s1, s2), which are solved exactly. Returns SSE [G], coefficients [G, 3] and fitted values [G, n]."""
     d = np.exp(np.atleast_1d(log_width))[:, None]
     h = d * np.logaddexp(0, (lt - np.atleast_1d(b)[:, None]) / d)          # [G, n]
     A = np.stack([np.ones_like(h), lt - h, h], -1)                          # [G, n, 3]
@@ -332,6 +336,7 @@ def _effective_n(residuals, floor=1e-4):
         return float(n)
     rho = np.corrcoef(residuals[:-1], residuals[1:])[0, 1]
     return float(np.clip(n * (1 - rho) / (1 + rho), 6, n)) if np.isfinite(rho) else float(n)
+
 
 # %%
 #| export
@@ -418,6 +423,8 @@ def _slope_crossover(t, ym, window):
     t_c = float(np.exp(t0 + (s0 - 0.5) / (s0 - s1) * (t1 - t0)))   # linear interpolation in log t
     early, late = ls[ls.t <= t_c].slope, ls[ls.t > t_c].slope
     return t_c, float(early.mean()), float(late.mean())
+
+
 # %% [markdown]
 # The question the issue started from: an exact power law has no crossover, whatever method is asked for.
 
@@ -426,6 +433,7 @@ t = np.arange(1, 500.)
 c = detect_crossover(t, t ** 0.4, method='eq32')
 assert not c.found and np.isnan(c.t_c) and abs(c.late_slope - 0.4) < 1e-12, c
 c
+
 
 # %% [markdown]
 # Three curves with a known answer, exact and with 2 % multiplicative noise (seed 0): a power law, a restart at
@@ -446,7 +454,8 @@ t = np.arange(1, 20001.)
 rng = np.random.default_rng(0)
 rows = []
 for noise in (0, 0.02):
-    for truth, t_c, R in [('none', np.nan, 2 * t ** 0.3), ('restart', 300, restart_curve(t)), ('bend', 100, bend_curve(t))]:
+    for truth, t_c, R in [('none', np.nan, 2 * t ** 0.3), ('restart', 300, restart_curve(t)),
+                          ('bend', 100, bend_curve(t))]:
         c = detect_crossover(t, R * np.exp(noise * rng.standard_normal(len(t))))
         assert c.model == truth and (truth == 'none' or abs(c.t_c / t_c - 1) < 0.05), (truth, noise, c)
         rows.append(dict(noise=noise, truth=truth, found=c.model, t_c=c.t_c, delta_bic=c.delta_bic,
@@ -496,6 +505,7 @@ def fit_after_crossover(t, y, t_c: float, skip: float = 0.05, **kw) -> PowerLawF
     ok = (dt >= lo) & (dy.mean(0) > 0)
     return fit_power_law(dt[ok], dy[:, ok] if y.ndim == 2 else dy[0, ok], **kw)
 
+
 # %% [markdown]
 # On the restart curve, the eq.-32 fit recovers the late exponent, while a plain log–log fit after $t_c$ does not,
 # because of the frozen offset $r(t_c)$:
@@ -530,7 +540,6 @@ cs = detect_crossover(ts, bend_curve(ts), method='slope')
 assert cs.model == 'bend' and abs(cs.t_c / 250 - 1) < 0.02, cs
 assert abs(fit_power_law(ts, bend_curve(ts), t_min=100 * cs.t_c).slope - 0.3) < 0.01
 cs
-
 
 # %% [markdown]
 # ## One late exponent, with an honest interval
@@ -599,6 +608,7 @@ def _estimates(t, y, c):
     cb = detect_crossover(t, y, method=c.method, model=c.model)
     return dict(t_c=cb.t_c, **_late_slopes(t, y, cb.t_c))
 
+
 # %%
 #| export
 def fit_late_exponent(t, y, crossover: Crossover | None = None, estimator: str | None = None, n_boot: int = 200,
@@ -637,6 +647,7 @@ def fit_late_exponent(t, y, crossover: Crossover | None = None, estimator: str |
                         float(c.t_c), *map(float, ci['t_c']), c.model, c.late_decades, c.short_late_window,
                         len(boots))
 
+
 # %% [markdown]
 # Twenty noisy runs of the restart curve (each run scaled by its own factor $e^{0.1 z}$, times 3 % noise per
 # point; seed 0): the supported model is the restart, so eq. 32 is the reported estimator and its interval must
@@ -652,7 +663,6 @@ assert late.model == 'restart' and late.estimator == LATE_ESTIMATORS['eq32'], la
 assert late.ci_low < 0.3 < late.ci_high and abs(late.t_c / 300 - 1) < 0.05, late
 assert not late.ci_low < late.check_slope < late.ci_high and not late.short_late_window, late
 late
-
 
 # %% [markdown]
 # ## How biased is each estimator on a short window?
@@ -681,11 +691,12 @@ for shape, curve in SHAPES.items():
         rows.append({'curve': shape, 'late decades': decades,
                      'log-log (eq. 17)': fit_power_law(t, R, t_min=T_C, n_boot=0).slope - LATE,
                      'eq. 32': fit_after_crossover(t, R, T_C, n_boot=0).slope - LATE,
-                     'reported': reported.slope - LATE if c.found else np.nan, 'model found': c.model,
+                     'reported': (reported.slope if c.found else c.late_slope) - LATE, 'model found': c.model,
                      'estimator': reported.estimator if c.found else 'fit_power_law (no crossover)'})
 bias = pd.DataFrame(rows)
 exact = bias['curve'] == 'power law'
-assert (bias[exact]['model found'] == 'none').all() and np.allclose(bias[exact]['log-log (eq. 17)'], 0, atol=1e-9)
+assert (bias[exact]['model found'] == 'none').all()
+assert np.allclose(bias[exact][['log-log (eq. 17)', 'reported']], 0, atol=1e-9)
 restart = bias[bias['curve'] == 'sharp restart']
 assert (restart['model found'] == 'restart').all() and (restart['reported'].abs() < 0.01).all(), restart
 bend = bias[bias['curve'] == 'smooth bend']
@@ -705,22 +716,23 @@ axes[0].legend(fontsize=7)
 fig.tight_layout()
 plt.show()
 
+
 # %% [markdown]
 # How to read it:
 #
 # * **Power law.** The log–log slope is exact on any window; eq. 32 subtracts an offset the curve does not
 #   have and is badly biased upwards (+0.5 on 0.35 decades, still +0.03 on three). `detect_crossover` finds no
-#   crossover here, so nothing is reported after a $t_c$ at all.
-# * **Sharp restart.** Eq. 32 is exact on every window; the log–log slope is off in either direction (+0.19 on
-#   0.35 decades, −0.07 on two) because of the frozen $r(t_c)$. The model comparison picks the restart, and
-#   the reported value is eq. 32's.
+#   crossover here, so what is reported is the slope of the one power law, exact.
+# * **Sharp restart.** Eq. 32 is exact on every window; the log–log slope is off in either direction (+0.32 on
+#   0.35 decades, −0.04 on two) because of the frozen $r(t_c)$. The model comparison picks the restart, and
+#   the reported value is eq. 32's, within 0.006 of the truth.
 # * **Smooth bend.** Neither estimator is unbiased on a short window, because the curve is still bending: the
 #   local slope only approaches its asymptote over about two decades. The log–log slope is the lesser evil
 #   (+0.15 on 0.35 decades against eq. 32's +0.47) and is what is reported; the reported value uses the bend's
-#   own break ($t_0 = 40$ here), a little earlier than the slope-½ time, and is a little more biased still. Under one decade,
-#   the late exponent of a bend is the mean slope over the window, an upper bound on the asymptotic exponent
-#   rather than a measurement of it; that is what `short_late_window` warns about.
-
+#   own break ($t_0 = 40$ here), earlier than the slope-½ time, and is a little more biased still (+0.20).
+#   Under one decade, the late exponent of a bend is the mean slope over the window; while the local slope is
+#   still falling, that is an upper bound on the asymptotic exponent rather than a measurement of it. This is
+#   what `short_late_window` warns about.
 
 # %% [markdown]
 # ## Do the intervals cover the truth?
@@ -743,7 +755,8 @@ def coverage_experiment(shape: str, n_sets: int, n_boot: int, seed: int = 0, lev
     t = np.unique(np.geomspace(1, 1e4, 100).round())
     rng, rows = np.random.default_rng(seed), []
     for i in range(n_sets):
-        runs = curve(t) * np.exp(0.1 * rng.standard_normal((n_runs, 1)) + 0.03 * rng.standard_normal((n_runs, len(t))))
+        noise = 0.1 * rng.standard_normal((n_runs, 1)) + 0.03 * rng.standard_normal((n_runs, len(t)))
+        runs = curve(t) * np.exp(noise)                                   # [runs, times]
         c = detect_crossover(t, runs)
         late = fit_late_exponent(t, runs, c, n_boot=n_boot, seed=i, level=level)
         kw = dict(n_boot=n_boot, seed=i, level=level)
@@ -756,6 +769,7 @@ def coverage_experiment(shape: str, n_sets: int, n_boot: int, seed: int = 0, lev
     d['fixed_covered'] = (d.fixed_ci_low <= 0.3) & (0.3 <= d.fixed_ci_high)
     return d
 
+
 # %%
 #| heavy
 coverage = pd.concat([coverage_experiment(shape, n_sets=100, n_boot=100, seed=0, level=0.9)
@@ -763,6 +777,37 @@ coverage = pd.concat([coverage_experiment(shape, n_sets=100, n_boot=100, seed=0,
 coverage.groupby('curve').agg(covered=('covered', 'mean'), fixed_covered=('fixed_covered', 'mean'),
                               sd_of_estimates=('slope', 'std'))
 
+# %% [markdown]
+# Measured with the cell above (100 ensembles per shape, 100 bootstrap replicates each, nominal level 90 %,
+# data seed 0, bootstrap seed = ensemble index; 9 minutes for the restart and 6 for the bend on the shared
+# 2-core development CPU, 2026-11-23). If an interval covers at its stated 90 %, the number of hits out of 100
+# lies in [82, 97] with probability 99 % (binomial).
+#
+# | curve | reported estimator | covered (t_c re-detected) | covered (t_c, r(t_c) fixed) | SD of estimates | mean width, re-detected | mean width, fixed | width a 90 % interval needs (2 × 1.645 × SD) |
+# |---|---|---|---|---|---|---|---|
+# | sharp restart | eq. 32 | 85 / 100 | 100 / 100 | 0.00133 | 0.00437 | 0.01025 | 0.00438 |
+# | sharp bend | log-log | 82 / 100 | 82 / 100 | 0.00074 | 0.00231 | 0.00231 | 0.00245 |
+#
+# How to read it:
+#
+# * **Width.** Re-detecting $t_c$ and refitting $r(t_c)$ in every replicate gives intervals of the right width
+#   on average (1.00 and 0.94 of what the spread of the estimates calls for). Holding them fixed gives, on the
+#   restart, intervals 2.3 times too wide: each resampled ensemble has its own overall scale, and subtracting
+#   the original $r(t_c)$ from it bends the late curve. On the sharp bend the two agree, because $t_c$ is
+#   found to within a step of the log-spaced record and the same points enter the late window either way.
+# * **Coverage** is 85 % and 82 % where 90 % is stated: inside the binomial range, but at its lower end, and
+#   both misses are balanced between the two sides (8 above / 7 below; 11 / 7), so the estimates are not
+#   biased. The shortfall comes from the interval's width varying from ensemble to ensemble: with 20 runs the
+#   bootstrap spread is itself uncertain, and with 100 replicates the 3.8 % tails rest on about four
+#   replicates each. More replicates (the default is 200) and more runs narrow the gap; the expanded interval
+#   already corrects the plug-in variance of 20 runs.
+# * **One curve.** A single noisy curve is bootstrapped by moving blocks of its residuals about the fitted
+#   crossover model. Its coverage was not measured at this scale: a first look (10 exact restart curves with 2 %
+#   noise, 50 replicates) covered 7 of 10, so treat single-curve intervals as rough.
+#
+# `tests/test_spectral.py` checks the coverage on a smaller experiment of the same kind (40 ensembles, seed 3;
+# pass if at least 31 of 40 nominal 90 % intervals hold the truth, a shortfall with binomial probability 0.5 %
+# at the stated rate) and that the intervals are not bought by width.
 
 # %% [markdown]
 # ## Power law, logarithm or linear drift?
