@@ -149,9 +149,9 @@ assert 0 < small['final_loss'] < 1
 # * **Short late window.** From $t_c \approx 360$ to 800 steps is about 0.35 decades, under the one decade an
 #   exponent needs. The table says so; the late exponent is then the mean slope over that window, which on a bend
 #   that is still bending lies above the asymptotic exponent.
-# * **Intervals** are 95% bootstrap intervals over nets (whole nets resampled). The late exponent's interval
-#   re-detects $t_c$ in every resample, so the uncertainty of where the late window starts is part of it, and
-#   so is the interval of $t_c$.
+# * **Intervals** are 95% bootstrap intervals over nets (whole nets resampled, expanded for their number as in
+#   the spectral chapter). The late exponent's interval re-detects $t_c$ in every resample, so the uncertainty
+#   of where the late window starts is part of it, and so is the interval of $t_c$.
 # * **Alternatives.** The late growth is compared with logarithmic and linear-drift growth (paper §3.1, Prop.
 #   D.1).
 # * The **Brownian reference** is $R_B(t) = R(t_c)\,(t/t_c)^{1/2}$, the curve a diffusive walk through the same
