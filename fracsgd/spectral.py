@@ -4,19 +4,19 @@
 
 # %% ../nbs/06_spectral.ipynb #a37bb42c
 from __future__ import annotations
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, field
 import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
+from scipy import optimize, stats
 
 from .theory import spectral_dimension_from_slope, msd_exponent
 
 # %% auto #0
-__all__ = ['GROWTH_LAWS', 'log_spaced_indices', 'PowerLawFit', 'fit_power_law', 'diffusion_exponents', 'diffusion_regime',
-           'Crossover', 'local_slope', 'detect_crossover', 'fit_after_crossover', 'compare_growth_laws',
-           'predict_displacement', 'spectral_dimension_from_volume']
+__all__ = ['LATE_ESTIMATORS', 'GROWTH_LAWS', 'log_spaced_indices', 'PowerLawFit', 'fit_power_law', 'diffusion_exponents',
+           'diffusion_regime', 'Crossover', 'local_slope', 'detect_crossover', 'fit_after_crossover', 'LateExponent',
+           'fit_late_exponent', 'compare_growth_laws', 'predict_displacement', 'spectral_dimension_from_volume']
 
 # %% ../nbs/06_spectral.ipynb #48b6bacc
 def log_spaced_indices(t, num: int) -> np.ndarray:
@@ -62,6 +62,13 @@ def _check_curve(t, y):
     return t, y
 
 # %% ../nbs/06_spectral.ipynb #87e1bddf
+def _interval_quantiles(level: float, n_units: int | None = None) -> list:
+    "Quantiles of a percentile bootstrap interval; expanded (Hesterberg) when `n_units` runs are resampled."
+    a = (1 - level) / 2
+    if n_units and n_units > 1:
+        a = stats.norm.cdf(-np.sqrt(n_units / (n_units - 1)) * stats.t.ppf(1 - a, n_units - 1))
+    return [a, 1 - a]
+
 def fit_power_law(t, y, t_min=None, t_max=None, n_boot: int = 200, seed: int = 0, level: float = 0.95,
                   n_log_points: int | None = None) -> PowerLawFit:
     "Fit y ~ t^slope by least squares in log-log on t_min ≤ t ≤ t_max; `y` is one curve or runs × times."
@@ -92,7 +99,8 @@ def fit_power_law(t, y, t_min=None, t_max=None, n_boot: int = 200, seed: int = 0
             starts = rng.integers(0, len(t) - b + 1, int(np.ceil(len(t) / b)))
             rb = np.concatenate([res[i:i + b] for i in starts])[:len(t)]
             boots.append(_loglog_ols(lt, s * lt + c + rb)[0])
-    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2]) if boots else (np.nan, np.nan)
+    q = _interval_quantiles(level, len(y) if y.ndim == 2 else None)
+    lo, hi = np.quantile(boots, q) if boots else (np.nan, np.nan)
     return PowerLawFit(float(s), float(c), float(r2), float(lo), float(hi), float(t[0]), float(t[-1]), len(t))
 
 # %% ../nbs/06_spectral.ipynb #0ac621b2
@@ -117,21 +125,37 @@ def diffusion_regime(slope: float, tol: float = 0.02) -> str:
 # %% ../nbs/06_spectral.ipynb #40107816
 @dataclass
 class Crossover:
-    "Result of `detect_crossover`: crossover time, early log-log slope, late eq.-32 exponent, the fit's SSE."
+    """Result of `detect_crossover`. `model`: the law the data support, 'none' (one power law; then `t_c` is
+    NaN and both slopes are its slope), 'restart' (paper eq. 32) or 'bend' (smoothly broken power law).
+    `delta_bic` = BIC(power law) − BIC(best crossover model). `short_late_window`: under one decade after t_c."""
     t_c: float
     early_slope: float
     late_slope: float
     sse: float
+    model: str = 'restart'
+    method: str = 'eq32'
+    delta_bic: float = np.nan
+    t_max: float = np.nan
+    late_decades: float = field(init=False)
+    short_late_window: bool = field(init=False)
+    curve: tuple | None = field(default=None, repr=False, compare=False)   # (t, fitted R) on the fit grid
+    def __post_init__(self):
+        self.late_decades = float(np.log10(self.t_max / self.t_c)) if self.found else np.nan
+        self.short_late_window = bool(self.found and not self.late_decades >= 1)
+    @property
+    def found(self) -> bool:
+        "Whether the data support a crossover at all."
+        return self.model != 'none'
 
-def _eq32_sse(lt, ly, t, y, b):
-    "SSE in log R of eq. 32 with the crossover at log-time b: power law before, r(t_c) + A(t − t_c)^s after."
+def _eq32_fit(lt, ly, t, y, b):
+    "Eq. 32 with the crossover at log-time b: (SSE in log R, (early, late slope), fitted log R)."
     early, late = lt < b, lt >= b
     s0, c0, _, res0 = _loglog_ols(lt[early], ly[early])
     r_c, t_c = np.exp(c0 + s0 * b), np.exp(b)
     dt, dy = t[late] - t_c, y[late] - r_c
     ok = (dt > 0) & (dy > 0)
     if ok.sum() < 3:
-        return np.inf, (s0, np.nan)
+        return np.inf, (s0, np.nan), None
     s1, c1, *_ = _loglog_ols(np.log(dt[ok]), np.log(dy[ok]))
     g = lambda tt, logA, s: np.log(r_c + np.exp(logA) * np.clip(tt - t_c, 0, None) ** s)
     try:
@@ -140,8 +164,56 @@ def _eq32_sse(lt, ly, t, y, b):
             (c1, s1), _ = optimize.curve_fit(g, t[late], ly[late], p0=(c1, s1), maxfev=2000)
     except (RuntimeError, ValueError):
         pass
-    return (res0**2).sum() + ((g(t[late], c1, s1) - ly[late])**2).sum(), (s0, s1)
+    with np.errstate(divide='ignore'):
+        fitted = np.concatenate([c0 + s0 * lt[early], g(t[late], c1, s1)])
+    return ((fitted - ly)**2).sum(), (s0, s1), fitted
 
+def _fit_restart(lt, ly, t, y, min_points, n_candidates):
+    "The best eq.-32 crossover: a log-spaced grid of t_c, refined by a bounded scalar search."
+    sse = lambda b: _eq32_fit(lt, ly, t, y, b)[0]
+    cands = np.linspace(lt[min_points], lt[-min_points - 1], n_candidates)
+    i = int(np.argmin([sse(b) for b in cands]))
+    lo, hi = cands[max(i - 1, 0)], cands[min(i + 1, len(cands) - 1)]
+    b = optimize.minimize_scalar(sse, bounds=(lo, hi), method='bounded', options=dict(xatol=1e-4)).x
+    err, slopes, fitted = _eq32_fit(lt, ly, t, y, b)
+    return err, np.exp(b), slopes, fitted
+
+# %% ../nbs/06_spectral.ipynb #6e871ae8
+def _bend_fits(lt, ly, b, log_width):
+    """Smoothly broken power law c + s1·x + (s2 − s1)·h, h = δ log(1 + e^((x − b)/δ)), δ = e^log_width
+    (slope s1 well before the break x = b, s2 well after), for arrays of b and log_width: it is linear in
+    (c, s1, s2), which are solved exactly. Returns SSE [G], coefficients [G, 3] and fitted values [G, n]."""
+    d = np.exp(np.atleast_1d(log_width))[:, None]
+    h = d * np.logaddexp(0, (lt - np.atleast_1d(b)[:, None]) / d)          # [G, n]
+    A = np.stack([np.ones_like(h), lt - h, h], -1)                          # [G, n, 3]
+    coef = np.linalg.solve(A.transpose(0, 2, 1) @ A + 1e-12 * np.eye(3), (A.transpose(0, 2, 1) @ ly)[..., None])
+    fitted = (A @ coef)[..., 0]
+    return ((fitted - ly)**2).sum(1), coef[..., 0], fitted
+
+def _fit_bend(lt, ly, min_points, rounds: int = 6):
+    "Least-squares smoothly broken power law: a grid of breaks and log-widths, zoomed in `rounds` times."
+    lo, hi = np.array([lt[min_points], np.log(0.02)]), np.array([lt[-min_points - 1], np.log(3.)])
+    centre, span = (lo + hi) / 2, (hi - lo) / 2
+    for _ in range(rounds):
+        b, w = np.meshgrid(*(np.clip(c + np.linspace(-s, s, 15), l, h) for c, s, l, h in zip(centre, span, lo, hi)))
+        centre = np.array([b.ravel(), w.ravel()])[:, np.argmin(_bend_fits(lt, ly, b.ravel(), w.ravel())[0])]
+        span = span / 4
+    (err,), ((c, s1, s2),), (fitted,) = _bend_fits(lt, ly, *centre)
+    return err, np.exp(centre[0]), (s1, s2), fitted
+
+def _bic(sse, n, n_eff, k, floor=1e-4):
+    "BIC of a least-squares fit in log R with mean squared residual floored at floor² (numerical noise)."
+    return n_eff * np.log(max(sse / n, floor**2)) + k * np.log(n_eff)
+
+def _effective_n(residuals, floor=1e-4):
+    "n(1 − ρ)/(1 + ρ), ρ the lag-one autocorrelation of the residuals; n when they are at the numerical floor."
+    n = len(residuals)
+    if np.sqrt(np.mean(residuals**2)) <= floor:
+        return float(n)
+    rho = np.corrcoef(residuals[:-1], residuals[1:])[0, 1]
+    return float(np.clip(n * (1 - rho) / (1 + rho), 6, n)) if np.isfinite(rho) else float(n)
+
+# %% ../nbs/06_spectral.ipynb #d417abe9
 def local_slope(t, y, window: float = 0.3, n_points: int = 60) -> pd.DataFrame:
     "The local log-log slope d log y / d log t, from least-squares lines over windows of `window` decades."
     t, y = _check_curve(t, y)
@@ -156,48 +228,75 @@ def local_slope(t, y, window: float = 0.3, n_points: int = 60) -> pd.DataFrame:
             rows.append((10**c, np.polyfit(lt[w], ly[w], 1)[0]))
     return pd.DataFrame(rows, columns=['t', 'slope'])
 
-def detect_crossover(t, y, method: str = 'eq32', n_candidates: int = 40, min_points: int = 5,
-                     n_log_points: int | None = 150, window: float = 0.3) -> Crossover:
-    """Crossover time t_c: the best eq.-32 break (`method='eq32'`), or where the local slope last falls below ½
-    (`method='slope'`)."""
+def _compare_models(lt, ly, t, ym, min_points, n_candidates, model, min_delta_bic):
+    "Fit the crossover models (all, or only `model`); the supported model, ΔBIC and each model's fit."
+    fits = {}
+    if model in (None, 'restart'):
+        fits['restart'] = _fit_restart(lt, ly, t, ym, min_points, n_candidates)
+    if model in (None, 'bend'):
+        fits['bend'] = _fit_bend(lt, ly, min_points)
+    best = min(fits, key=lambda k: fits[k][0])
+    if model is not None:
+        return model, np.nan, fits
+    s, c, _, res = _loglog_ols(lt, ly)
+    fits['none'] = ((res**2).sum(), np.nan, (s, s), c + s * lt)
+    n, n_eff = len(lt), _effective_n(res)
+    delta = _bic(fits['none'][0], n, n_eff, 2) - _bic(fits[best][0], n, n_eff, 5)
+    return (best if delta > min_delta_bic else 'none'), float(delta), fits
+
+def detect_crossover(t, y, method: str = 'auto', n_candidates: int = 40, min_points: int = 5,
+                     n_log_points: int | None = 150, window: float = 0.3, model: str | None = None,
+                     min_delta_bic: float = 10.) -> Crossover:
+    """Whether R(t) has a crossover (BIC: one power law against eq.-32 restart and smooth bend), which model the
+    data support, and where: the supported model's t_c (`method='auto'`), the eq.-32 fit ('eq32'), the bend's
+    break ('bend'), or where the local slope last falls below ½ ('slope'). `model` skips the comparison."""
+    if method not in ('auto', 'eq32', 'bend', 'slope'):
+        raise ValueError(f"method must be 'auto', 'eq32', 'bend' or 'slope', got {method!r}")
+    if model not in (None, 'restart', 'bend'):
+        raise ValueError(f"model must be None, 'restart' or 'bend', got {model!r}")
     t, y = _check_curve(t, y)
     ym = y.mean(0) if y.ndim == 2 else y
     m = (t > 0) & (ym > 0)
     t, ym = t[m], ym[m]
+    idx = log_spaced_indices(t, n_log_points) if n_log_points else np.arange(len(t))
+    tf, yf = t[idx], ym[idx]
+    if len(tf) < 2 * min_points + 1:
+        raise ValueError(f"need at least {2*min_points+1} positive points, got {len(tf)}")
+    if model is not None and method == 'slope':      # the model is given: only the local slopes are needed
+        return Crossover(*_slope_crossover(t, ym, window), np.nan, model, method, t_max=float(t[-1]))
+    lt, ly = np.log(tf), np.log(yf)
+    supported, delta, fits = _compare_models(lt, ly, tf, yf, min_points, n_candidates, model, min_delta_bic)
+    common = dict(model=supported, method=method, delta_bic=delta, t_max=float(t[-1]))
+    if supported == 'none':
+        sse, _, (s, _), fitted = fits['none']
+        return Crossover(np.nan, float(s), float(s), float(sse), **common, curve=(tf, np.exp(fitted)))
     if method == 'slope':
-        return _slope_crossover(t, ym, window)
-    if method != 'eq32':
-        raise ValueError(f"method must be 'eq32' or 'slope', got {method!r}")
-    if n_log_points:
-        idx = log_spaced_indices(t, n_log_points)
-        t, ym = t[idx], ym[idx]
-    if len(t) < 2 * min_points + 1:
-        raise ValueError(f"need at least {2*min_points+1} positive points, got {len(t)}")
-    lt, ly = np.log(t), np.log(ym)
-    sse = lambda b: _eq32_sse(lt, ly, t, ym, b)[0]
-    cands = np.linspace(lt[min_points], lt[-min_points - 1], n_candidates)
-    i = int(np.argmin([sse(b) for b in cands]))
-    lo, hi = cands[max(i - 1, 0)], cands[min(i + 1, len(cands) - 1)]
-    b = optimize.minimize_scalar(sse, bounds=(lo, hi), method='bounded', options=dict(xatol=1e-4)).x
-    err, (s0, s1) = _eq32_sse(lt, ly, t, ym, b)
-    return Crossover(float(np.exp(b)), float(s0), float(s1), float(err))
+        t_c, s0, s1 = _slope_crossover(t, ym, window)
+        return Crossover(t_c, s0, s1, np.nan, **common, curve=(tf, np.exp(fits[supported][3])))
+    located = {'auto': supported, 'eq32': 'restart', 'bend': 'bend'}[method]
+    if located not in fits:
+        fits[located] = (_fit_restart(lt, ly, tf, yf, min_points, n_candidates) if located == 'restart'
+                         else _fit_bend(lt, ly, min_points))
+    sse, t_c, (s0, s1), fitted = fits[located]
+    return Crossover(float(t_c), float(s0), float(s1), float(sse), **common, curve=(tf, np.exp(fitted)))
 
-# %% ../nbs/06_spectral.ipynb #6e871ae8
+# %% ../nbs/06_spectral.ipynb #a45eac5e
 def _slope_crossover(t, ym, window):
+    "t_c where the local slope last falls below ½, with the mean local slope before and after it."
     ls = local_slope(t, ym, window)
     if len(ls) < 3:
         raise ValueError("too few points for local slopes: record more steps")
     above = ls.slope.to_numpy() > 0.5
     if above.all() or not above.any():
-        raise ValueError(f"no crossover: the local slope stays {'above' if above.all() else 'below'} 1/2 "
-                         f"(range {ls.slope.min():.2f}–{ls.slope.max():.2f})")
+        raise ValueError(f"no crossover through 1/2: the local slope stays {'above' if above.all() else 'below'} "
+                         f"1/2 (range {ls.slope.min():.2f}–{ls.slope.max():.2f})")
     i = np.flatnonzero(above)[-1]                      # last window still super-diffusive
     s0, s1, t0, t1 = ls.slope[i], ls.slope[i + 1], np.log(ls.t[i]), np.log(ls.t[i + 1])
     t_c = float(np.exp(t0 + (s0 - 0.5) / (s0 - s1) * (t1 - t0)))   # linear interpolation in log t
     early, late = ls[ls.t <= t_c].slope, ls[ls.t > t_c].slope
-    return Crossover(t_c, float(early.mean()), float(late.mean()), np.nan)
+    return t_c, float(early.mean()), float(late.mean())
 
-# %% ../nbs/06_spectral.ipynb #d417abe9
+# %% ../nbs/06_spectral.ipynb #9afd3b53
 def _eq32_offset(t, ym, t_c):
     "Least-squares r(t_c) of eq. 32 after t_c (log-space fit of r_c + A(t − t_c)^s), started from R(t_c)."
     after = t > t_c
@@ -213,8 +312,11 @@ def _eq32_offset(t, ym, t_c):
         return r0
 
 def fit_after_crossover(t, y, t_c: float, skip: float = 0.05, **kw) -> PowerLawFit:
-    "Fit paper eq. 32 after `t_c`: R(t) − r(t_c) ~ (t − t_c)^slope, skipping the first `skip` of log-time."
+    """Fit paper eq. 32 after `t_c`: R(t) − r(t_c) ~ (t − t_c)^slope, skipping the first `skip` of log-time.
+    Its interval holds t_c and r(t_c) fixed; `fit_late_exponent` gives one that does not."""
     t, y = _check_curve(t, y)
+    if not np.isfinite(t_c):
+        raise ValueError("t_c is not finite: no crossover was found, so fit the whole curve with fit_power_law")
     if not t[0] <= t_c < t[-1]:
         raise ValueError(f"t_c={t_c} lies outside the recorded times [{t[0]}, {t[-1]}]")
     Y = np.atleast_2d(y)
@@ -224,6 +326,93 @@ def fit_after_crossover(t, y, t_c: float, skip: float = 0.05, **kw) -> PowerLawF
     lo = np.exp(np.log(dt[0]) + skip * (np.log(dt[-1]) - np.log(dt[0])))
     ok = (dt >= lo) & (dy.mean(0) > 0)
     return fit_power_law(dt[ok], dy[:, ok] if y.ndim == 2 else dy[0, ok], **kw)
+
+# %% ../nbs/06_spectral.ipynb #7af77cf4
+LATE_ESTIMATORS = {'loglog': 'log-log slope after t_c (eq. 17)', 'eq32': 'eq. 32 fit after t_c'}
+
+@dataclass
+class LateExponent:
+    """Result of `fit_late_exponent`: the reported late exponent (`estimator`) with its bootstrap interval, the
+    other estimator as a check, t_c with its interval, and whether the late window is too short (< 1 decade)."""
+    slope: float
+    ci_low: float
+    ci_high: float
+    estimator: str
+    check_slope: float
+    check_ci_low: float
+    check_ci_high: float
+    check_estimator: str
+    t_c: float
+    t_c_ci_low: float
+    t_c_ci_high: float
+    model: str
+    late_decades: float
+    short_late_window: bool
+    n_boot: int                                   # replicates in which t_c could be re-detected
+
+def _late_slopes(t, y, t_c):
+    "Both late estimators after t_c."
+    return dict(loglog=fit_power_law(t, y, t_min=t_c, n_boot=0).slope,
+                eq32=fit_after_crossover(t, y, t_c, n_boot=0).slope)
+
+def _model_curve(t, y, c):
+    "The fitted crossover model of `c` at every positive point of one curve `y`: the centre of its bootstrap."
+    keep = (t > 0) & (y > 0)
+    return t[keep], y[keep], np.exp(np.interp(np.log(t[keep]), np.log(c.curve[0]), np.log(c.curve[1])))
+
+def _replicates(t, y, c, n_boot, rng):
+    "Bootstrap copies of the data: whole runs resampled, or moving blocks of log residuals about the fitted model."
+    if y.ndim == 2:
+        for _ in range(n_boot):
+            yield t, y[rng.integers(0, len(y), len(y))]
+        return
+    t, y, fitted = _model_curve(t, y, c)
+    res, b = np.log(y / fitted), max(1, int(round(len(t) ** (1 / 3))))
+    for _ in range(n_boot):
+        starts = rng.integers(0, len(t) - b + 1, int(np.ceil(len(t) / b)))
+        yield t, fitted * np.exp(np.concatenate([res[i:i + b] for i in starts])[:len(t)])
+
+def _estimates(t, y, c):
+    "t_c re-detected with the model and method of `c`, and both late estimators after it."
+    cb = detect_crossover(t, y, method=c.method, model=c.model)
+    return dict(t_c=cb.t_c, **_late_slopes(t, y, cb.t_c))
+
+# %% ../nbs/06_spectral.ipynb #7931b9a9
+def fit_late_exponent(t, y, crossover: Crossover | None = None, estimator: str | None = None, n_boot: int = 200,
+                      seed: int = 0, level: float = 0.95, method: str = 'auto') -> LateExponent:
+    """The late exponent by the estimator the crossover model calls for ('eq32' after a restart, 'loglog' after a
+    bend; or `estimator`), the other as a check; bootstrap intervals that re-detect t_c in every replicate."""
+    t, y = _check_curve(t, y)
+    c = crossover if crossover is not None else detect_crossover(t, y, method=method)
+    if not c.found:
+        raise ValueError("no crossover: the data support one power law, whose exponent is fit_power_law(t, y)")
+    if y.ndim == 1 and c.curve is None:
+        raise ValueError("a single curve is bootstrapped about its fitted crossover model: pass the Crossover "
+                         "returned by detect_crossover")
+    est = estimator or ('eq32' if c.model == 'restart' else 'loglog')
+    if est not in LATE_ESTIMATORS:
+        raise ValueError(f"estimator must be one of {list(LATE_ESTIMATORS)}, got {est!r}")
+    other = 'eq32' if est == 'loglog' else 'loglog'
+    point = dict(t_c=c.t_c, **_late_slopes(t, y, c.t_c))
+    shift = {k: 0. for k in point}                  # one curve: its replicates scatter about the fitted model,
+    if y.ndim == 1 and n_boot:                      # so their spread is centred on the model's own estimates
+        centre = _estimates(*_model_curve(t, y, c)[::2], c)
+        shift = {k: point[k] - centre[k] for k in point}
+    boots = []
+    for tb, yb in _replicates(t, y, c, n_boot, np.random.default_rng(seed)):
+        try:
+            boots.append({k: v + shift[k] for k, v in _estimates(tb, yb, c).items()})
+        except ValueError:
+            continue                                  # no t_c in this replicate: counted in n_boot
+    if n_boot and len(boots) < 0.9 * n_boot:
+        warnings.warn(f"t_c was re-detected in only {len(boots)} of {n_boot} bootstrap replicates: "
+                      "the interval is unreliable")
+    q = _interval_quantiles(level, len(y) if y.ndim == 2 else None)
+    ci = (pd.DataFrame(boots).quantile(q) if boots else pd.DataFrame(np.nan, q, ['t_c', *LATE_ESTIMATORS]))
+    return LateExponent(float(point[est]), *map(float, ci[est]), LATE_ESTIMATORS[est],
+                        float(point[other]), *map(float, ci[other]), LATE_ESTIMATORS[other],
+                        float(c.t_c), *map(float, ci['t_c']), c.model, c.late_decades, c.short_late_window,
+                        len(boots))
 
 # %% ../nbs/06_spectral.ipynb #9936d412
 GROWTH_LAWS = {

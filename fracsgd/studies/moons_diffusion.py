@@ -20,8 +20,8 @@ from ..displacement import runs_matrix
 from ..ensemble import EnsembleSettings, train_ensemble
 from ..sweep import Sweep, run_sweep
 from ..store import load_study
-from ..spectral import (fit_power_law, detect_crossover, fit_after_crossover, compare_growth_laws,
-                              diffusion_exponents)
+from ..spectral import (fit_power_law, detect_crossover, fit_late_exponent, compare_growth_laws,
+                              diffusion_regime, LATE_ESTIMATORS)
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'MoonsDiffusionConfig', 'config', 'MoonsRun', 'runs', 'train_run', 'sweep', 'analyse',
@@ -92,43 +92,45 @@ def sweep(cfg: MoonsDiffusionConfig, device=None) -> Sweep:
     return Sweep('moons-diffusion', train_run, runs(cfg, device), device=device)
 
 # %% ../../nbs/20_moons_diffusion.ipynb #33a6e6a9
-def _row(quantity, value, lo=np.nan, hi=np.nan):
-    return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi)
+def _row(quantity, value, lo=np.nan, hi=np.nan, note=''):
+    return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi, note=note)
+
+def _summary(c, early, late, late_fit, n_nets) -> pd.DataFrame:
+    "The study's table: one late exponent (the estimator the crossover model calls for), the other as a check."
+    window = (f'SHORT: {late.late_decades:.2f} decades < 1, a window mean, not an asymptotic exponent'
+              if late.short_late_window else f'{late.late_decades:.2f} decades')
+    return pd.DataFrame([
+        _row('crossover time t_c (steps)', c.t_c, late.t_c_ci_low, late.t_c_ci_high,
+             f'{c.model} (ΔBIC {c.delta_bic:.0f} against one power law); t_c by {c.method}'),
+        _row('early exponent, t < t_c', early.slope, early.ci_low, early.ci_high),
+        _row('late exponent 1/d_walk', late.slope, late.ci_low, late.ci_high, f'{late.estimator}; {window}'),
+        _row('late walk dimension d_walk', 1 / late.slope, 1 / late.ci_high, 1 / late.ci_low),
+        _row('late MSD exponent α = 2/d_walk', 2 * late.slope, 2 * late.ci_low, 2 * late.ci_high),
+        _row('late log-log fit r²', late_fit.r2),
+        _row('late window (decades after t_c)', late.late_decades, note='short' if late.short_late_window else ''),
+        _row('check only: late exponent by the other estimator', late.check_slope, late.check_ci_low,
+             late.check_ci_high, f'{late.check_estimator}: biased on a {c.model}, not a second estimate'),
+        _row('nets', n_nets),
+    ])
 
 def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0) -> dict:
-    "Crossover, early/late exponents with intervals, and growth-law comparison of the mean displacement."
+    "Crossover, early exponent, one late exponent with intervals, and growth laws of the mean displacement."
     steps, R_all = runs_matrix(table, 'R')                     # R_all: [nets, recorded steps], from step 0
     t, R = steps[steps > 0].astype(float), R_all[:, steps > 0]  # R: [nets, steps], from step 1
     c = detect_crossover(t, R, method='slope')
+    if not c.found:
+        raise ValueError(f"the mean displacement is one power law (slope {c.late_slope:.3f}, ΔBIC "
+                         f"{c.delta_bic:.1f}): no crossover to analyse")
     early = fit_power_law(t, R, t_max=c.t_c, n_boot=n_boot, seed=seed)
-    late = fit_power_law(t, R, t_min=c.t_c, n_boot=n_boot, seed=seed)
-    late32 = fit_after_crossover(t, R, c.t_c, n_boot=n_boot, seed=seed)
-    rng, tcs = np.random.default_rng(seed), []
-    for _ in range(n_boot):
-        resample = R[rng.integers(0, len(R), len(R))]       # [nets, steps], nets drawn with replacement
-        try:
-            tcs.append(detect_crossover(t, resample, method='slope').t_c)
-        except ValueError:
-            pass                                            # a resample without a crossover adds no t_c
-    tc_lo, tc_hi = np.quantile(tcs, [.025, .975]) if tcs else (np.nan, np.nan)
-    summary = pd.DataFrame([
-        _row('crossover time t_c (steps)', c.t_c, tc_lo, tc_hi),
-        _row('early exponent, t < t_c', early.slope, early.ci_low, early.ci_high),
-        _row('late exponent 1/d_walk, t ≥ t_c (eq. 17)', late.slope, late.ci_low, late.ci_high),
-        _row('late walk dimension d_walk', 1 / late.slope, 1 / late.ci_high, 1 / late.ci_low),
-        _row('late MSD exponent α = 2/d_walk', 2 * late.slope, 2 * late.ci_low, 2 * late.ci_high),
-        _row('late fit r²', late.r2),
-        _row('late exponent, eq. 32 fit', late32.slope, late32.ci_low, late32.ci_high),
-        _row('nets', len(R)),
-    ])
-    return dict(t=t, R=R, crossover=c, early=early, late=late, late_eq32=late32, summary=summary,
-                laws=compare_growth_laws(t, R, t_min=c.t_c),
-                regime_early=diffusion_exponents(early)['regime'],
-                regime_late=diffusion_exponents(late)['regime'])
+    late = fit_late_exponent(t, R, c, n_boot=n_boot, seed=seed)
+    late_fit = fit_power_law(t, R, t_min=c.t_c, n_boot=0)     # the log-log line after t_c, for r² and the plot
+    return dict(t=t, R=R, crossover=c, early=early, late=late, late_fit=late_fit,
+                summary=_summary(c, early, late, late_fit, len(R)), laws=compare_growth_laws(t, R, t_min=c.t_c),
+                regime_early=diffusion_regime(early.slope), regime_late=diffusion_regime(late.slope))
 
 # %% ../../nbs/20_moons_diffusion.ipynb #0e71e324
 def plot_displacement(res: dict, table: pd.DataFrame | None = None):
-    "Mean displacement with a band over nets, Brownian reference, crossover and both fits (paper fig. 1)."
+    "Mean displacement with a band over nets, Brownian reference, crossover and the fits (paper fig. 1)."
     t, R, c, early, late = res['t'], res['R'], res['crossover'], res['early'], res['late']
     m, lo, hi = R.mean(0), *np.quantile(R, [.1, .9], axis=0)
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -139,7 +141,10 @@ def plot_displacement(res: dict, table: pd.DataFrame | None = None):
     te = t[t <= c.t_c]
     ax.loglog(te, early.predict(te), 'C3:', lw=2, label=f'early fit: slope {early.slope:.2f}')
     tl = t[t > c.t_c]
-    ax.loglog(tl, late.predict(tl), 'C2-.', lw=2, label=f'late fit: slope {late.slope:.2f}')
+    short = ' (short window)' if late.short_late_window else ''
+    label = (f'late fit: slope {late.slope:.2f}{short}' if late.estimator == LATE_ESTIMATORS['loglog'] else
+             f'log-log after $t_c$ (check only): slope {res["late_fit"].slope:.2f}')
+    ax.loglog(tl, res['late_fit'].predict(tl), 'C2-.', lw=2, label=label)
     ax.axvline(c.t_c, color='gray', ls=':', label=f'crossover $t_c$ ≈ {c.t_c:.0f}')
     ax.set_xlabel('t (SGD steps)')
     ax.set_ylabel('R(t) = ‖w_t − w_0‖ (Euclidean, weight units)')
