@@ -101,6 +101,8 @@ def cluster_solutions(features, k: int, method: str = 'kmeans', seed: int = 0) -
 def cluster_centroids(features, labels, k: int) -> np.ndarray:
     "The mean feature vector [k, features] of each cluster; an empty cluster is an error naming it."
     F, labels = np.asarray(features, dtype=float), np.asarray(labels)
+    if labels.shape != F.shape[:1] or (labels.size and labels.min() < 0):
+        raise ValueError(f"labels must be {len(F)} non-negative cluster numbers, one per row of features")
     counts = np.bincount(labels, minlength=k)
     if len(counts) > k:
         raise ValueError(f"labels go up to {labels.max()}, but k={k}")
