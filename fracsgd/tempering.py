@@ -22,11 +22,11 @@ from .theory import effective_diffusion, tempering_exponent
 
 # %% auto #0
 __all__ = ['SILHOUETTE_STRONG', 'SILHOUETTE_NONE', 'ARI_STRONG', 'POSTERIOR_PAPER', 'probe_grid', 'predict_on_probe',
-           'check_predictions', 'function_features', 'cluster_solutions', 'cluster_centroids', 'assign_to_clusters',
-           'clustering_report', 'clustering_reports', 'weight_features', 'check_distribution', 'cluster_masses',
-           'seed_solutions', 'sample_posterior', 'draw_labels', 'posterior_masses', 'accessibility_factor', 'temper',
-           'tempered_masses', 'kl_divergence', 'js_divergence', 'distances', 'bootstrap_distances', 'noise_floor',
-           'compare_to_posterior', 'xi_scan', 'comparison_verdicts']
+           'check_predictions', 'predictions_from_table', 'function_features', 'cluster_solutions', 'cluster_centroids',
+           'assign_to_clusters', 'clustering_report', 'clustering_reports', 'weight_features', 'check_distribution',
+           'cluster_masses', 'seed_solutions', 'sample_posterior', 'draw_labels', 'posterior_masses',
+           'accessibility_factor', 'temper', 'tempered_masses', 'kl_divergence', 'js_divergence', 'distances',
+           'bootstrap_distances', 'noise_floor', 'compare_to_posterior', 'xi_scan', 'comparison_verdicts']
 
 # %% ../nbs/15_tempering.ipynb #67f15cd6
 def probe_grid(X, n: int = 20, margin: float = 0.5) -> torch.Tensor:
@@ -65,6 +65,19 @@ def check_predictions(predictions, n_probe: int | None = None) -> np.ndarray:
         raise ValueError("predictions must be class probabilities (finite, ≥ 0, summing to 1 over classes); "
                          "apply a softmax to logits first")
     return P
+
+def predictions_from_table(table: pd.DataFrame, columns, solution: str = 'solution',
+                           probe: str = 'probe') -> np.ndarray:
+    "A long table (one row per solution and probe point, class probabilities in `columns`) as an array."
+    missing = [c for c in [solution, probe, *columns] if c not in table]
+    if missing:
+        raise ValueError(f"the table has no column(s) {missing}; columns: {list(table.columns)}")
+    t = table.sort_values([solution, probe])
+    n_sol, n_probe = t[solution].nunique(), t[probe].nunique()
+    if len(t) != n_sol * n_probe or t.groupby(solution)[probe].nunique().min() != n_probe:
+        raise ValueError(f"every solution needs one row per probe point: {len(t)} rows for {n_sol} solutions "
+                         f"and {n_probe} probe points")
+    return check_predictions(t[list(columns)].to_numpy(float).reshape(n_sol, n_probe, len(columns)))
 
 def function_features(predictions) -> np.ndarray:
     "One row per solution [solutions, probe points × classes]: its predicted probabilities, flattened."

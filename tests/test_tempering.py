@@ -18,7 +18,8 @@ from fracsgd.tempering import (POSTERIOR_PAPER, accessibility_factor, assign_to_
                                check_distribution, check_predictions, cluster_centroids, cluster_masses,
                                cluster_solutions, clustering_report, compare_to_posterior, comparison_verdicts,
                                distances, draw_labels, function_features, js_divergence, kl_divergence,
-                               noise_floor, posterior_masses, predict_on_probe, probe_grid, sample_posterior,
+                               noise_floor, posterior_masses, predict_on_probe, predictions_from_table, probe_grid,
+                               sample_posterior,
                                seed_solutions, temper, tempered_masses, weight_features, xi_scan)
 
 torch.set_num_threads(1)
@@ -313,3 +314,14 @@ def test_other_bad_tempering_inputs():
         cluster_masses([0, 2], 2)
     with pytest.raises(ValueError, match="compare must be"):
         xi_scan([0.5, 0.5], [0.5, 0.5], [0.5], slope=0.3, compare='both')
+
+
+def test_predictions_from_a_long_table():
+    P, _ = planted(n_per=(3, 2), n_probe=6)
+    long = pd.DataFrame({'solution': np.repeat(np.arange(5), 6), 'probe': np.tile(np.arange(6), 5),
+                         'p0': P[..., 0].ravel(), 'p1': P[..., 1].ravel()})
+    assert np.array_equal(predictions_from_table(long.sample(frac=1, random_state=1), ['p0', 'p1']), P)
+    with pytest.raises(ValueError, match='one row per probe point'):
+        predictions_from_table(long.iloc[1:], ['p0', 'p1'])
+    with pytest.raises(ValueError, match=r"no column\(s\) \['p2'\]"):
+        predictions_from_table(long, ['p0', 'p2'])
