@@ -325,3 +325,14 @@ def test_predictions_from_a_long_table():
         predictions_from_table(long.iloc[1:], ['p0', 'p1'])
     with pytest.raises(ValueError, match=r"no column\(s\) \['p2'\]"):
         predictions_from_table(long, ['p0', 'p2'])
+
+
+def test_global_tempering_keeps_the_order_per_cluster_can_change_it():
+    # p^e is increasing in p for e > 0: one exponent never changes which cluster is largest; per-cluster ones can.
+    p = np.array([0.5, 0.3, 0.2])
+    for xi in (0.1, 0.5, 0.9, 2.0):
+        for s in (0.2, 0.5, 0.8):
+            for m in (1, 512):
+                assert (np.diff(tempered_masses(p, xi, m, slope=s)) <= 0).all()
+    flipped = tempered_masses(p, 0.5, slope=[0.2, 0.5, 0.5])        # D = 0.5^(2 − 1/s): [8, 1, 1]
+    assert np.allclose(flipped, np.array([0.5 ** 8, 0.3, 0.2]) / (0.5 ** 8 + 0.5)) and flipped.argmax() == 1

@@ -56,12 +56,15 @@ torch.set_num_threads(1)   # small nets and small tables: one thread avoids cont
 # exponents of 50 nets (its fig. 4). Both versions leave open what a study has to decide:
 #
 # * **m.** Corollary 3.2 writes $p_s^{mD_\xi}$ with $m$ the number of samples of $X_m$ (proof of Cor. 3.2,
-#   eq. 54–58: $e^{-m\mathcal L_m}=p(X_m\mid w)$). Applied to cluster masses, $m=n=512$ turns any mass
-#   below the largest into nothing; the masses of fig. 4b at $\xi=0.5$ are only plausible with $m=1$. Here
-#   `m` is a parameter, $n$ or 1.
+#   eq. 54–58: $e^{-m\mathcal L_m}=p(X_m\mid w)$). Applied to cluster masses, $m=n=512$ puts all the mass on
+#   the cluster SGD prefers, which contradicts the caption of fig. 4b (the posterior agrees with tempered SGD
+#   "despite SGD itself preferring the cluster C1"); the figure is only possible with a small $m$ such as 1.
+#   Here `m` is a parameter, $n$ or 1.
 # * **Global or per-cluster $D_\xi$.** Lemma 3.3 needs $D_\xi$ constant on the region; eq. 13 makes it depend
 #   on $\lambda(w)$. A study can use one $D_\xi$ for all clusters, or one per cluster from its own $\lambda_k$
-#   and $d_{s,k}$ (or its own slope). Both are offered.
+#   and $d_{s,k}$ (or its own slope). Both are offered. They differ in kind: one global exponent keeps the
+#   order of the cluster masses ($p^e$ grows with $p$), so only a per-cluster $D_\xi$ can move the largest
+#   mass away from the cluster SGD prefers, as the caption of fig. 4b describes.
 # * **Which comparison fig. 3 makes.** The text of §4.2 scans $\xi$ by "the KL-divergence between the empirical
 #   SGD distribution and the theoretical SGD distribution"; table 2 compares the posterior with the tempered
 #   SGD distribution. The scan below offers both: tempered SGD against the posterior, or SGD against the
@@ -520,6 +523,8 @@ assert np.allclose(tempered_masses(p, 1.0, slope=0.3), p)                  # ξ 
 sharp = tempered_masses(p, 0.5, slope=0.3)                                 # D = 0.5^(2 − 1/0.3) ≈ 2.52
 assert np.allclose(sharp, p ** 2.52 / (p ** 2.52).sum(), atol=1e-3) and sharp[0] > p[0]
 assert np.allclose(tempered_masses(p, 0.5, m=512, slope=0.3), [1, 0, 0])   # m = n: all on the largest
+for xi in (0.2, 0.5, 0.9, 1.5):                                            # one global exponent keeps the order
+    assert (np.diff(tempered_masses(p, xi, slope=0.3)) <= 0).all() and (np.diff(tempered_masses(p, xi, slope=0.7)) <= 0).all()
 per = tempered_masses(p, 0.5, llc=[10., 20., 30.], d_s=[6., 6., 6.])      # per cluster λ_k, one d_s
 assert np.allclose(per, temper(p, accessibility_factor(0.5, llc=[10., 20., 30.], d_s=6.)))
 
@@ -849,7 +854,7 @@ fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(13, 3.4))
 kl = 'KL(Bayes‖tempered SGD) [nats]'
 for name, part in scan.groupby('D'):
     a1.plot(part.xi, part[kl], marker='.', label=name)
-a1.set(xlabel='ξ', ylabel=kl, yscale='log', title='fig. 3 analogue: KL against ξ')
+a1.set(xlabel='ξ', ylabel=kl, title='fig. 3 analogue: KL against ξ')
 a1.legend(fontsize=8)
 a2.hist([solutions.llc[labels == c] for c in range(k)], bins=12, stacked=True,
         label=[f'C{c + 1}' for c in range(k)])
