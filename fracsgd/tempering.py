@@ -26,7 +26,8 @@ __all__ = ['SILHOUETTE_STRONG', 'SILHOUETTE_NONE', 'ARI_STRONG', 'POSTERIOR_PAPE
            'assign_to_clusters', 'clustering_report', 'clustering_reports', 'weight_features', 'check_distribution',
            'cluster_masses', 'seed_solutions', 'sample_posterior', 'draw_labels', 'posterior_masses',
            'accessibility_factor', 'temper', 'tempered_masses', 'kl_divergence', 'js_divergence', 'distances',
-           'bootstrap_distances', 'noise_floor', 'compare_to_posterior', 'xi_scan', 'comparison_verdicts']
+           'resample_labels', 'bootstrap_distances', 'noise_floor', 'compare_to_posterior', 'xi_scan',
+           'comparison_verdicts']
 
 # %% ../nbs/15_tempering.ipynb #67f15cd6
 def probe_grid(X, n: int = 20, margin: float = 0.5) -> torch.Tensor:
@@ -325,48 +326,64 @@ def distances(p, q, names=('P', 'Q'), positions=None, js_base: float = 2.0) -> p
 
 # %% ../nbs/15_tempering.ipynb #289a0723
 def _check_labels(labels, k: int, name: str) -> np.ndarray:
-    a = np.asarray(labels).ravel()
+    a = np.asarray(labels)
     if a.size == 0 or not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= k:
         raise ValueError(f"{name} must be non-empty whole-number cluster labels in 0..{k - 1}")
     return a
 
+def resample_labels(labels, rng: np.random.Generator, block: int = 1) -> np.ndarray:
+    """One bootstrap resample of `labels`: single labels with replacement (`block` 1), or, for chains
+    [..., draws], a moving-block resample of `block` consecutive draws at a time within each chain."""
+    a = np.asarray(labels)
+    if block == 1:
+        return rng.choice(a.ravel(), a.size)
+    chains = a.reshape(-1, a.shape[-1])                       # [chains, draws]
+    n = chains.shape[1]
+    if not (isinstance(block, (int, np.integer)) and 1 <= block <= n):
+        raise ValueError(f"block must be a whole number from 1 to the number of draws per chain ({n}), got {block!r}")
+    starts = rng.integers(0, n - block + 1, (len(chains), -(-n // block)))      # [chains, blocks]
+    idx = (starts[..., None] + np.arange(block)).reshape(len(chains), -1)[:, :n]
+    return np.take_along_axis(chains, idx, 1)
+
 def bootstrap_distances(labels_p, labels_q, k: int, transform_p=None, transform_q=None, names=('P', 'Q'),
-                        n_boot: int = 200, seed: int = 0, level: float = 0.95, **kw) -> pd.DataFrame:
+                        n_boot: int = 200, seed: int = 0, level: float = 0.95, block_p: int = 1, block_q: int = 1,
+                        **kw) -> pd.DataFrame:
     """`distances` between the masses of two label samples (each optionally transformed, e.g. tempered), with
-    percentile bootstrap intervals from resampling each sample."""
+    percentile bootstrap intervals from resampling each sample (`block_*` > 1: blocks of chain draws)."""
     lp, lq = _check_labels(labels_p, k, 'labels_p'), _check_labels(labels_q, k, 'labels_q')
     fp, fq = transform_p or (lambda p: p), transform_q or (lambda q: q)
     value = distances(fp(cluster_masses(lp, k)), fq(cluster_masses(lq, k)), names, **kw)
     rng = np.random.default_rng(seed)
-    boots = pd.DataFrame([distances(fp(cluster_masses(rng.choice(lp, lp.size), k)),
-                                    fq(cluster_masses(rng.choice(lq, lq.size), k)), names, **kw)
+    boots = pd.DataFrame([distances(fp(cluster_masses(resample_labels(lp, rng, block_p), k)),
+                                    fq(cluster_masses(resample_labels(lq, rng, block_q), k)), names, **kw)
                           for _ in range(n_boot)])
     lo, hi = (1 - level) / 2, (1 + level) / 2
     return pd.DataFrame({'metric': value.index, 'value': value.values,
                          'ci_low': boots.quantile(lo).values, 'ci_high': boots.quantile(hi).values})
 
 def noise_floor(labels, k: int, transform=None, n_boot: int = 200, seed: int = 0, level: float = 0.95,
-                **kw) -> pd.DataFrame:
+                block: int = 1, **kw) -> pd.DataFrame:
     "The distances between two independent resamples of one label sample: their median and `level` quantile."
     lab = _check_labels(labels, k, 'labels')
     f, rng = transform or (lambda p: p), np.random.default_rng(seed)
-    pairs = pd.DataFrame([distances(f(cluster_masses(rng.choice(lab, lab.size), k)),
-                                    f(cluster_masses(rng.choice(lab, lab.size), k)), **kw)
+    pairs = pd.DataFrame([distances(f(cluster_masses(resample_labels(lab, rng, block), k)),
+                                    f(cluster_masses(resample_labels(lab, rng, block), k)), **kw)
                           for _ in range(n_boot)])
     return pd.DataFrame({'metric': pairs.columns, 'median': pairs.median().values,
                          f'q{round(100 * level)}': pairs.quantile(level).values})
 
-# %% ../nbs/15_tempering.ipynb #2bb092d6
+# %% ../nbs/15_tempering.ipynb #1a0f6b54
 def compare_to_posterior(labels_sgd, labels_post, k: int, xi: float, m: float = 1, *, slope=None, llc=None,
-                         d_s=None, n_boot: int = 200, seed: int = 0, **kw) -> pd.DataFrame:
-    "Distances to the posterior of tempered SGD, raw SGD and uniform, with intervals, and the noise floor."
+                         d_s=None, n_boot: int = 200, seed: int = 0, block: int = 1, **kw) -> pd.DataFrame:
+    """Distances to the posterior of tempered SGD, raw SGD and uniform, with intervals, and the noise floor;
+    `block` > 1 resamples the posterior labels [..., draws] in blocks of consecutive draws."""
     factor = dict(slope=slope, llc=llc, d_s=d_s)
     temper_sgd = lambda p: tempered_masses(p, xi, m, **factor)
     uniform = lambda p: np.full(k, 1 / k)                            # fixed: nothing to resample
     parts = [('tempered SGD', temper_sgd), ('raw SGD', None), ('uniform', uniform)]
-    out = [bootstrap_distances(labels_post, labels_sgd, k, None, f, ('Bayes', 'Q'), n_boot, seed, **kw)
-           .assign(comparison=f'Q = {name}') for name, f in parts]
-    floor = noise_floor(labels_post, k, n_boot=n_boot, seed=seed, names=('Bayes', 'Q'), **kw)
+    out = [bootstrap_distances(labels_post, labels_sgd, k, None, f, ('Bayes', 'Q'), n_boot, seed, block_p=block,
+                               **kw).assign(comparison=f'Q = {name}') for name, f in parts]
+    floor = noise_floor(labels_post, k, n_boot=n_boot, seed=seed, block=block, names=('Bayes', 'Q'), **kw)
     out.append(pd.DataFrame({'metric': floor.metric, 'value': floor['median'], 'ci_low': np.nan,
                              'ci_high': floor.iloc[:, 2], 'comparison': 'noise floor: Q = Bayes resample'}))
     return pd.concat(out, ignore_index=True)[['comparison', 'metric', 'value', 'ci_low', 'ci_high']]

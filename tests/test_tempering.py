@@ -19,6 +19,7 @@ from fracsgd.tempering import (POSTERIOR_PAPER, accessibility_factor, assign_to_
                                cluster_solutions, clustering_report, compare_to_posterior, comparison_verdicts,
                                distances, draw_labels, function_features, js_divergence, kl_divergence,
                                noise_floor, posterior_masses, predict_on_probe, predictions_from_table, probe_grid,
+                               resample_labels,
                                sample_posterior,
                                seed_solutions, temper, tempered_masses, weight_features, xi_scan)
 
@@ -336,3 +337,17 @@ def test_global_tempering_keeps_the_order_per_cluster_can_change_it():
                 assert (np.diff(tempered_masses(p, xi, m, slope=s)) <= 0).all()
     flipped = tempered_masses(p, 0.5, slope=[0.2, 0.5, 0.5])        # D = 0.5^(2 − 1/s): [8, 1, 1]
     assert np.allclose(flipped, np.array([0.5 ** 8, 0.3, 0.2]) / (0.5 ** 8 + 0.5)) and flipped.argmax() == 1
+
+
+def test_block_resampling_keeps_runs_and_widens_intervals_of_correlated_chains():
+    rng = np.random.default_rng(0)
+    chain = np.repeat(rng.integers(0, 2, 20), 50)[None]            # one chain: 20 runs of 50 equal draws
+    r = resample_labels(chain, rng, block=50)
+    assert r.shape == chain.shape and all(np.isin(r[0, i:i + 1], chain).all() for i in range(0, 1000, 50))
+    # Width of the 95% interval of the mass of cluster 0 over 300 resamples (seed 1): single draws see 1000
+    # independent labels (width ≈ 4·sqrt(p(1-p)/1000) ≈ 0.06); blocks of 50 see ~20 (width ≈ 0.4).
+    width = lambda block: np.diff(np.quantile([cluster_masses(resample_labels(chain, np.random.default_rng(i), block), 2)[0]
+                                               for i in range(300)], [0.025, 0.975]))[0]
+    assert width(50) > 3 * width(1)
+    with pytest.raises(ValueError, match='block must be a whole number'):
+        resample_labels(chain, rng, block=2000)
