@@ -351,3 +351,13 @@ def test_block_resampling_keeps_runs_and_widens_intervals_of_correlated_chains()
     assert width(50) > 3 * width(1)
     with pytest.raises(ValueError, match='block must be a whole number'):
         resample_labels(chain, rng, block=2000)
+
+
+def test_an_infinite_noise_floor_gives_no_verdict():
+    # One posterior draw of 200 in cluster 2: most resamples leave it empty, so KL(Q‖Bayes) is infinite in the floor.
+    post = np.array([0] * 150 + [1] * 49 + [2])
+    sgd = np.random.default_rng(0).choice(3, 200, p=[0.5, 0.3, 0.2])
+    v = comparison_verdicts(compare_to_posterior(sgd, post, 3, 0.5, slope=0.3, n_boot=100))
+    assert v.loc['KL(Q‖Bayes) [nats]', 'noise floor (q95)'] == np.inf
+    assert pd.isna(v.loc['KL(Q‖Bayes) [nats]', 'tempered within noise floor'])
+    assert v.loc['JS divergence [bits]', 'tempered within noise floor'] in (True, False)

@@ -659,9 +659,10 @@ def bootstrap_distances(labels_p, labels_q, k: int, transform_p=None, transform_
     boots = pd.DataFrame([distances(fp(cluster_masses(resample_labels(lp, rng, block_p), k)),
                                     fq(cluster_masses(resample_labels(lq, rng, block_q), k)), names, **kw)
                           for _ in range(n_boot)])
-    lo, hi = (1 - level) / 2, (1 + level) / 2
+    lo, hi = (1 - level) / 2, (1 + level) / 2            # no interpolation: an infinite KL stays infinite
     return pd.DataFrame({'metric': value.index, 'value': value.values,
-                         'ci_low': boots.quantile(lo).values, 'ci_high': boots.quantile(hi).values})
+                         'ci_low': boots.quantile(lo, interpolation='lower').values,
+                         'ci_high': boots.quantile(hi, interpolation='higher').values})
 
 def noise_floor(labels, k: int, transform=None, n_boot: int = 200, seed: int = 0, level: float = 0.95,
                 block: int = 1, **kw) -> pd.DataFrame:
@@ -671,8 +672,8 @@ def noise_floor(labels, k: int, transform=None, n_boot: int = 200, seed: int = 0
     pairs = pd.DataFrame([distances(f(cluster_masses(resample_labels(lab, rng, block), k)),
                                     f(cluster_masses(resample_labels(lab, rng, block), k)), **kw)
                           for _ in range(n_boot)])
-    return pd.DataFrame({'metric': pairs.columns, 'median': pairs.median().values,
-                         f'q{round(100 * level)}': pairs.quantile(level).values})
+    return pd.DataFrame({'metric': pairs.columns, 'median': pairs.quantile(0.5, interpolation='higher').values,
+                         f'q{round(100 * level)}': pairs.quantile(level, interpolation='higher').values})
 
 
 # %% [markdown]
@@ -740,7 +741,8 @@ def xi_scan(p_sgd, p_post, xis, m: float = 1, *, slope=None, llc=None, d_s=None,
 
 def comparison_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     """Per metric of a `compare_to_posterior` table: is tempered SGD's whole interval below raw SGD's and the
-    uniform distribution's values, and is its value inside the noise floor (≤ the floor's 95% quantile)?"""
+    uniform distribution's values, and is its value inside the noise floor (≤ the floor's 95% quantile)?
+    An infinite floor (a resample with an empty cluster makes KL infinite) answers nothing: <NA>."""
     order = table.metric.unique()
     wide = table.pivot(index='metric', columns='comparison', values=['value', 'ci_high']).reindex(order)
     t_hi, v = wide['ci_high']['Q = tempered SGD'], wide['value']
@@ -749,7 +751,8 @@ def comparison_verdicts(table: pd.DataFrame) -> pd.DataFrame:
                          'uniform': v['Q = uniform'], 'noise floor (q95)': floor,
                          'tempered below raw SGD': t_hi < v['Q = raw SGD'],
                          'tempered below uniform': t_hi < v['Q = uniform'],
-                         'tempered within noise floor': v['Q = tempered SGD'] <= floor})
+                         'tempered within noise floor': (v['Q = tempered SGD'] <= floor).astype(object)
+                                                        .where(np.isfinite(floor), pd.NA)})
 
 # %% [markdown]
 # ## A small demonstration on moons
@@ -914,7 +917,11 @@ print(f"Clustering into {k} clusters: verdict '{rep_k.verdict}' (silhouette {rep
 print(f"SGLD chains: fraction of draws outside their start cluster {', '.join(f'{v:.2f}' for v in chains.left_start)}.")
 print(f"KL(Bayes‖tempered SGD) = {kl_row['tempered SGD']:.3f} vs raw SGD {kl_row['raw SGD']:.3f}, uniform "
       f"{kl_row['uniform']:.3f}, noise floor {kl_row['noise floor (q95)']:.3f}: whole interval below raw SGD: "
-      f"{kl_row['tempered below raw SGD']}; within the noise floor: {kl_row['tempered within noise floor']}.")
+      f"{kl_row['tempered below raw SGD']}; within the noise floor: "
+      f"{'undefined (a resample left a cluster empty)' if pd.isna(kl_row['tempered within noise floor']) else kl_row['tempered within noise floor']}.")
+js_row = verdicts.loc['JS divergence [bits]']
+print(f"JS divergence (bits) = {js_row['tempered SGD']:.3f} vs raw SGD {js_row['raw SGD']:.3f}, uniform {js_row['uniform']:.3f}, "
+      f"noise floor {js_row['noise floor (q95)']:.3f}.")
 
 # %%
 pd.Series(clock).round(1).to_frame('seconds')
