@@ -47,8 +47,13 @@ def predict_on_probe(models, probe) -> np.ndarray:
     if probe.ndim != 2 or probe.shape[1] != first.in_features:
         raise ValueError(f"the probe set must have shape [points, {first.in_features}] for these models, "
                          f"got {tuple(probe.shape)}")
-    with torch.no_grad():
-        out = [m.eval()(probe.to(next(m.parameters()).device)).softmax(-1).cpu() for m in models]
+    modes = [m.training for m in models]
+    try:
+        with torch.no_grad():
+            out = [m.eval()(probe.to(next(m.parameters()).device)).softmax(-1).cpu() for m in models]
+    finally:
+        for m, mode in zip(models, modes):
+            m.train(mode)
     return torch.stack(out).double().numpy()
 
 def check_predictions(predictions, n_probe: int | None = None) -> np.ndarray:
@@ -229,8 +234,18 @@ def sample_posterior(models, data, probe, settings: SGLDSettings = POSTERIOR_PAP
     probe = torch.as_tensor(probe, dtype=X.dtype, device=device)
     if probe.ndim != 2 or probe.shape[1:] != X.shape[1:]:
         raise ValueError(f"the probe set must have shape [points, {X.shape[1]}], got {tuple(probe.shape)}")
-    sampler = _ProbeRecorder(ModelStack(models, device), resolve_loss(loss), (X, y), s, probe)
-    sampler.sample(list(range(len(models))))             # all chains at once, model-major
+    modes, home = [m.training for m in models], next(models[0].parameters()).device
+    try:
+        for m in models:
+            m.eval()                                     # as for the LLC: batch norm uses running statistics
+        stack = ModelStack(models, device)
+        stack.template.to(device)
+        sampler = _ProbeRecorder(stack, resolve_loss(loss), (X, y), s, probe)
+        sampler.sample(list(range(len(models))))         # all chains at once, model-major
+    finally:
+        models[0].to(home)
+        for m, mode in zip(models, modes):
+            m.train(mode)
     out = torch.stack(sampler.outputs, 1)                # [models × chains, draws, probe, classes]
     return out.reshape(len(models), s.n_chains, *out.shape[1:]).numpy()
 

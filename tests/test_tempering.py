@@ -361,3 +361,11 @@ def test_an_infinite_noise_floor_gives_no_verdict():
     assert v.loc['KL(Q‖Bayes) [nats]', 'noise floor (q95)'] == np.inf
     assert pd.isna(v.loc['KL(Q‖Bayes) [nats]', 'tempered within noise floor'])
     assert v.loc['JS divergence [bits]', 'tempered within noise floor'] in (True, False)
+
+
+def test_models_keep_their_mode():
+    nets = [tiny_net(0).train(), tiny_net(1).eval()]
+    X = torch.randn(16, 2, generator=torch.Generator().manual_seed(1))
+    predict_on_probe(nets, X)
+    sample_posterior(nets, (X, (X[:, 0] > 0).long()), X, POSTERIOR_PAPER.replace(n_draws=2, n_burnin=0))
+    assert [n.training for n in nets] == [True, False]
