@@ -159,6 +159,7 @@ def check_range(name: str, value, low: float, high: float = math.inf, low_ok: bo
     if not (isinstance(value, (int, float)) and math.isfinite(value) and inside):
         raise ValueError(f"{name} must lie in {'[' if low_ok else '('}{low}, {high}), got {value!r}")
 
+
 # %%
 check_whole('n_chains', 3)
 check_range('lr', 0.1, 0, low_ok=False)
@@ -170,6 +171,7 @@ for call, words in [(lambda: check_whole('n_burnin', 1.5, 0), 'n_burnin must be 
         raise AssertionError(words)
     except ValueError as e:
         assert words in str(e), e
+
 
 # %%
 @dataclasses.dataclass(frozen=True)

@@ -661,7 +661,6 @@ except ValueError as e:
     assert 'stifness' in str(e)
 auto
 
-
 # %% [markdown]
 # The experiment table behind this choice (tuning part of the validation set; one row per setting, errors
 # against Aoyagi's exact $\lambda$; the [validation page](llc_validation.html) has the per-network rows, the

@@ -293,7 +293,13 @@ per_net.round(3)
 # ### The held-out part
 #
 # The default, run once on the 24 held-out networks, and the paper's preset (Hennick & De Baerdemacker,
-# table 3, with batch size 500):
+# table 3, with batch size 500). The default took 37.5 minutes in all on the loaded CPU (1.6 minutes per network;
+# a step of 4 chains takes 1.1–1.4 ms on a quiet one, so about 5 minutes there).
+#
+# **The target is not met.** The default's mean |relative error| on the 22 networks where it finished is 29%
+# (median 17%), from −59% to +132%; 11 of them are within 15%; it diverged on two deep networks even after three
+# halvings of the step. It is worse with noisy targets (mean |error| 41%) than without (17%). The paper's preset
+# is off by −30% to −100% (mean 74%).
 
 # %%
 held_out = validation_results('held-out')
@@ -323,17 +329,28 @@ for name, rows in [('held-out, default', default_rows),
 missed = pd.concat([held_out, tuning])
 missed = missed[(missed.rel_error.abs() > 0.15) & ~missed.flagged.astype(bool)]
 print('estimates off by > 15% that were not flagged:', len(missed))
+assert list(missed.net) == [18] and not met                  # what the prose says
 missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used', 'relaxations']]
 
 # %% [markdown]
-# The paper's preset is flagged everywhere, as it should be: 400 steps of $10^{-5}$ cover 0.4 relaxation times
-# of its localization, and its estimates sit 30–99% low. The price of catching every bad estimate is that most
-# good ones on these networks are flagged too: at the default, the reach used is large on nearly every DLN (the
-# localization holds the chains in most of the flat directions), and the estimate then depends on $\gamma$,
-# which is true and is what the flag says.
+# What the confusion says:
+#
+# * The paper's preset is flagged everywhere, as it should be: 400 steps of $10^{-5}$ cover 0.4 relaxation
+#   times of its localization, and its estimates sit 17–100% low.
+# * On the tuning part every estimate off by more than 15% was flagged (31 of 31), but so was every good one.
+# * On the held-out part the diagnostics **missed one** bad estimate: the two-layer network 9-20-9 at rank 1
+#   with noisy targets and $n = 3000$, estimated at +132%. Its chains look healthy by every measure (MALA
+#   acceptance 0.91, no drift, $\hat R = 1.01$, reach used 0.27 below `REACH_HIGH`, 3 relaxation times): they sit
+#   at equilibrium in a target whose mean is far from Aoyagi's $\lambda$. With a rank-1 truth and noise of
+#   $\sigma = 1$ the likelihood itself prefers the nearby higher-rank maps that fit the noise, and nothing in
+#   the chains can tell. We did not move the limits after seeing this: the held-out part is reported as run.
+# * The other 10 bad held-out estimates were flagged, and so were all 13 good ones: the flags are a necessary
+#   warning on these networks, not a test that separates good estimates from bad. At the default, the reach used
+#   is 0.27–0.79 on every DLN, so the localization holds the chains in many flat directions and the estimate
+#   depends on $\gamma$, which is true and is what the flag says.
 
 # %% [markdown]
-# To rerun the held-out part (about 2 minutes per network on a loaded 2-core CPU, 20–25 s on a quiet one):
+# To rerun the held-out part with the default (the `#| heavy` cell, not run in the tests):
 
 # %%
 #| heavy
