@@ -19,8 +19,9 @@ from .sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_be
 
 # %% auto #0
 __all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'MIN_RELAXATIONS', 'REACH_HIGH', 'AUTO_SETTING', 'batch_means_se',
-           'chain_statistics', 'reach_used', 'llc_problems', 'LLCResult', 'estimate_llc', 'top_hessian_eigenvalue',
-           'calibrate_step_size', 'localization_sweep', 'plateau_test', 'calibrate', 'LLCMeasurement', 'final_llc']
+           'chain_statistics', 'reach_used', 'llc_problems', 'LLCResult', 'estimate_llc',
+           'estimate_llc_until_stationary', 'top_hessian_eigenvalue', 'calibrate_step_size', 'localization_sweep',
+           'plateau_test', 'calibrate', 'LLCMeasurement', 'final_llc']
 
 # %% ../nbs/10_llc.ipynb #7f76113f
 def batch_means_se(x: np.ndarray) -> tuple[float, float]:
@@ -209,6 +210,32 @@ def _sample_in_chunks(sampler: SGLDSampler, per: int,
             runs.append(sampler.sample(ids, bar))
             baselines.append(base.cpu())
     return runs, baselines
+
+# %% ../nbs/10_llc.ipynb #66c03f37
+def _stationary(row) -> bool:
+    "Whether one diagnostics row passes the drift, R-hat and ESS checks."
+    ok = lambda v, bad: not (np.isfinite(v) and bad(v))
+    return (ok(row.drift_z, lambda z: abs(z) > 3) and ok(row.rhat, lambda r: r > RHAT_LIMIT)
+            and ok(row.ess, lambda e: e < ESS_MIN))
+
+def estimate_llc_until_stationary(model, data, loss='classification', settings: SGLDSettings | None = None, *,
+                                  max_draws: int = 64_000, device=None, **changes) -> LLCResult:
+    """`estimate_llc` of one model with its draws doubled, up to `max_draws`, until the drift test, R-hat and
+    ESS pass; a warning says when they still fail at `max_draws`."""
+    settings = (settings or SGLDSettings()).replace(**changes)
+    while True:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            res = estimate_llc(model, data, loss, settings, device=device)
+        if _stationary(res.diagnostics.iloc[0]) or 2 * settings.n_draws > max_draws:
+            break
+        settings = settings.replace(n_draws=2 * settings.n_draws)
+    for w in caught:                                           # the last run's warnings reach the user
+        warnings.warn(w.message, w.category, stacklevel=2)
+    if not _stationary(res.diagnostics.iloc[0]):
+        warnings.warn(f"estimate_llc_until_stationary: still not stationary at {settings.n_draws} draws "
+                      f"(max_draws={max_draws})", stacklevel=2)
+    return res
 
 # %% ../nbs/10_llc.ipynb #1a9264d6
 def top_hessian_eigenvalue(model: nn.Module, data, loss='classification', *, n_iter: int = 50,

@@ -262,8 +262,8 @@ quick
 #   is **flagged**: the reach used is 0.31–0.61, so the localization, not the likelihood, holds the chains in
 #   most directions and the estimate depends on $\gamma$ (the deeper the network, the more flat directions, the
 #   larger the reach used and the error). The five-layer row is also not yet stationary ($\hat R = 1.08$).
-# * On a network of the validation set, the exact full-batch sampler on the same localized target was off by as
-#   much as SGLD, so at these $n$ the gap is the target's (finite $n$, $\gamma>0$), not SGLD's.
+# * On a network of the validation set, the exact full-batch sampler on the same localized target (same
+#   $\gamma$) was off by as much as SGLD: much of the gap is the target's (finite $n$, $\gamma>0$), not SGLD's.
 # * The paper's preset (Hennick & De Baerdemacker, table 3) underestimates every network by 40–77%: 400 steps of
 #   size $10^{-5}$ from $w^*$ are far too few to equilibrate here, and $\gamma=100$ is large next to these
 #   networks' softer curvatures. Its LLCs are useful for *comparisons* under one fixed protocol, which is how

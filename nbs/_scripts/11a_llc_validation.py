@@ -31,7 +31,6 @@ from fracsgd.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
 import matplotlib.pyplot as plt
 torch.set_num_threads(1)   # the models on this page are small: one thread avoids contention on small CPUs
 
-
 # %% [markdown]
 # ## Why a validation set
 #
@@ -93,6 +92,7 @@ m0, (X0, y0) = validation_problem(specs.iloc[0])
 assert X0.shape == (specs.n[0], int(specs.layers[0].split('-')[0])) and len(m0) == specs.layers[0].count('-')
 print(specs.groupby('part')[['d', 'true_llc', 'noise', 'n']].describe().T.round(1).to_string())
 specs
+
 
 # %% [markdown]
 # ## An exact reference: full-batch MALA
@@ -160,6 +160,7 @@ print(f"{time.time() - t0:.1f} s", {k: round(v, 3) for k, v in exact.items()})
 # not the minimum of this sample's loss) plus 4 Monte-Carlo standard errors (seed 0)
 assert abs(exact['llc'] - 4) < 0.6 + 4 * exact['llc_se'] and 0.5 < exact['mala_acceptance'] < 1, exact
 
+
 # %% [markdown]
 # ## Running the set
 #
@@ -225,6 +226,7 @@ assert set(quick.columns) >= {'rel_error', 'flagged', 'rhat', 'ess', 'reach_used
 assert flag_confusion(quick).to_numpy().sum() == 1 and summarize(quick.assign(setting='quick')).nets.iloc[0] == 1
 quick[['layers', 'rank', 'noise', 'n', 'true_llc', 'estimate', 'rel_error', 'mala', 'rhat', 'reach_used', 'problems']]
 
+
 # %% [markdown]
 # ## Results
 #
@@ -268,23 +270,32 @@ per_net.round(3)
 # %% [markdown]
 # What the table says:
 #
-# * **No setting meets the target** (mean |error| ≤ 5%, no row above 15%). The errors go both ways, so no
-#   single constant fixes them: with $q=10^{-3}$ the 16 tuning networks range from −38% to +86%.
-# * **The previous automatic rule** ($q=10^{-4}$, stiffness 0.3, burn-in stiffness 2) diverged on both deep
-#   networks it was tried on, even after three halvings of the step: its chains drift far out along the singular
-#   set, where the curvature is much larger than $h_{\max}$ at $w^*$.
-# * **The sampler is not what limits the estimate.** On the two-layer network 20-16-19 (rank 5, noisy,
-#   $n=10^4$) the exact full-batch MALA gives −22% at $\gamma = 4.6$ and −20% at $\gamma=0.46$, where SGLD gave
-#   −18% and −33% at $\gamma = 4.6$ and $46$. What is left is the target itself at this $n$: the localization's
-#   pull on the directions that are flat to second order, the slow logarithmic approach of a singular posterior
-#   to its limit, and, for noisy targets, the baseline $L_n(w^*)$ at the true parameter, which lies above the
-#   sample's minimum by about $\lambda/n$ per sample and lowers the estimate by roughly $\lambda/\log n$
-#   (11% at $n=10^4$ in a regular model; the regular-model check above shows it).
+# * **No setting meets the target** (mean |error| ≤ 5%, no network above 15%). The errors go both ways, so no
+#   single constant fixes them.
+# * **The default** ($q = 3\cdot10^{-3}$, stiffness 0.1, 5000 + 5000 steps) has a mean |error| of 28% on the 15
+#   tuning networks where it finished (−43% to +77%) and diverged on one. It was chosen when only its first three
+#   tuning rows were in; on the complete tuning part, with a diverged run counted as 100%, it scores 33%, against
+#   31% for $q=10^{-3}$ (whose chains cover only 0.8 relaxation times and are still drifting) and 65% for the
+#   previous rule. We kept it: the first two are within each other's spread, and its chains relax.
+# * **The previous automatic rule** ($q=10^{-4}$, stiffness 0.3, burn-in stiffness 2, 6000 + 6000 steps)
+#   diverged on 6 of the 10 tuning networks it was run on, even after three halvings of the step, and with the
+#   burn-in at the sampling stiffness (0.3) it still diverged on all five of those we reran. Where it finished it
+#   was closer (+0.2%, −2.9%, +10.8%, +39%) than the default on the same networks (−22%, −43%, −29%, −13%): a
+#   rule with its small localization that does not diverge would be the next thing to try. The divergences
+#   appear a few steps after the burn-in ends: the chains escape along the flat directions during the burn-in,
+#   and halving only the sampling step, which is what the backoff does, cannot bring them back.
+# * **At a given localization, the sampler is not what limits the estimate.** On the two-layer network
+#   20-16-19 (rank 5, noisy, $n=10^4$) the exact full-batch MALA gives −22% at $\gamma = 4.6$, where SGLD gave
+#   −18%: that error belongs to the localized target, not to SGLD's discretization. (At $\gamma = 0.46$ the
+#   exact run was still drifting after 4000 steps, so it decides nothing.) What the target adds at these $n$:
+#   the localization's pull on the directions that are flat to second order, the slow logarithmic approach of a
+#   singular posterior to its limit, and, for noisy targets, the baseline $L_n(w^*)$ at the true parameter,
+#   which lies above the sample's minimum and lowers the estimate by roughly $\lambda/\log n$ in a regular
+#   model (11% at $n=2000$, as the regular-model check above shows).
 # * **Stronger localization** ($q = 10^{-2}$) stops the drift (8 relaxation times) but squeezes the estimate
 #   (−7% to −33%); **weaker** ($q=10^{-3}$, 0.8 relaxation times) leaves the chains drifting, with large errors
-#   both ways. $q = 3\cdot10^{-3}$ with $10^4$ steps, the smallest localization whose run covers about 3
-#   relaxation times, is the default we kept; it was run on only three tuning networks before the time ran out,
-#   and matched $q=10^{-3}$ where both ran.
+#   both ways. $q = 3\cdot10^{-3}$ with $10^4$ steps is the smallest localization whose run covers about 3
+#   relaxation times.
 # * **Longer chains** would be needed to lower $q$ further: $3/(cq)$ steps, i.e. $3\cdot10^5$ at $q=10^{-4}$,
 #   beyond the 20-minute budget of the whole held-out run. A preconditioned (RMSprop) SGLD was not tried: it
 #   changes the step per direction, not the target, and the exact sampler shows that the target is the problem.
@@ -329,7 +340,7 @@ for name, rows in [('held-out, default', default_rows),
 missed = pd.concat([held_out, tuning])
 missed = missed[(missed.rel_error.abs() > 0.15) & ~missed.flagged.astype(bool)]
 print('estimates off by > 15% that were not flagged:', len(missed))
-assert list(missed.net) == [18] and not met                  # what the prose says
+assert sorted(missed.net) == [10, 18] and not met            # what the prose says
 missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used', 'relaxations']]
 
 # %% [markdown]
@@ -337,15 +348,17 @@ missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used'
 #
 # * The paper's preset is flagged everywhere, as it should be: 400 steps of $10^{-5}$ cover 0.4 relaxation
 #   times of its localization, and its estimates sit 17–100% low.
-# * On the tuning part every estimate off by more than 15% was flagged (31 of 31), but so was every good one.
-# * On the held-out part the diagnostics **missed one** bad estimate: the two-layer network 9-20-9 at rank 1
-#   with noisy targets and $n = 3000$, estimated at +132%. Its chains look healthy by every measure (MALA
-#   acceptance 0.91, no drift, $\hat R = 1.01$, reach used 0.27 below `REACH_HIGH`, 3 relaxation times): they sit
-#   at equilibrium in a target whose mean is far from Aoyagi's $\lambda$. With a rank-1 truth and noise of
-#   $\sigma = 1$ the likelihood itself prefers the nearby higher-rank maps that fit the noise, and nothing in
-#   the chains can tell. We did not move the limits after seeing this: the held-out part is reported as run.
-# * The other 10 bad held-out estimates were flagged, and so were all 13 good ones: the flags are a necessary
-#   warning on these networks, not a test that separates good estimates from bad. At the default, the reach used
+# * The diagnostics **missed one bad estimate in each part**, both overestimates with noisy targets: on the
+#   held-out part the two-layer network 9-20-9 at rank 1 ($n = 3000$, +132%), on the tuning part 12-12-14-15-8
+#   at rank 2 ($n=3\cdot10^4$, +69%). Their chains look healthy by every measure (MALA acceptance 0.91 and 1.00,
+#   no drift, $\hat R \le 1.01$, 3 relaxation times, reach used 0.27 and 0.27, just below `REACH_HIGH`): they sit
+#   at equilibrium in a target whose mean is far above Aoyagi's $\lambda$. With a low-rank truth and noise of
+#   $\sigma = 1$ the likelihood itself favours the nearby higher-rank maps that fit the noise. A `REACH_HIGH` of
+#   0.25 would have caught both; the tuning miss came in after the limits were fixed and after the held-out part
+#   had been seen, so we left the limits as they were, and the held-out part is reported as run.
+# * Every other bad estimate was flagged (40 of 41 on the tuning part, 10 of 11 held out).
+# * All 13 good held-out estimates were flagged too: the flags are a necessary warning on these networks, not
+#   a test that separates good estimates from bad. At the default, the reach used
 #   is 0.27–0.79 on every DLN, so the localization holds the chains in many flat directions and the estimate
 #   depends on $\gamma$, which is true and is what the flag says.
 
