@@ -98,5 +98,7 @@ def dln_table(suite=DLN_SUITE, setting='auto', n: int = 10_000, seed: int = 0, d
         rows.append(dict(index=i, layers='-'.join(map(str, sizes)), rank=r,
                          d=sum(a * b for a, b in zip(sizes[:-1], sizes[1:])), true_llc=lam, estimate=res.llc,
                          se=res.llc_se, rel_error=res.llc / lam - 1, mala=d.mala_acceptance,
-                         drift_z=d.drift_z, seconds=time.perf_counter() - t0))
+                         drift_z=d.drift_z, rhat=d.rhat, ess=d.ess, reach_used=d.reach_used, flagged=d.flagged,
+                         problems=d.problems,
+                         seconds=time.perf_counter() - t0))
     return pd.DataFrame(rows)

@@ -18,9 +18,10 @@ from .stack import ModelStack, as_data, batched_loss, full_data_loss, resolve_lo
 from .sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta
 
 # %% auto #0
-__all__ = ['AUTO_SETTING', 'batch_means_se', 'chain_statistics', 'llc_problems', 'LLCResult', 'estimate_llc',
-           'top_hessian_eigenvalue', 'calibrate_step_size', 'localization_sweep', 'plateau_test', 'calibrate',
-           'LLCMeasurement', 'final_llc']
+__all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'MIN_RELAXATIONS', 'REACH_HIGH', 'AUTO_SETTING', 'batch_means_se',
+           'chain_statistics', 'reach_used', 'llc_problems', 'LLCResult', 'estimate_llc',
+           'estimate_llc_until_stationary', 'top_hessian_eigenvalue', 'calibrate_step_size', 'localization_sweep',
+           'plateau_test', 'calibrate', 'LLCMeasurement', 'final_llc']
 
 # %% ../nbs/10_llc.ipynb #7f76113f
 def batch_means_se(x: np.ndarray) -> tuple[float, float]:
@@ -39,20 +40,47 @@ def batch_means_se(x: np.ndarray) -> tuple[float, float]:
     return se, (s2 / se**2 if se > 0 else float('inf'))
 
 # %% ../nbs/10_llc.ipynb #302ba78b
+def _arviz():
+    "ArviZ, imported on first use with its import-time FutureWarning silenced."
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', FutureWarning)
+        import arviz
+    return arviz
+
 def chain_statistics(values: np.ndarray) -> dict:
-    "Estimate, standard error, ESS, between-chain sd and half-to-half drift of per-draw LLCs [chains, draws]."
+    """Estimate, standard error, between-chain sd, half-to-half drift, R-hat and ESS (ArviZ)
+    of per-draw LLCs [chains, draws]."""
     per_chain = values.mean(-1)                                              # [chains]
-    se, ess = batch_means_se(values)
+    se, _ = batch_means_se(values)
     half = values.shape[-1] // 2
     first, second = values[:, :half].mean(), values[:, half:].mean()
     drift_z = (second - first) / (2 * se) if half and se > 0 else float('nan')
     spread = per_chain.std(ddof=1) if len(per_chain) > 1 else float('nan')
-    return dict(llc=per_chain.mean(), llc_se=se, ess=ess, between_chain_sd=spread, llc_first_half=first,
-                llc_second_half=second, drift_z=drift_z)
+    az, ok = _arviz(), values.shape[0] > 1 and values.shape[1] >= 4 and np.isfinite(values).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')                                   # constant chains: R-hat is nan
+        rhat = float(az.rhat(values)) if ok else float('nan')
+        ess = float(az.ess(values)) if values.shape[1] >= 4 and np.isfinite(values).all() else float('nan')
+    return dict(llc=per_chain.mean(), llc_se=se, ess=ess, rhat=rhat, between_chain_sd=spread,
+                llc_first_half=first, llc_second_half=second, drift_z=drift_z)
 
-def llc_problems(llc: float, se: float, acceptance: float, drift_z: float) -> str:
-    "What is wrong with an estimate, in words ('' when nothing is)."
+# %% ../nbs/10_llc.ipynb #ba767207
+REACH_LIMIT = 0.05          # reach used gamma*|w - w*|^2/d above which chains drift along the singular set
+RHAT_LIMIT, ESS_MIN = 1.05, 100
+MIN_RELAXATIONS = 2.5       # epsilon*gamma*steps below which directions held only by gamma have not relaxed
+REACH_HIGH = 0.3            # reach used above which relaxed chains are held mostly by the localization
+
+def reach_used(sq_distance: float, localization: float, n_params: int) -> float:
+    "gamma * mean |w - w*|^2 / d: 1 for chains held by the localization alone, ~0 when the likelihood holds them."
+    return localization * sq_distance / n_params if n_params else float('nan')
+
+def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat: float = float('nan'),
+                 ess: float = float('nan'), reach: float = float('nan'),
+                 relaxations: float = float('inf')) -> str:
+    """What is wrong with an estimate and what to do about it, in words ('' when nothing is).
+    `reach`: gamma*|w - w*|^2/d; `relaxations`: step_size * localization * steps."""
     out = []
+    far = np.isfinite(reach) and reach > REACH_LIMIT and relaxations < MIN_RELAXATIONS
     if not np.isfinite(llc):
         out.append('non-finite LLC: the chain or the baseline is not finite (diverging SGLD?)')
     elif llc < 0:
@@ -60,8 +88,24 @@ def llc_problems(llc: float, se: float, acceptance: float, drift_z: float) -> st
                    '(train longer; smaller step_size or larger localization)')
     if np.isfinite(acceptance) and acceptance < 0.9:
         out.append(f'MALA acceptance {acceptance:.2f} < 0.9: step_size too large (discretization error)')
-    if np.isfinite(drift_z) and drift_z > 3:
-        out.append('running estimate still rising: not equilibrated (more burn-in/draws or larger step_size)')
+    if far:
+        out.append(f'chains drift along flat directions held only by the localization (reach used '
+                   f'{reach:.2f} > {REACH_LIMIT} after {relaxations:.2g} < {MIN_RELAXATIONS:g} relaxation times '
+                   f'1/(step_size*localization)): increase localization, or run >= {MIN_RELAXATIONS:g} relaxation times')
+    elif np.isfinite(reach) and reach > REACH_HIGH:
+        out.append(f'the localization, not the likelihood, holds the chains in most directions (reach used '
+                   f'{reach:.2f} > {REACH_HIGH}): the estimate depends on the localization; compare several '
+                   f'with localization_sweep')
+    if np.isfinite(drift_z) and abs(drift_z) > 3:
+        way = 'rising' if drift_z > 0 else 'falling'
+        cure = ('increase localization (the chains drift away from w*)' if far and drift_z > 0
+                else 'longer burn-in (the chains are still relaxing)')
+        out.append(f'running estimate still {way} (z = {drift_z:.1f}): not stationary; {cure}')
+    if np.isfinite(rhat) and rhat > RHAT_LIMIT:
+        out.append(f'R-hat {rhat:.3f} > {RHAT_LIMIT}: the chains disagree; longer burn-in and more draws'
+                   + (', or increase localization' if far else ''))
+    if np.isfinite(ess) and ess < ESS_MIN:
+        out.append(f'ESS {ess:.0f} < {ESS_MIN}: too few effective draws; more draws')
     return '; '.join(out)
 
 # %% ../nbs/10_llc.ipynb #18d962da
@@ -84,9 +128,10 @@ class LLCResult:
         return float(self.llc)
 
 # %% ../nbs/10_llc.ipynb #a1f7afba
-def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool) -> LLCResult:
+def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool,
+              n_params: int = 0) -> LLCResult:
     """One `LLCResult` from the runs of all chunks.
-    Per-draw LLCs, their statistics and one diagnostics row per model."""
+    Per-draw LLCs, their statistics and one diagnostics row per model (`n_params`: d, for the reach used)."""
     M, C, n_beta = len(baselines), settings.n_chains, settings.n_beta
     trace = torch.cat([r.trace for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, steps]
     draws = torch.cat([r.draws for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, draws]
@@ -99,11 +144,14 @@ def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings
         # sampling only
         d = steps[(steps.model == m) & (steps.step >= settings.n_burnin)] if len(steps) else steps
         acc = float(d.mala_acceptance.mean()) if len(d) else float('nan')
+        reach = reach_used(float(d.distance.pow(2).mean()), used[m].localization, n_params) if len(d) else np.nan
+        relax = used[m].step_size * used[m].localization * used[m].n_steps
+        problems = llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'], st['rhat'], st['ess'], reach, relax)
         rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
                          **st, baseline=baselines[m], mala_acceptance=acc,
                          grad_to_noise=float(d.grad_to_noise.mean()) if len(d) else float('nan'),
                          distance=float(d.distance.iloc[-C:].mean()) if len(d) else float('nan'),
-                         problems=llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'])))
+                         reach_used=reach, relaxations=relax, flagged=bool(problems), problems=problems))
     table = pd.DataFrame(rows)
     for r in rows:
         if r['problems']:
@@ -141,7 +189,7 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
         models[0].to(home)
         for m, mode in zip(models, modes):
             m.train(mode)
-    return _assemble(runs, torch.cat(baselines).numpy(), settings, single)
+    return _assemble(runs, torch.cat(baselines).numpy(), settings, single, stack.flat.shape[1])
 
 def _sample_in_chunks(sampler: SGLDSampler, per: int,
                       progress: bool) -> tuple[list[SGLDRun], list[torch.Tensor]]:
@@ -162,6 +210,32 @@ def _sample_in_chunks(sampler: SGLDSampler, per: int,
             runs.append(sampler.sample(ids, bar))
             baselines.append(base.cpu())
     return runs, baselines
+
+# %% ../nbs/10_llc.ipynb #66c03f37
+def _stationary(row) -> bool:
+    "Whether one diagnostics row passes the drift, R-hat and ESS checks."
+    ok = lambda v, bad: not (np.isfinite(v) and bad(v))
+    return (ok(row.drift_z, lambda z: abs(z) > 3) and ok(row.rhat, lambda r: r > RHAT_LIMIT)
+            and ok(row.ess, lambda e: e < ESS_MIN))
+
+def estimate_llc_until_stationary(model, data, loss='classification', settings: SGLDSettings | None = None, *,
+                                  max_draws: int = 64_000, device=None, **changes) -> LLCResult:
+    """`estimate_llc` of one model with its draws doubled, up to `max_draws`, until the drift test, R-hat and
+    ESS pass; a warning says when they still fail at `max_draws`."""
+    settings = (settings or SGLDSettings()).replace(**changes)
+    while True:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            res = estimate_llc(model, data, loss, settings, device=device)
+        if _stationary(res.diagnostics.iloc[0]) or 2 * settings.n_draws > max_draws:
+            break
+        settings = settings.replace(n_draws=2 * settings.n_draws)
+    for w in caught:                                           # the last run's warnings reach the user
+        warnings.warn(w.message, w.category, stacklevel=2)
+    if not _stationary(res.diagnostics.iloc[0]):
+        warnings.warn(f"estimate_llc_until_stationary: still not stationary at {settings.n_draws} draws "
+                      f"(max_draws={max_draws})", stacklevel=2)
+    return res
 
 # %% ../nbs/10_llc.ipynb #1a9264d6
 def top_hessian_eigenvalue(model: nn.Module, data, loss='classification', *, n_iter: int = 50,
@@ -250,8 +324,8 @@ def plateau_test(sweep: pd.DataFrame, rel_tol: float = 0.05, n_se: float = 2.0) 
                 high=float(s.localization[hi]), llc=float(s.llc[lo:hi + 1].mean()))
 
 # %% ../nbs/10_llc.ipynb #7ec57663
-AUTO_SETTING = dict(stiffness=0.3, burnin_stiffness=2.0, localization_ratio=1e-4, n_chains=4, n_burnin=6000,
-                    n_draws=6000, steps_between_draws=1, batch_size=500)
+AUTO_SETTING = dict(stiffness=0.1, burnin_stiffness=0.1, localization_ratio=3e-3, n_chains=4, n_burnin=5000,
+                    n_draws=5000, steps_between_draws=1, batch_size=500)
 
 def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
               **rules) -> SGLDSettings:
@@ -271,32 +345,52 @@ def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | 
 
 # %% ../nbs/10_llc.ipynb #ea5302fc
 class LLCMeasurement:
-    "A displacement-recorder measurement: `fn(model)`, called every `every` steps, returns the LLC estimate."
+    "A displacement-recorder measurement: `fn(model)`, called every `every` steps, returns the LLC and a flag."
     def __init__(self, data, loss='classification', every: int = 100, details: bool = False,
                  settings: SGLDSettings = PAPER_PRESET, device=None, **changes):
-        if int(every) != every or every < 1:
+        if isinstance(every, bool) or int(every) != every or every < 1:
             raise ValueError(f"every must be a positive integer, got {every!r}")
+        if not isinstance(settings, SGLDSettings):
+            raise TypeError(f"settings must be an SGLDSettings, got {type(settings).__name__}")
+        self.settings = settings.replace(**changes)          # unknown names and bad values are refused here
+        if self.settings.n_draws < 2:
+            raise ValueError(f"n_draws must be at least 2 for an LLC measurement (a standard error and a "
+                             f"drift test need 2 draws), got {self.settings.n_draws}")
+        resolve_loss(loss)                                    # an unknown loss is named now
+        as_data(data, 'cpu')                                  # so are empty or mismatched data
         self.data, self.loss, self.every, self.details, self.device = data, loss, int(every), details, device
-        self.settings = settings.replace(**changes)
         self.calls, self.last = 0, None
 
-    def __call__(self, model: nn.Module):
+    def __call__(self, model: nn.Module) -> dict:
         settings = self.settings.replace(seed=self.settings.seed + self.calls)
         self.calls += 1
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
             self.last = estimate_llc(model, self.data, self.loss, settings, device=self.device)
-        if not self.details:
-            return float(self.last.llc)
         d = self.last.diagnostics.iloc[0]
-        return dict(llc=float(d.llc), se=float(d.llc_se), mala=float(d.mala_acceptance),
-                    flagged=float(bool(d.problems)))
+        for w in caught:                                      # re-raised with the call they belong to
+            warnings.warn(f"LLC measurement {self.calls} (training step ~{self.calls * self.every}): "
+                          f"{w.message}", w.category, stacklevel=2)
+        out = dict(llc=float(d.llc), flagged=float(d.flagged))
+        if self.details:
+            out.update(se=float(d.llc_se), mala=float(d.mala_acceptance))
+        return out
 
 def final_llc(table: pd.DataFrame, column: str = 'llc', last: int = 10) -> float:
-    "The paper's final LLC: the mean of the last `last` LLC estimates in a trajectory table (appendix G.1)."
+    """The paper's final LLC: the mean of the last `last` LLC estimates in a trajectory table (appendix G.1).
+    `column` is a column or the name of an `LLCMeasurement` (whose estimates sit in `<name>/llc`); flagged
+    estimates among them are counted in a warning."""
+    if column not in table and f'{column}/llc' in table:
+        column = f'{column}/llc'
     if column not in table:
         raise ValueError(f"table has no column {column!r}; columns: {list(table.columns)}")
     values = table[column].dropna()
     if len(values) == 0:
         raise ValueError(f"column {column!r} holds no LLC estimates")
+    flags = column.rsplit('/', 1)[0] + '/flagged'
+    if flags in table:
+        n_flagged = int((table.loc[values.index[-last:], flags] > 0).sum())
+        if n_flagged:
+            warnings.warn(f"final_llc: {n_flagged} of the last {min(last, len(values))} estimates in "
+                          f"{column!r} are flagged (see the measurement's warnings)", stacklevel=2)
     return float(values.iloc[-last:].mean())

@@ -98,29 +98,82 @@ se, exact, ess
 #
 # For each model, the draws of its chains become per-draw LLC values $n\beta\,(L_B(w_t) - L_n(w^*))$ (or
 # $n\beta\,(L_B(w_t) - L_B(w^*))$ with the paired baseline); `chain_statistics` reduces them to the estimate,
-# its standard error, the effective sample size, the spread between chains, and a drift test: the mean of the
-# second half of the draws against the first, in standard errors. `llc_problems` turns the numbers into plain
-# warnings: a **negative** LLC means $w^*$ is not a local minimum or the chain found lower loss (Lau et al. app.
-# H.3); a **non-finite** one means divergence; a mean MALA acceptance **below 0.9** means the step is too large;
-# a running estimate whose second half exceeds the first by more than 3 standard errors has **not
-# equilibrated**.
+# its standard error, the spread between chains, a drift test (the mean of the second half of the draws against
+# the first, in standard errors), and ArviZ's rank-normalized $\hat R$ and bulk effective sample size across
+# chains (`arviz.rhat`, `arviz.ess` on the `[chain, draw]` array; Vehtari et al. 2021).
 
 # %%
 #| export
+def _arviz():
+    "ArviZ, imported on first use with its import-time FutureWarning silenced."
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', FutureWarning)
+        import arviz
+    return arviz
+
 def chain_statistics(values: np.ndarray) -> dict:
-    "Estimate, standard error, ESS, between-chain sd and half-to-half drift of per-draw LLCs [chains, draws]."
+    """Estimate, standard error, between-chain sd, half-to-half drift, R-hat and ESS (ArviZ)
+    of per-draw LLCs [chains, draws]."""
     per_chain = values.mean(-1)                                              # [chains]
-    se, ess = batch_means_se(values)
+    se, _ = batch_means_se(values)
     half = values.shape[-1] // 2
     first, second = values[:, :half].mean(), values[:, half:].mean()
     drift_z = (second - first) / (2 * se) if half and se > 0 else float('nan')
     spread = per_chain.std(ddof=1) if len(per_chain) > 1 else float('nan')
-    return dict(llc=per_chain.mean(), llc_se=se, ess=ess, between_chain_sd=spread, llc_first_half=first,
-                llc_second_half=second, drift_z=drift_z)
+    az, ok = _arviz(), values.shape[0] > 1 and values.shape[1] >= 4 and np.isfinite(values).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')                                   # constant chains: R-hat is nan
+        rhat = float(az.rhat(values)) if ok else float('nan')
+        ess = float(az.ess(values)) if values.shape[1] >= 4 and np.isfinite(values).all() else float('nan')
+    return dict(llc=per_chain.mean(), llc_se=se, ess=ess, rhat=rhat, between_chain_sd=spread,
+                llc_first_half=first, llc_second_half=second, drift_z=drift_z)
 
-def llc_problems(llc: float, se: float, acceptance: float, drift_z: float) -> str:
-    "What is wrong with an estimate, in words ('' when nothing is)."
+
+# %% [markdown]
+# ### What the numbers say, in words
+#
+# `llc_problems` turns the numbers into plain warnings, each naming its cure:
+#
+# * a **negative** LLC means $w^*$ is not a local minimum or the chain found lower loss (Lau et al. app. H.3); a
+#   **non-finite** one means divergence;
+# * a mean MALA acceptance **below 0.9** means the step is too large;
+# * **drift along the singular set.** Around a singular $w^*$ the loss is flat, to second order, along whole
+#   directions; there only the localization holds the chains, and its reach is $1/\sqrt\gamma$ per direction.
+#   Chains that wander that far reach less singular points, whose local $\lambda$ is larger, and the estimate
+#   rises with them. The **reach used**, $u=\gamma\,\overline{\|w_t-w^*\|^2}/d$, is 1 for chains held by the
+#   localization alone and near 0 for chains held by the likelihood. Directions held by $\gamma$ alone relax in
+#   $1/(\epsilon\gamma)$ steps, so a run of $T$ steps covers $\epsilon\gamma T$ **relaxation times**; with
+#   fewer than `MIN_RELAXATIONS` and a reach used above `REACH_LIMIT`, the chains are still drifting outwards
+#   along the flat directions, and the cure is a larger localization (or more steps). Relaxed chains with a reach
+#   used above `REACH_HIGH` are held by the localization in most directions: the estimate then depends on
+#   $\gamma$, in a direction the chains cannot tell, and `localization_sweep` shows by how much;
+# * a running estimate whose halves differ by more than 3 standard errors is **not stationary**: rising with a
+#   large reach used is the drift above (increase localization), otherwise the chains are still relaxing
+#   (longer burn-in);
+# * $\hat R$ above 1.05 (the chains disagree) or a bulk ESS below 100 (too few effective draws) mean the chains
+#   have not mixed: longer burn-in and more draws.
+#
+# The two limits were set on the tuning part of the [validation set](llc_validation.html), where every estimate
+# off by more than 15% was caught by one of these checks, and kept fixed for the held-out part.
+
+# %%
+#| export
+REACH_LIMIT = 0.05          # reach used gamma*|w - w*|^2/d above which chains drift along the singular set
+RHAT_LIMIT, ESS_MIN = 1.05, 100
+MIN_RELAXATIONS = 2.5       # epsilon*gamma*steps below which directions held only by gamma have not relaxed
+REACH_HIGH = 0.3            # reach used above which relaxed chains are held mostly by the localization
+
+def reach_used(sq_distance: float, localization: float, n_params: int) -> float:
+    "gamma * mean |w - w*|^2 / d: 1 for chains held by the localization alone, ~0 when the likelihood holds them."
+    return localization * sq_distance / n_params if n_params else float('nan')
+
+def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat: float = float('nan'),
+                 ess: float = float('nan'), reach: float = float('nan'),
+                 relaxations: float = float('inf')) -> str:
+    """What is wrong with an estimate and what to do about it, in words ('' when nothing is).
+    `reach`: gamma*|w - w*|^2/d; `relaxations`: step_size * localization * steps."""
     out = []
+    far = np.isfinite(reach) and reach > REACH_LIMIT and relaxations < MIN_RELAXATIONS
     if not np.isfinite(llc):
         out.append('non-finite LLC: the chain or the baseline is not finite (diverging SGLD?)')
     elif llc < 0:
@@ -128,20 +181,45 @@ def llc_problems(llc: float, se: float, acceptance: float, drift_z: float) -> st
                    '(train longer; smaller step_size or larger localization)')
     if np.isfinite(acceptance) and acceptance < 0.9:
         out.append(f'MALA acceptance {acceptance:.2f} < 0.9: step_size too large (discretization error)')
-    if np.isfinite(drift_z) and drift_z > 3:
-        out.append('running estimate still rising: not equilibrated (more burn-in/draws or larger step_size)')
+    if far:
+        out.append(f'chains drift along flat directions held only by the localization (reach used '
+                   f'{reach:.2f} > {REACH_LIMIT} after {relaxations:.2g} < {MIN_RELAXATIONS:g} relaxation times '
+                   f'1/(step_size*localization)): increase localization, or run >= {MIN_RELAXATIONS:g} relaxation times')
+    elif np.isfinite(reach) and reach > REACH_HIGH:
+        out.append(f'the localization, not the likelihood, holds the chains in most directions (reach used '
+                   f'{reach:.2f} > {REACH_HIGH}): the estimate depends on the localization; compare several '
+                   f'with localization_sweep')
+    if np.isfinite(drift_z) and abs(drift_z) > 3:
+        way = 'rising' if drift_z > 0 else 'falling'
+        cure = ('increase localization (the chains drift away from w*)' if far and drift_z > 0
+                else 'longer burn-in (the chains are still relaxing)')
+        out.append(f'running estimate still {way} (z = {drift_z:.1f}): not stationary; {cure}')
+    if np.isfinite(rhat) and rhat > RHAT_LIMIT:
+        out.append(f'R-hat {rhat:.3f} > {RHAT_LIMIT}: the chains disagree; longer burn-in and more draws'
+                   + (', or increase localization' if far else ''))
+    if np.isfinite(ess) and ess < ESS_MIN:
+        out.append(f'ESS {ess:.0f} < {ESS_MIN}: too few effective draws; more draws')
     return '; '.join(out)
 
 
 # %%
 flat_chains = np.full((2, 100), 5.0) + np.random.default_rng(1).normal(0, 1, (2, 100))
 stats = chain_statistics(flat_chains)
-assert abs(stats['llc'] - 5) < 0.5 and abs(stats['drift_z']) < 3
+assert abs(stats['llc'] - 5) < 0.5 and abs(stats['drift_z']) < 3 and stats['rhat'] < 1.05 and stats['ess'] > 100
 rising = chain_statistics(np.tile(np.linspace(0, 10, 100), (2, 1)))
 assert rising['drift_z'] > 3
-assert 'not equilibrated' in llc_problems(rising['llc'], rising['llc_se'], 1.0, rising['drift_z'])
-assert llc_problems(5.0, 0.1, 0.95, 0.0) == ''
+assert 'longer burn-in' in llc_problems(rising['llc'], rising['llc_se'], 1.0, rising['drift_z'])
+# the same rise with chains far out along the flat directions: the cure is the localization
+assert 'increase localization' in llc_problems(5.0, 0.1, 1.0, rising['drift_z'], reach=0.5, relaxations=0.3)
+# far out but relaxed: the localization holds them where it should, no drift
+assert 'drift' not in llc_problems(5.0, 0.1, 1.0, 0.0, reach=0.2, relaxations=10)
+assert llc_problems(5.0, 0.1, 1.0, 0.0, 1.0, 1000.0, reach=0.2, relaxations=10) == ''
+assert 'localization_sweep' in llc_problems(5.0, 0.1, 1.0, 0.0, reach=0.5, relaxations=10)
+apart = chain_statistics(np.random.default_rng(2).normal(0, 1, (4, 500)) + np.arange(4)[:, None])
+assert apart['rhat'] > 1.05 and 'R-hat' in llc_problems(apart['llc'], apart['llc_se'], 1.0, 0.0, apart['rhat'])
+assert llc_problems(5.0, 0.1, 0.95, 0.0, 1.0, 1000.0, 0.01) == ''
 assert 'negative' in llc_problems(-1.0, 0.1, 0.95, 0.0) and 'MALA' in llc_problems(5.0, 0.1, 0.5, 0.0)
+assert reach_used(sq_distance=4.0, localization=0.5, n_params=2) == 1.0   # held by the localization alone
 
 
 # %% [markdown]
@@ -189,9 +267,10 @@ class LLCResult:
 
 # %%
 #| export
-def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool) -> LLCResult:
+def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool,
+              n_params: int = 0) -> LLCResult:
     """One `LLCResult` from the runs of all chunks.
-    Per-draw LLCs, their statistics and one diagnostics row per model."""
+    Per-draw LLCs, their statistics and one diagnostics row per model (`n_params`: d, for the reach used)."""
     M, C, n_beta = len(baselines), settings.n_chains, settings.n_beta
     trace = torch.cat([r.trace for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, steps]
     draws = torch.cat([r.draws for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, draws]
@@ -204,11 +283,14 @@ def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings
         # sampling only
         d = steps[(steps.model == m) & (steps.step >= settings.n_burnin)] if len(steps) else steps
         acc = float(d.mala_acceptance.mean()) if len(d) else float('nan')
+        reach = reach_used(float(d.distance.pow(2).mean()), used[m].localization, n_params) if len(d) else np.nan
+        relax = used[m].step_size * used[m].localization * used[m].n_steps
+        problems = llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'], st['rhat'], st['ess'], reach, relax)
         rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
                          **st, baseline=baselines[m], mala_acceptance=acc,
                          grad_to_noise=float(d.grad_to_noise.mean()) if len(d) else float('nan'),
                          distance=float(d.distance.iloc[-C:].mean()) if len(d) else float('nan'),
-                         problems=llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'])))
+                         reach_used=reach, relaxations=relax, flagged=bool(problems), problems=problems))
     table = pd.DataFrame(rows)
     for r in rows:
         if r['problems']:
@@ -260,7 +342,7 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
         models[0].to(home)
         for m, mode in zip(models, modes):
             m.train(mode)
-    return _assemble(runs, torch.cat(baselines).numpy(), settings, single)
+    return _assemble(runs, torch.cat(baselines).numpy(), settings, single, stack.flat.shape[1])
 
 def _sample_in_chunks(sampler: SGLDSampler, per: int,
                       progress: bool) -> tuple[list[SGLDRun], list[torch.Tensor]]:
@@ -298,14 +380,14 @@ X_reg, y_reg = dln_data(reg, 4000)
 nb = default_n_beta(len(X_reg))
 t0 = time.time()
 res = estimate_llc(reg, (X_reg, y_reg), 'regression', step_size=0.05 / nb, localization=1.0, n_chains=4,
-                   n_draws=600, n_burnin=200, batch_size=500, seed=0)
+                   n_draws=2000, n_burnin=200, batch_size=500, seed=0)   # 600 draws: ESS < 100, flagged
 print(f"LLC = {res.llc:.2f} +- {res.llc_se:.2f} (truth 15), {time.time() - t0:.1f} s")
 # tolerance: 4 standard errors plus the ~1.3% upward discretization bias expected at eps*h = 0.05
 # (see Calibration)
 assert abs(res.llc - 15) < 4 * res.llc_se + 0.02 * 15, res.llc
-assert res.per_chain.shape == (4,) and res.loss_trace.shape == (4, 800) and res.baseline == 0.0
+assert res.per_chain.shape == (4,) and res.loss_trace.shape == (4, 2200) and res.baseline == 0.0
 assert not res.diagnostics.problems[0] and res.diagnostics.mala_acceptance[0] > 0.9
-assert res.settings.n_beta == nb and res.settings.n_draws == 600
+assert res.settings.n_beta == nb and res.settings.n_draws == 2000
 res.diagnostics
 
 # %%
@@ -380,6 +462,59 @@ with warnings.catch_warnings(record=True) as w:
                          n_burnin=0, batch_size=500)
 assert r_off.llc < 0 and 'negative LLC' in r_off.diagnostics.problems[0]
 assert any('negative LLC' in str(x.message) for x in w)
+
+
+# %% [markdown]
+# ### Draws extended until the chains are stationary
+#
+# A run that fails only the stationarity checks (drift $z$, $\hat R$, ESS) may just be too short.
+# `estimate_llc_until_stationary` doubles the draws, up to `max_draws`, until those checks pass, and returns the
+# last estimate. Chains are seeded by `(seed, model, chain)`, so a longer run repeats the shorter one and
+# continues it. It cannot cure the other problems: a chain held far out by the localization stays there however
+# long it runs.
+
+# %%
+#| export
+def _stationary(row) -> bool:
+    "Whether one diagnostics row passes the drift, R-hat and ESS checks."
+    ok = lambda v, bad: not (np.isfinite(v) and bad(v))
+    return (ok(row.drift_z, lambda z: abs(z) > 3) and ok(row.rhat, lambda r: r > RHAT_LIMIT)
+            and ok(row.ess, lambda e: e < ESS_MIN))
+
+def estimate_llc_until_stationary(model, data, loss='classification', settings: SGLDSettings | None = None, *,
+                                  max_draws: int = 64_000, device=None, **changes) -> LLCResult:
+    """`estimate_llc` of one model with its draws doubled, up to `max_draws`, until the drift test, R-hat and
+    ESS pass; a warning says when they still fail at `max_draws`."""
+    settings = (settings or SGLDSettings()).replace(**changes)
+    while True:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            res = estimate_llc(model, data, loss, settings, device=device)
+        if _stationary(res.diagnostics.iloc[0]) or 2 * settings.n_draws > max_draws:
+            break
+        settings = settings.replace(n_draws=2 * settings.n_draws)
+    for w in caught:                                           # the last run's warnings reach the user
+        warnings.warn(w.message, w.category, stacklevel=2)
+    if not _stationary(res.diagnostics.iloc[0]):
+        warnings.warn(f"estimate_llc_until_stationary: still not stationary at {settings.n_draws} draws "
+                      f"(max_draws={max_draws})", stacklevel=2)
+    return res
+
+
+# %% [markdown]
+# The regular model above with only 300 draws fails the R-hat and ESS checks; extended to 1200, it passes them,
+# at $d/2$:
+
+# %%
+with warnings.catch_warnings(record=True) as heard:
+    warnings.simplefilter('always')
+    extended = estimate_llc_until_stationary(reg, (X_reg, y_reg), 'regression', step_size=0.05 / nb,
+                                             localization=1.0, n_chains=4, n_draws=300, n_burnin=200,
+                                             batch_size=500, seed=0, max_draws=4800)
+d_ext = extended.diagnostics.iloc[0]
+assert extended.settings.n_draws > 300 and _stationary(d_ext) and not d_ext.flagged
+assert abs(extended.llc - 15) < 4 * extended.llc_se + 0.02 * 15         # tolerance as for the run above
+extended.settings.n_draws, round(extended.llc, 2), round(d_ext.ess)
 
 
 # %% [markdown]
@@ -527,22 +662,28 @@ sweep
 # `calibrate` turns these rules into a complete `SGLDSettings`, with no per-model tuning beyond measuring
 # $h_{\max}$:
 #
-# * localization $\gamma = q\,n\beta\,h_{\max}$ with $q = 10^{-4}$: far below the stiffest likelihood curvature,
-#   and (in deep products, whose curvatures spread over two orders of magnitude) below the softest non-flat one
-#   too, so it barely competes with the likelihood, yet it bounds the directions the likelihood leaves exactly
-#   flat;
-# * step size $\epsilon = c/(n\beta h_{\max}+\gamma)$ with stiffness $c$ while drawing, and a larger stiffness
-#   during the discarded burn-in so the chains reach the typical set sooner (the burn-in only has to get there);
-# * fixed numbers of burn-in steps and draws, 4 chains, batch size 500 (Lau et al., app. J.1);
+# * localization $\gamma = q\,n\beta\,h_{\max}$ with $q = 3\cdot10^{-3}$, far below the stiffest likelihood
+#   curvature;
+# * step size $\epsilon = c/(n\beta h_{\max}+\gamma)$ with stiffness $c = 0.1$, in burn-in and sampling alike;
+# * 5000 burn-in steps and 5000 draws, 4 chains, batch size 500 (Lau et al., app. J.1). The run then covers
+#   $\epsilon\gamma T = cqT/(1+q) \approx 3$ relaxation times of the directions that only the localization
+#   holds, the least that lets chains settle along the singular set instead of drifting outwards for the whole run;
 # * if a chain still diverges, the step size of the phase where it diverged is halved and the chunk rerun
 #   (`on_divergence='backoff'`, reported in the diagnostics' step-size columns and as a warning).
 #
-# The rules were set on two deep linear networks; the [DLN chapter](dln.html) reports them on seven.
+# These constants were chosen on the tuning part of the [validation set](llc_validation.html), among the
+# settings of its experiment table, and then reported once on its held-out part. They are the best we found,
+# **not good enough**: on networks nobody tuned for, the estimate is still off by 10–30% on many and by more
+# on some, in both directions, and where we ran the exact full-batch sampler at the same localization it was off
+# by as much, so smaller SGLD steps alone do not close the gap at these $n$. The diagnostics flag such
+# estimates (all but one on the held-out part); the validation page shows the numbers. (The previous rule, $q=10^{-4}$, stiffness 0.3 with a burn-in stiffness of 2 and
+# 6000 + 6000 steps, set on two networks of the DLN suite, covered only 0.4 relaxation times: its chains drifted
+# for the whole run, and they diverged on 6 of the 10 tuning networks it was run on.)
 
 # %%
 #| export
-AUTO_SETTING = dict(stiffness=0.3, burnin_stiffness=2.0, localization_ratio=1e-4, n_chains=4, n_burnin=6000,
-                    n_draws=6000, steps_between_draws=1, batch_size=500)
+AUTO_SETTING = dict(stiffness=0.1, burnin_stiffness=0.1, localization_ratio=3e-3, n_chains=4, n_burnin=5000,
+                    n_draws=5000, steps_between_draws=1, batch_size=500)
 
 def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
               **rules) -> SGLDSettings:
@@ -563,9 +704,9 @@ def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | 
 
 # %%
 auto = calibrate(reg, (X_reg, y_reg), 'regression')
-assert abs(auto.localization - 1e-4 * nb * h_reg) < 1e-6 * nb * h_reg
-assert auto.step_size < auto.burnin_step_size
-assert auto.n_steps == 12_000 and auto.on_divergence == 'backoff'
+assert abs(auto.localization - 3e-3 * nb * h_reg) < 1e-6 * nb * h_reg
+assert auto.step_size == auto.burnin_step_size and 2.5 < auto.step_size * auto.localization * auto.n_steps < 3
+assert auto.n_steps == 10_000 and auto.on_divergence == 'backoff'
 try:
     calibrate(reg, (X_reg, y_reg), 'regression', stifness=0.1)
     raise AssertionError
@@ -573,48 +714,88 @@ except ValueError as e:
     assert 'stifness' in str(e)
 auto
 
+# %% [markdown]
+# The experiment table behind this choice (tuning part of the validation set; one row per setting, errors
+# against Aoyagi's exact $\lambda$; the [validation page](llc_validation.html) has the per-network rows, the
+# exact-sampler reference and the held-out results). No setting reaches a mean |error| of 5% with no network
+# above 15%:
+
+# %%
+from fracsgd.llc_validation import summarize, validation_results
+experiments = summarize(validation_results('tune'))
+meets = (experiments.mean_abs_error <= 0.05) & (experiments.max_abs_error <= 0.15) & (experiments.diverged == 0)
+assert not meets.any()                                    # what the prose above says
+experiments.round(3)
+
 
 # %% [markdown]
 # ## During training: a recorder measurement
 #
 # The paper estimates the LLC every 100 training steps with its preset and reports the mean of the last 10
-# estimates (Hennick & De Baerdemacker, app. G.1). `LLCMeasurement` is a callable `fn(model) -> float` with an
-# `every` attribute, which is all the displacement recorder asks of a measurement; `final_llc` reduces the
-# recorded column. It defaults to the paper's preset, and each call uses a fresh seed (`seed` plus the number of
-# earlier calls). The measurement only reads the weights: parameters, `.grad`, train/eval mode and the global
-# random state are unchanged afterwards.
+# estimates (Hennick & De Baerdemacker, app. G.1). `LLCMeasurement` is a callable `fn(model)` with an `every`
+# attribute, which is all the displacement recorder asks of a measurement; `final_llc` reduces the recorded
+# column. It defaults to the paper's preset, and each call uses a fresh seed (`seed` plus the number of earlier
+# calls). The measurement only reads the weights: parameters, `.grad`, train/eval mode and the global random
+# state are unchanged afterwards.
+#
+# It hides nothing. It returns `{'llc': ..., 'flagged': ...}`, so the recorder keeps a `flagged` column
+# (`<name>/flagged`, 1.0 when `llc_problems` found anything, a negative LLC included) beside every estimate
+# (`details=True` adds the standard error and the MALA acceptance), and each problem reaches the user as one
+# warning that names the call. Its settings are checked when it is made: unknown names and bad values are
+# refused there, not at the first measurement a thousand steps later, and so is `n_draws < 2`, which leaves
+# no drift test and no standard error.
 
 # %%
 #| export
 class LLCMeasurement:
-    "A displacement-recorder measurement: `fn(model)`, called every `every` steps, returns the LLC estimate."
+    "A displacement-recorder measurement: `fn(model)`, called every `every` steps, returns the LLC and a flag."
     def __init__(self, data, loss='classification', every: int = 100, details: bool = False,
                  settings: SGLDSettings = PAPER_PRESET, device=None, **changes):
-        if int(every) != every or every < 1:
+        if isinstance(every, bool) or int(every) != every or every < 1:
             raise ValueError(f"every must be a positive integer, got {every!r}")
+        if not isinstance(settings, SGLDSettings):
+            raise TypeError(f"settings must be an SGLDSettings, got {type(settings).__name__}")
+        self.settings = settings.replace(**changes)          # unknown names and bad values are refused here
+        if self.settings.n_draws < 2:
+            raise ValueError(f"n_draws must be at least 2 for an LLC measurement (a standard error and a "
+                             f"drift test need 2 draws), got {self.settings.n_draws}")
+        resolve_loss(loss)                                    # an unknown loss is named now
+        as_data(data, 'cpu')                                  # so are empty or mismatched data
         self.data, self.loss, self.every, self.details, self.device = data, loss, int(every), details, device
-        self.settings = settings.replace(**changes)
         self.calls, self.last = 0, None
 
-    def __call__(self, model: nn.Module):
+    def __call__(self, model: nn.Module) -> dict:
         settings = self.settings.replace(seed=self.settings.seed + self.calls)
         self.calls += 1
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
             self.last = estimate_llc(model, self.data, self.loss, settings, device=self.device)
-        if not self.details:
-            return float(self.last.llc)
         d = self.last.diagnostics.iloc[0]
-        return dict(llc=float(d.llc), se=float(d.llc_se), mala=float(d.mala_acceptance),
-                    flagged=float(bool(d.problems)))
+        for w in caught:                                      # re-raised with the call they belong to
+            warnings.warn(f"LLC measurement {self.calls} (training step ~{self.calls * self.every}): "
+                          f"{w.message}", w.category, stacklevel=2)
+        out = dict(llc=float(d.llc), flagged=float(d.flagged))
+        if self.details:
+            out.update(se=float(d.llc_se), mala=float(d.mala_acceptance))
+        return out
 
 def final_llc(table: pd.DataFrame, column: str = 'llc', last: int = 10) -> float:
-    "The paper's final LLC: the mean of the last `last` LLC estimates in a trajectory table (appendix G.1)."
+    """The paper's final LLC: the mean of the last `last` LLC estimates in a trajectory table (appendix G.1).
+    `column` is a column or the name of an `LLCMeasurement` (whose estimates sit in `<name>/llc`); flagged
+    estimates among them are counted in a warning."""
+    if column not in table and f'{column}/llc' in table:
+        column = f'{column}/llc'
     if column not in table:
         raise ValueError(f"table has no column {column!r}; columns: {list(table.columns)}")
     values = table[column].dropna()
     if len(values) == 0:
         raise ValueError(f"column {column!r} holds no LLC estimates")
+    flags = column.rsplit('/', 1)[0] + '/flagged'
+    if flags in table:
+        n_flagged = int((table.loc[values.index[-last:], flags] > 0).sum())
+        if n_flagged:
+            warnings.warn(f"final_llc: {n_flagged} of the last {min(last, len(values))} estimates in "
+                          f"{column!r} are flagged (see the measurement's warnings)", stacklevel=2)
     return float(values.iloc[-last:].mean())
 
 
@@ -627,21 +808,28 @@ opt = torch.optim.SGD(net.parameters(), lr=0.1)
 meas = LLCMeasurement((Xc, yc), 'classification', every=50, n_draws=40, batch_size=128)
 assert meas.every == 50 and meas.settings.localization == 100.0 and meas.settings.step_size == 1e-5
 rows = []
-for step in range(1, 201):
-    idx = torch.randint(0, 512, (64,))
-    opt.zero_grad()
-    F.cross_entropy(net(Xc[idx]), yc[idx]).backward()
-    opt.step()
-    if step % meas.every == 0:
-        state = {k: v.clone() for k, v in net.state_dict().items()}       # weights and batch-norm statistics
-        grads = [p.grad.clone() for p in net.parameters()]
-        rng_state = torch.get_rng_state()
-        rows.append(dict(step=step, llc=meas(net)))
-        assert net.training and torch.equal(rng_state, torch.get_rng_state())
-        assert all(torch.equal(state[k], v) for k, v in net.state_dict().items())
-        assert all(torch.equal(g, p.grad) for g, p in zip(grads, net.parameters()))
+with warnings.catch_warnings(record=True) as heard:
+    warnings.simplefilter('always')
+    for step in range(1, 201):
+        idx = torch.randint(0, 512, (64,))
+        opt.zero_grad()
+        F.cross_entropy(net(Xc[idx]), yc[idx]).backward()
+        opt.step()
+        if step % meas.every == 0:
+            state = {k: v.clone() for k, v in net.state_dict().items()}       # weights and batch-norm statistics
+            grads = [p.grad.clone() for p in net.parameters()]
+            rng_state = torch.get_rng_state()
+            rows.append(dict(step=step, **{f'llc/{k}': v for k, v in meas(net).items()}))
+            assert net.training and torch.equal(rng_state, torch.get_rng_state())
+            assert all(torch.equal(state[k], v) for k, v in net.state_dict().items())
+            assert all(torch.equal(g, p.grad) for g, p in zip(grads, net.parameters()))
 table = pd.DataFrame(rows)
-assert final_llc(table, 'llc', last=2) == table.llc.iloc[-2:].mean()
+# 40 draws from w* of the paper's preset: far from stationary here, and the user hears it, call by call
+assert table['llc/flagged'].sum() > 0 and any('LLC measurement' in str(w.message) for w in heard)
+with warnings.catch_warnings(record=True) as heard:
+    warnings.simplefilter('always')
+    assert final_llc(table, 'llc', last=2) == table['llc/llc'].iloc[-2:].mean()   # by the measurement's name
+assert any('flagged' in str(w.message) for w in heard)
 # steps without an estimate are skipped
 gaps = pd.DataFrame({'step': [100, 200, 300], 'llc': [1.0, np.nan, 3.0]})
 assert final_llc(gaps, last=10) == 2.0 and final_llc(gaps, last=1) == 3.0
@@ -651,6 +839,29 @@ try:
 except ValueError as e:
     assert 'LLC' in str(e)
 table
+
+# %% [markdown]
+# Settings are checked when the measurement is made, and a negative LLC (weights that are not a minimum) is
+# flagged in the very row that records it:
+
+# %%
+for bad, word in [(dict(n_draws=1), 'n_draws'), (dict(stepsize=1e-3), 'unknown'), (dict(step_size=-1), 'step_size'),
+                  (dict(every=0), 'every'), (dict(settings='paper'), 'SGLDSettings'), (dict(loss='hinge'), 'hinge')]:
+    try:
+        LLCMeasurement((Xc, yc), **{'loss': 'classification', **bad})
+        raise AssertionError(bad)
+    except (ValueError, TypeError) as e:
+        assert word in str(e), (bad, e)
+off_minimum = copy.deepcopy(reg)
+off_minimum[0].weight.data += 0.3
+probe = LLCMeasurement((X_reg, y_reg), 'regression', every=1, step_size=0.05 / nb, n_chains=2, n_draws=100,
+                       batch_size=500, localization=1.0)
+with warnings.catch_warnings(record=True) as heard:
+    warnings.simplefilter('always')
+    row = probe(off_minimum)
+assert row['llc'] < 0 and row['flagged'] == 1.0
+assert any('negative LLC' in str(w.message) and 'LLC measurement 1' in str(w.message) for w in heard)
+row
 
 # %%
 #| hide

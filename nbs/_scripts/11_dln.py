@@ -190,7 +190,9 @@ def dln_table(suite=DLN_SUITE, setting='auto', n: int = 10_000, seed: int = 0, d
         rows.append(dict(index=i, layers='-'.join(map(str, sizes)), rank=r,
                          d=sum(a * b for a, b in zip(sizes[:-1], sizes[1:])), true_llc=lam, estimate=res.llc,
                          se=res.llc_se, rel_error=res.llc / lam - 1, mala=d.mala_acceptance,
-                         drift_z=d.drift_z, seconds=time.perf_counter() - t0))
+                         drift_z=d.drift_z, rhat=d.rhat, ess=d.ess, reach_used=d.reach_used, flagged=d.flagged,
+                         problems=d.problems,
+                         seconds=time.perf_counter() - t0))
     return pd.DataFrame(rows)
 
 
@@ -213,62 +215,55 @@ ax.legend(fontsize=8)
 plt.tight_layout()
 
 # %% [markdown]
-# A quick check that runs in CI: the smallest singular DLN of interest, with the automatic rules but a quarter
-# of the steps (so its tolerance is looser than the table's 5% goal).
+# A quick check that runs in CI: the smallest singular DLN of interest, with the automatic rules but less than a
+# third of the steps. Such a short run must be flagged (it covers under 1 of the 2.5 relaxation times the
+# diagnostics ask for), and it must still land within the issue's 15% limit for a single network (measured:
+# −11%; the full setting gives −8% here, see the table below).
 
 # %%
 t0 = time.time()
 quick = dln_table([([8, 6, 8], 3)], setting='auto', n_burnin=1500, n_draws=1500)
 print(f"{time.time() - t0:.0f} s")
-# tolerance 10%: the full setting averages ~3% on the DLN table below; with a quarter of the steps, burn-in
-# is shorter and the Monte-Carlo error ~2x larger, so we allow twice the table's 5% goal.
-assert abs(quick.rel_error[0]) < 0.10, quick
+assert abs(quick.rel_error[0]) < 0.15 and quick.flagged[0], quick
 quick
 
 # %% [markdown]
-# The full table (computed with the `#| heavy` cell below, 4 chains, $n = 10^4$ noiseless samples, seeds 0..6;
-# on a 2-core CPU the automatic setting takes about 3 minutes, the paper preset a few seconds). `auto` is the
-# one automatic setting of the LLC chapter; `paper` is `preset('paper')` ($\epsilon=10^{-5}$, $\gamma=100$, 1
-# chain, 400 draws, no burn-in) with batch size 500 and the same $n\beta = n/\log n$.
+# The full table (computed with the `#| heavy` cell below, 4 chains, $n = 10^4$ noiseless samples, seeds 0..6).
+# `auto` is the one automatic setting of the LLC chapter ($q = 3\cdot10^{-3}$, stiffness 0.1, 5000 + 5000
+# steps), chosen on the tuning part of the [validation set](llc_validation.html); `paper` is `preset('paper')`
+# ($\epsilon=10^{-5}$, $\gamma=100$, 1 chain, 400 draws, no burn-in) with batch size 500 and the same
+# $n\beta = n/\log n$.
 #
-# Measured 2026-11-22 on the 2-core development CPU (torch 2.14.1), with `dln_table(setting='auto')` and
-# `dln_table(setting='paper')`, and measured again after the SGLD loop was rewritten for speed (same draws,
-# float rounding aside): every entry came out the same to the digits shown except the five-layer network's,
-# which moved from 187.7 ± 1.2 to the 188.0 ± 1.3 below; the auto table then took 3.0 minutes. Measured once
-# more on 2026-11-23, after the estimator was split into the stack, SGLD, LLC and DLN chapters and its settings
-# became an `SGLDSettings`: every number of both tables came out as below to all digits shown (the draws are the
-# same, bit for bit), and the auto table took 1.5 minutes on a quieter machine.
+# Measured 2026-11-23 on the shared 2-core development CPU (torch 2.14.1, one thread, load 6–8 from other
+# jobs), with `dln_table(setting='auto')` (11.6 minutes) and `dln_table(setting='paper')` (8 s):
 #
-# | DLN widths | rank | d | Aoyagi λ | auto: estimate ± SE | auto: rel. error | auto: MALA | paper preset: estimate ± SE | paper: rel. error |
-# |---|---|---|---|---|---|---|---|---|
-# | 10-8-10 | 4 | 160 | 42 | 44.0 ± 0.2 | +4.8% | 0.82 | 25.2 ± 1.6 | -39.9% |
-# | 12-10-8-12 | 3 | 296 | 47.5 | 44.6 ± 0.3 | -6.0% | 0.73 | 10.9 ± 0.8 | -77.0% |
-# | 15-10-15 | 5 | 300 | 84.5 | 86.3 ± 0.3 | +2.1% | 0.81 | 47.2 ± 3.1 | -44.2% |
-# | 16-12-12-16 | 6 | 528 | 95.5 | 97.9 ± 0.9 | +2.5% | 0.68 | 42.2 ± 3.1 | -55.8% |
-# | 20-15-20 | 5 | 600 | 150 | 154.7 ± 0.4 | +3.1% | 0.77 | 80.1 ± 5.4 | -46.6% |
-# | 24-16-16-16-24 | 8 | 1280 | 184 | 188.0 ± 1.3 | +2.2% | 0.52 | 47.0 ± 3.7 | -74.5% |
-# | 25-20-25 | 8 | 1000 | 252 | 258.2 ± 0.6 | +2.4% | 0.73 | 115.5 ± 7.7 | -54.2% |
-# | **mean \|relative error\|** | | | | | **3.3%** | | | **56.0%** |
+# | DLN widths | rank | d | Aoyagi λ | auto: estimate ± SE | auto: rel. error | auto: MALA | auto: reach used | paper preset: estimate ± SE | paper: rel. error |
+# |---|---|---|---|---|---|---|---|---|---|
+# | 10-8-10 | 4 | 160 | 42 | 39.8 ± 0.3 | −5.1% | 0.98 | 0.35 | 25.2 ± 1.6 | −39.9% |
+# | 12-10-8-12 | 3 | 296 | 47.5 | 32.8 ± 0.3 | −30.9% | 0.99 | 0.55 | 10.9 ± 0.8 | −77.0% |
+# | 15-10-15 | 5 | 300 | 84.5 | 78.9 ± 0.4 | −6.6% | 0.98 | 0.35 | 47.2 ± 3.1 | −44.2% |
+# | 16-12-12-16 | 6 | 528 | 95.5 | 78.9 ± 0.4 | −17.4% | 0.97 | 0.55 | 42.2 ± 3.1 | −55.8% |
+# | 20-15-20 | 5 | 600 | 150 | 135.7 ± 0.5 | −9.5% | 0.96 | 0.31 | 80.1 ± 5.4 | −46.6% |
+# | 24-16-16-16-24 | 8 | 1280 | 184 | 122.9 ± 0.4 | −33.2% | 0.97 | 0.61 | 47.0 ± 3.7 | −74.5% |
+# | 25-20-25 | 8 | 1000 | 252 | 229.0 ± 0.6 | −9.1% | 0.96 | 0.32 | 115.5 ± 7.7 | −54.2% |
+# | **mean \|relative error\|** | | | | | **16.0%** | | | | **56.0%** |
 #
 # How to read it, honestly:
 #
-# * The automatic setting meets the 5% goal on average (3.3%) with one rule for all seven networks, but its
-#   constants (stiffness 0.3, burn-in stiffness 2, $q=10^{-4}$, 6000 + 6000 steps) were chosen by trying a
-#   handful of values on the first two networks only; the other five were not looked at before the table was
-#   run. Larger $q$ ($10^{-3}$) underestimated the three-layer network by 19%; more data ($n=10^5$, i.e. larger
-#   $n\beta$) underestimated it by 30% at the same number of steps, because singular directions then mix more
-#   slowly.
-# * Every row is **flagged** by the estimator: the mean MALA acceptance during sampling is 0.52–0.82, below the
-#   0.9 that Lau et al. recommend, and the running estimate still rises ($z$ of the half-to-half drift between 2
-#   and 10). The small remaining errors are therefore partly a cancellation between discretization bias
-#   (upwards) and incomplete mixing (downwards). The 5-layer network diverged once during burn-in and was rerun
-#   by the automatic backoff with half the burn-in step size.
-# * A smaller sampling step does not simply fix this. With stiffness 0.12 instead of 0.3 (same steps, measured
-#   on three of the networks, `dln_table(stiffness=0.12, only=[0, 1, 5])`), the MALA acceptance rises to 0.96
-#   and 0.94 on 10-8-10 and 12-10-8-12 and their estimates become −0.4% and −12% (no significant drift), while
-#   the five-layer network stays at 0.61 and −14%. So at this $n$ the well-mixed, nearly exact sampler itself
-#   sits below Aoyagi's λ on some networks (finite $n$, $\gamma>0$), and the table's 3.3% rests on the setting
-#   as a whole, not on each chain passing every diagnostic.
+# * The automatic setting **does not meet the 5% goal** here: it sits 5–33% below Aoyagi's λ, least on the
+#   two-layer networks and most on the deep ones. The previous rule ($q=10^{-4}$, stiffness 0.3, burn-in
+#   stiffness 2, 6000 + 6000 steps) came to 3.3% on this suite, but it had been tuned on two of these seven
+#   networks, every one of its rows failed its own diagnostics (MALA acceptance 0.52–0.82, estimate still
+#   rising), and on random networks it was not tuned for it was off by +21% to +182% (six networks tried when
+#   the issue was filed) or diverged (both deep networks of the tuning part). Its good
+#   numbers here were a cancellation of two errors, not a measurement; the [validation page](llc_validation.html)
+#   has the comparison on networks nobody tuned for.
+# * The new rule's chains are well discretized (MALA acceptance 0.96–0.99) and mostly stationary, and every row
+#   is **flagged**: the reach used is 0.31–0.61, so the localization, not the likelihood, holds the chains in
+#   most directions and the estimate depends on $\gamma$ (the deeper the network, the more flat directions, the
+#   larger the reach used and the error). The five-layer row is also not yet stationary ($\hat R = 1.08$).
+# * On a network of the validation set, the exact full-batch sampler on the same localized target (same
+#   $\gamma$) was off by as much as SGLD: much of the gap is the target's (finite $n$, $\gamma>0$), not SGLD's.
 # * The paper's preset (Hennick & De Baerdemacker, table 3) underestimates every network by 40–77%: 400 steps of
 #   size $10^{-5}$ from $w^*$ are far too few to equilibrate here, and $\gamma=100$ is large next to these
 #   networks' softer curvatures. Its LLCs are useful for *comparisons* under one fixed protocol, which is how

@@ -1,0 +1,376 @@
+# %% [markdown]
+# # LLC validation
+#
+# > The LLC estimator on forty random deep linear networks it was not tuned for: a validation set with a tuning part and a held-out part fixed in advance, an exact full-batch MALA reference, the experiment table, and how often the diagnostics catch a bad estimate.
+
+# %%
+#| default_exp llc_validation
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import math, time, warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+import fracsgd
+from fracsgd.dln import _dln_settings, aoyagi_dln_lambda
+from fracsgd.llc import chain_statistics, estimate_llc
+from fracsgd.models import make_dln
+from fracsgd.sgld import LangevinState, default_n_beta, mala_acceptance
+from fracsgd.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
+
+# %%
+import matplotlib.pyplot as plt
+torch.set_num_threads(1)   # the models on this page are small: one thread avoids contention on small CPUs
+
+# %% [markdown]
+# ## Why a validation set
+#
+# The [DLN chapter](dln.html) checks the estimator on seven networks, and the automatic setting of the
+# [LLC chapter](llc.html) was first chosen by looking at two of them. Seven shapes that all widen and narrow
+# the same way hide what a new user meets: on other minimal-rank networks the same setting was off by up to
+# +182%. So we judge the estimator the way one judges a model, on data it was not fitted to: a generator of
+# random deep linear networks whose exact learning coefficient is Aoyagi's $\lambda$ (Aoyagi 2024; Lau et al.
+# 2024, appendix I), split **before any tuning** into a tuning part and a held-out part.
+#
+# `validation_set` draws, with a seeded generator, networks of 2 to 5 layers with widths 5 to 20, a rank $r$
+# between 1 and the smallest width minus one (every layer of the true parameter has rank $r$: a minimal-rank
+# truth, whose local coefficient is Aoyagi's), targets without noise or with Gaussian noise $\sigma=1$, and
+# $n\in\{3000, 10^4, 3\cdot10^4\}$ samples. Draws that are not singular ($\lambda = d/2$) are skipped.
+#
+# **The split, written down before tuning:** the first 16 networks the generator draws (seed 2026) are the
+# tuning part; the next 24 are held out. Every choice of setting on this page was made on the tuning part
+# only; the held-out numbers were computed once, after the default was fixed.
+
+# %%
+#| export
+N_TUNE, N_HELD_OUT = 16, 24
+
+def validation_set(n_nets: int = N_TUNE + N_HELD_OUT, seed: int = 2026) -> pd.DataFrame:
+    """Random minimal-rank DLNs with their exact lambda: one row per network (`layers`, `rank`, `d`,
+    `true_llc`, `noise`, `n`, `part`). The first `N_TUNE` are the tuning part, the rest are held out."""
+    rng, rows = np.random.default_rng(seed), []
+    while len(rows) < n_nets:
+        depth = int(rng.integers(2, 6))
+        sizes = [int(h) for h in rng.integers(5, 21, depth + 1)]
+        r = int(rng.integers(1, min(sizes)))
+        d = sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
+        lam = float(aoyagi_dln_lambda(sizes, r))
+        if lam >= d / 2:                                    # regular: not what this set is for
+            continue
+        i = len(rows)
+        rows.append(dict(net=i, layers='-'.join(map(str, sizes)), rank=r, d=d, true_llc=lam,
+                         noise=float(rng.choice([0.0, 1.0])), n=int(rng.choice([3000, 10_000, 30_000])),
+                         part='tune' if i < N_TUNE else 'held-out'))
+    return pd.DataFrame(rows)
+
+def validation_problem(row) -> tuple:
+    "The network (at its true weights) and the data `(X, y)` of one row of `validation_set`."
+    sizes = [int(h) for h in str(row['layers']).split('-')]
+    model = make_dln(sizes, int(row['rank']), seed=int(row['net']))
+    g = torch.Generator().manual_seed(10_000 + int(row['net']))
+    X = torch.randn(int(row['n']), sizes[0], generator=g)                       # [n, H_0]
+    with torch.no_grad():
+        y = model(X)
+    return model, (X, y + float(row['noise']) * torch.randn(y.shape, generator=g))
+
+
+# %%
+specs = validation_set()
+assert len(specs) == 40 and (specs.part == 'tune').sum() == 16 and specs.net.is_unique
+assert (specs.true_llc < specs.d / 2).all() and set(specs.noise) == {0.0, 1.0} and specs.n.nunique() == 3
+assert validation_set().equals(specs)                                   # the same set on every machine
+m0, (X0, y0) = validation_problem(specs.iloc[0])
+assert X0.shape == (specs.n[0], int(specs.layers[0].split('-')[0])) and len(m0) == specs.layers[0].count('-')
+print(specs.groupby('part')[['d', 'true_llc', 'noise', 'n']].describe().T.round(1).to_string())
+specs
+
+
+# %% [markdown]
+# ## An exact reference: full-batch MALA
+#
+# SGLD has two sources of error besides the Monte-Carlo one: its discretization (minibatch gradients, no
+# rejection) and the target itself, the localized tempered posterior
+# $p(w)\propto\exp\{-n\beta L_n(w)-\tfrac\gamma2\|w-w^*\|^2\}$ at finite $n$ and $\gamma>0$. To tell them apart,
+# `mala_llc` samples the same target exactly: full-batch Langevin proposals with a Metropolis accept/reject step
+# (the acceptance of the [SGLD chapter](sgld.html)), every chain of one model in one vectorized step. What is
+# left between its estimate and Aoyagi's $\lambda$ belongs to the target, not to SGLD. It is affordable for
+# small models only (a full pass over the data per step).
+
+# %%
+#| export
+def mala_llc(model, data, localization: float, step_size: float, n_draws: int = 4000, n_burnin: int = 2000,
+             n_chains: int = 4, n_beta: float | None = None, seed: int = 0) -> dict:
+    """The LLC of `model` at its weights by full-batch MALA on the localized tempered posterior of the
+    Gaussian-noise regression loss: the estimate, its statistics and the mean acceptance."""
+    X, y = data
+    nb = n_beta or default_n_beta(len(X))
+    stack = ModelStack([model], 'cpu')
+    f = batched_loss(stack.template, gaussian_nll())
+    w_star = stack.flat.repeat(n_chains, 1)                                    # [chains, params]
+    Xc, yc = X.expand(n_chains, *X.shape), y.expand(n_chains, *y.shape)
+    g = torch.Generator().manual_seed(seed)
+
+    def state(w):
+        w = w.detach().requires_grad_(True)
+        loss = f(stack.params(w), {}, Xc, yc)                                  # [chains], L_n(w)
+        potential = nb * loss + localization / 2 * (w - w_star).pow(2).sum(1)
+        grad, = torch.autograd.grad(potential.sum(), w)
+        return LangevinState(w.detach(), potential.detach(), grad), loss.detach()
+
+    (cur, cur_loss), losses, accepted = state(w_star), [], []
+    for t in range(n_burnin + n_draws):
+        proposal = cur.w - step_size / 2 * cur.grad + math.sqrt(step_size) * torch.randn(cur.w.shape, generator=g)
+        new, new_loss = state(proposal)
+        acc = mala_acceptance(LangevinState(*(v.double() for v in cur)),
+                              LangevinState(*(v.double() for v in new)), step_size)
+        take = torch.rand(n_chains, generator=g, dtype=torch.float64) < acc      # [chains]
+        cur = LangevinState(*(torch.where(take[:, None] if a.ndim == 2 else take, b, a)
+                              for a, b in zip(cur, new)))
+        cur_loss = torch.where(take, new_loss, cur_loss)
+        if t >= n_burnin:
+            losses.append(cur_loss.double())
+            accepted.append(acc)
+    base = float(full_data_loss(f, stack.params(stack.flat), {}, X, y))
+    values = nb * (torch.stack(losses, 1).numpy() - base)                      # [chains, draws]
+    return dict(chain_statistics(values), mala_acceptance=float(torch.stack(accepted).mean()))
+
+
+# %% [markdown]
+# On a regular model the exact sampler must give $d/2$ up to the localization's small pull: linear regression
+# $\mathbb R^4\to\mathbb R^2$ (a one-layer DLN, $d=8$, $\lambda=4$) with noisy targets:
+
+# %%
+reg = make_dln([4, 2], 2, seed=0)
+Xr = torch.randn(2000, 4, generator=torch.Generator().manual_seed(1))
+yr = reg(Xr).detach() + torch.randn(2000, 2, generator=torch.Generator().manual_seed(2))
+t0 = time.time()
+exact = mala_llc(reg, (Xr, yr), localization=1.0, step_size=0.5 / default_n_beta(2000), n_draws=3000,
+                 n_burnin=500)
+print(f"{time.time() - t0:.1f} s", {k: round(v, 3) for k, v in exact.items()})
+# truth 4, up to the WBIC fluctuation of order sqrt(lambda / (2 log n)) ~ 0.5 (the baseline is the true w*,
+# not the minimum of this sample's loss) plus 4 Monte-Carlo standard errors (seed 0)
+assert abs(exact['llc'] - 4) < 0.6 + 4 * exact['llc_se'] and 0.5 < exact['mala_acceptance'] < 1, exact
+
+
+# %% [markdown]
+# ## Running the set
+#
+# `run_validation` estimates the LLC of every network of a part of the set under one setting (`'auto'`,
+# `'paper'` or an `SGLDSettings`, as in `dln_table`), and records the relative error against Aoyagi's $\lambda$
+# together with the estimator's own diagnostics: MALA acceptance, drift $z$, $\hat R$, ESS, the reach used
+# $\gamma\,\overline{\|w-w^*\|^2}/d$, and whether the estimate was `flagged`. `flag_confusion` then counts
+# flagged estimates against estimates whose error exceeds a limit.
+
+# %%
+#| export
+def run_validation(specs: pd.DataFrame, setting='auto', device=None, **changes) -> pd.DataFrame:
+    "Estimated against exact LLC, with the diagnostics, for every network of `specs` under one setting."
+    rows = []
+    for _, row in specs.iterrows():
+        model, data = validation_problem(row)
+        t0 = time.perf_counter()
+        settings = _dln_settings(setting, model, data, device, changes)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            res = estimate_llc(model, data, 'regression', settings, device=device)
+        d = res.diagnostics.iloc[0]
+        rows.append(dict(row.to_dict(), estimate=res.llc, se=res.llc_se, rel_error=res.llc / row['true_llc'] - 1,
+                         localization=res.settings.localization, step_size=d.step_size,
+                         mala=d.mala_acceptance, drift_z=d.drift_z, rhat=d.rhat, ess=d.ess,
+                         reach_used=d.reach_used, relaxations=d.relaxations, flagged=d.flagged, problems=d.problems,
+                         seconds=time.perf_counter() - t0))
+    return pd.DataFrame(rows)
+
+def flag_confusion(table: pd.DataFrame, limit: float = 0.15) -> pd.DataFrame:
+    "Counts of flagged / not flagged estimates against |relative error| above / within `limit`."
+    wrong = np.where(table.rel_error.abs() > limit, f'|error| > {limit:.0%}', f'|error| <= {limit:.0%}')
+    flagged = np.where(table.flagged.astype(bool), 'flagged', 'not flagged')
+    return pd.crosstab(pd.Series(flagged, name='diagnostics'), pd.Series(wrong, name='truth'))
+
+
+# %% [markdown]
+# `summarize` reduces such tables, one row per setting: the mean and largest |relative error| (a run that
+# diverged counts as a failure, with no error), how many estimates are off by more than 15%, how many were
+# flagged, and the measured time.
+
+# %%
+#| export
+def summarize(table: pd.DataFrame, by: str = 'setting') -> pd.DataFrame:
+    "Per setting: nets, mean and max |relative error|, errors > 15%, diverged runs, flagged runs, minutes."
+    err = table.rel_error.abs()
+    return (table.assign(abs_error=err, over_15=err > 0.15, diverged=err.isna(), flagged=table.flagged.astype(bool))
+            .groupby(by, sort=False)
+            .agg(nets=('net', 'size'), mean_abs_error=('abs_error', 'mean'), max_abs_error=('abs_error', 'max'),
+                 over_15=('over_15', 'sum'), diverged=('diverged', 'sum'), flagged=('flagged', 'sum'),
+                 minutes=('seconds', lambda s: s.sum() / 60)))
+
+
+# %% [markdown]
+# A quick check that runs in CI: the smallest held-out network under the default, with a quarter of the steps.
+
+# %%
+small = specs[specs.part == 'held-out'].nsmallest(1, 'd')
+t0 = time.time()
+quick = run_validation(small, 'auto', n_burnin=1000, n_draws=1000)
+print(f"{time.time() - t0:.0f} s")
+assert set(quick.columns) >= {'rel_error', 'flagged', 'rhat', 'ess', 'reach_used', 'relaxations'}
+assert flag_confusion(quick).to_numpy().sum() == 1 and summarize(quick.assign(setting='quick')).nets.iloc[0] == 1
+quick[['layers', 'rank', 'noise', 'n', 'true_llc', 'estimate', 'rel_error', 'mala', 'rhat', 'reach_used', 'problems']]
+
+
+# %% [markdown]
+# ## Results
+#
+# The experiments ran outside the tests, one network at a time on one thread of the shared 2-core development
+# CPU (torch 2.14.1, 2026-11-23; other jobs kept the load at 6–8, so each run took 4–8 times its time on a quiet
+# machine). Their rows, one per network and setting, are committed as `nbs/llc_validation/tuning.csv` and
+# `nbs/llc_validation/held_out.csv`, with the measured seconds; `validation_results` reads them, and the `#| heavy`
+# cell at the end reruns the held-out part. A setting is named by its sampler, $q=\gamma/(n\beta h_{\max})$,
+# the stiffness $c = \epsilon\,(n\beta h_{\max}+\gamma)$ (sampling/burn-in when they differ) and the burn-in +
+# draws. The flags were recomputed from the recorded numbers with the final `llc_problems` (the early grid runs
+# recorded neither $\hat R$ nor ESS, and their reach used comes from the last distance only).
+
+# %%
+#| export
+def validation_results(part: str = 'held-out') -> pd.DataFrame:
+    "The committed validation rows of `part` ('tune' or 'held-out'), from `nbs/llc_validation/` of this checkout."
+    name = {'tune': 'tuning.csv', 'held-out': 'held_out.csv'}
+    if part not in name:
+        raise ValueError(f"part must be 'tune' or 'held-out', got {part!r}")
+    path = Path(fracsgd.__file__).resolve().parent.parent / 'nbs' / 'llc_validation' / name[part]
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: the committed results live in a development checkout")
+    return pd.read_csv(path)
+
+
+# %% [markdown]
+# ### The experiment table (tuning part)
+#
+# Step size × localization × chain length × sampler, as far as the CPU allowed. Every SGLD row uses 4 chains and
+# batch 500. The full-batch MALA rows are the exact sampler of the same target on one network.
+
+# %%
+tuning = validation_results('tune')
+experiments = summarize(tuning)
+with pd.option_context('display.float_format', '{:.3g}'.format):
+    display(experiments)
+per_net = tuning.pivot_table(index=['net', 'layers', 'rank', 'noise', 'n', 'true_llc'], columns='setting',
+                             values='rel_error')
+per_net.round(3)
+
+# %% [markdown]
+# What the table says:
+#
+# * **No setting meets the target** (mean |error| ≤ 5%, no network above 15%). The errors go both ways, so no
+#   single constant fixes them.
+# * **The default** ($q = 3\cdot10^{-3}$, stiffness 0.1, 5000 + 5000 steps) has a mean |error| of 28% on the 15
+#   tuning networks where it finished (−43% to +77%) and diverged on one. It was chosen when only its first three
+#   tuning rows were in; on the complete tuning part, with a diverged run counted as 100%, it scores 33%, against
+#   31% for $q=10^{-3}$ (whose chains cover only 0.8 relaxation times and are still drifting) and 65% for the
+#   previous rule. We kept it: the first two are within each other's spread, and its chains relax.
+# * **The previous automatic rule** ($q=10^{-4}$, stiffness 0.3, burn-in stiffness 2, 6000 + 6000 steps)
+#   diverged on 6 of the 10 tuning networks it was run on, even after three halvings of the step, and with the
+#   burn-in at the sampling stiffness (0.3) it still diverged on all five of those we reran. Where it finished it
+#   was closer (+0.2%, −2.9%, +10.8%, +39%) than the default on the same networks (−22%, −43%, −29%, −13%): a
+#   rule with its small localization that does not diverge would be the next thing to try. The divergences
+#   appear a few steps after the burn-in ends: the chains escape along the flat directions during the burn-in,
+#   and halving only the sampling step, which is what the backoff does, cannot bring them back.
+# * **At a given localization, the sampler is not what limits the estimate.** On the two-layer network
+#   20-16-19 (rank 5, noisy, $n=10^4$) the exact full-batch MALA gives −22% at $\gamma = 4.6$, where SGLD gave
+#   −18%: that error belongs to the localized target, not to SGLD's discretization. (At $\gamma = 0.46$ the
+#   exact run was still drifting after 4000 steps, so it decides nothing.) What the target adds at these $n$:
+#   the localization's pull on the directions that are flat to second order, the slow logarithmic approach of a
+#   singular posterior to its limit, and, for noisy targets, the baseline $L_n(w^*)$ at the true parameter,
+#   which lies above the sample's minimum and lowers the estimate by roughly $\lambda/\log n$ in a regular
+#   model (11% at $n=2000$, as the regular-model check above shows).
+# * **Stronger localization** ($q = 10^{-2}$) stops the drift (8 relaxation times) but squeezes the estimate
+#   (−7% to −33%); **weaker** ($q=10^{-3}$, 0.8 relaxation times) leaves the chains drifting, with large errors
+#   both ways. $q = 3\cdot10^{-3}$ with $10^4$ steps is the smallest localization whose run covers about 3
+#   relaxation times.
+# * **Longer chains** would be needed to lower $q$ further: $3/(cq)$ steps, i.e. $3\cdot10^5$ at $q=10^{-4}$,
+#   beyond the 20-minute budget of the whole held-out run. A preconditioned (RMSprop) SGLD was not tried: it
+#   changes the step per direction, not the target, and the exact sampler shows that the target is the problem.
+
+# %% [markdown]
+# ### The held-out part
+#
+# The default, run once on the 24 held-out networks, and the paper's preset (Hennick & De Baerdemacker,
+# table 3, with batch size 500). The default took 37.5 minutes in all on the loaded CPU (1.6 minutes per network;
+# a step of 4 chains takes 1.1–1.4 ms on a quiet one, so about 5 minutes there).
+#
+# **The target is not met.** The default's mean |relative error| on the 22 networks where it finished is 29%
+# (median 17%), from −59% to +132%; 11 of them are within 15%; it diverged on two deep networks even after three
+# halvings of the step. It is worse with noisy targets (mean |error| 41%) than without (17%). The paper's preset
+# is off by −30% to −100% (mean 74%).
+
+# %%
+held_out = validation_results('held-out')
+with pd.option_context('display.float_format', '{:.3g}'.format):
+    display(summarize(held_out))
+default_label = held_out.setting[held_out.setting.str.startswith('SGLD q=3e-3')].iloc[0]
+default_rows = held_out[held_out.setting == default_label]
+met = default_rows.rel_error.abs().mean() <= 0.05 and (default_rows.rel_error.abs() <= 0.15).all()
+print('target met on the held-out part:', met)
+by_noise = default_rows.assign(abs_error=default_rows.rel_error.abs()).groupby('noise').abs_error.mean()
+print('mean |error| by target noise:', by_noise.round(3).to_dict())
+default_rows[['net', 'layers', 'rank', 'noise', 'n', 'true_llc', 'estimate', 'rel_error', 'mala', 'rhat',
+              'reach_used', 'flagged', 'problems', 'seconds']]
+
+# %% [markdown]
+# ### Do the diagnostics notice?
+#
+# Every estimate off by more than 15% must be flagged. The confusion of flagged against wrong, on the held-out
+# part (default and paper preset) and on every tuning row:
+
+# %%
+for name, rows in [('held-out, default', default_rows),
+                   ('held-out, paper preset', held_out[held_out.setting == 'paper preset']),
+                   ('tuning, all settings', tuning)]:
+    print(name)
+    display(flag_confusion(rows))
+missed = pd.concat([held_out, tuning])
+missed = missed[(missed.rel_error.abs() > 0.15) & ~missed.flagged.astype(bool)]
+print('estimates off by > 15% that were not flagged:', len(missed))
+assert sorted(missed.net) == [10, 18] and not met            # what the prose says
+missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used', 'relaxations']]
+
+# %% [markdown]
+# What the confusion says:
+#
+# * The paper's preset is flagged everywhere, as it should be: 400 steps of $10^{-5}$ cover 0.4 relaxation
+#   times of its localization, and its estimates sit 17–100% low.
+# * The diagnostics **missed one bad estimate in each part**, both overestimates with noisy targets: on the
+#   held-out part the two-layer network 9-20-9 at rank 1 ($n = 3000$, +132%), on the tuning part 12-12-14-15-8
+#   at rank 2 ($n=3\cdot10^4$, +69%). Their chains look healthy by every measure (MALA acceptance 0.91 and 1.00,
+#   no drift, $\hat R \le 1.01$, 3 relaxation times, reach used 0.27 and 0.27, just below `REACH_HIGH`): they sit
+#   at equilibrium in a target whose mean is far above Aoyagi's $\lambda$. With a low-rank truth and noise of
+#   $\sigma = 1$ the likelihood itself favours the nearby higher-rank maps that fit the noise. A `REACH_HIGH` of
+#   0.25 would have caught both; the tuning miss came in after the limits were fixed and after the held-out part
+#   had been seen, so we left the limits as they were, and the held-out part is reported as run.
+# * Every other bad estimate was flagged (40 of 41 on the tuning part, 10 of 11 held out).
+# * All 13 good held-out estimates were flagged too: the flags are a necessary warning on these networks, not
+#   a test that separates good estimates from bad. At the default, the reach used
+#   is 0.27–0.79 on every DLN, so the localization holds the chains in many flat directions and the estimate
+#   depends on $\gamma$, which is true and is what the flag says.
+
+# %% [markdown]
+# To rerun the held-out part with the default (the `#| heavy` cell, not run in the tests):
+
+# %%
+#| heavy
+rerun = run_validation(specs[specs.part == 'held-out'], 'auto', device='cpu')
+summarize(rerun.assign(setting='default'))
+
+# %%
+#| hide
+import nbdev
+nbdev.nbdev_export()
