@@ -16,13 +16,13 @@ from .core import atomic_path, write_table, read_table
 from .store import read_meta, read_plan, runs_table, status
 
 # %% auto #0
-__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'RESULTS', 'KINDS', 'VERDICTS', 'CLAIM_COLUMNS', 'LEDGER_COLUMNS', 'read_claims',
+__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'CLAIM_COLUMNS', 'LEDGER_COLUMNS', 'read_claims',
            'paper_interval', 'verdict', 'study_configuration', 'save_compact', 'ledger_rows', 'read_ledger',
            'record_claims', 'stale_rows', 'ledger_table']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
-CLAIMS, LEDGER, RESULTS = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', LEDGER_DIR / 'results'
+CLAIMS, LEDGER, COMPACT = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', LEDGER_DIR / 'compact'
 
 KINDS = ('value', 'above', 'below', 'qualitative')
 VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run yet')
@@ -112,14 +112,14 @@ def study_configuration(folder) -> dict:
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
     return dict(study=name, config=labels[0] if labels else 'custom', config_hash=config_hash, run_keys=sorted(plan))
 
-def save_compact(folder, results=None) -> Path:
-    "Copy the study's `summary.csv` and write its `provenance.json` to `results/<study>/<config>/`; return it."
+def save_compact(folder, compact_dir=None) -> Path:
+    "Copy the study's `summary.csv` and write its `provenance.json` to `compact/<study>/<config>/`; return it."
     folder, cfg = Path(folder), study_configuration(folder)
     summary = folder / 'summary.csv'
     if not summary.exists():
         raise ValueError(f'{folder} has no summary.csv: run the study\'s report on it first')
     label = cfg['config'] if cfg['config'] != 'custom' else f'custom-{cfg["config_hash"]}'
-    dest = Path(results or RESULTS) / cfg['study'] / label
+    dest = Path(compact_dir or COMPACT) / cfg['study'] / label
     with atomic_path(dest / 'summary.csv') as tmp:
         shutil.copyfile(summary, tmp)
     session, seconds = read_meta(folder)['sessions'][-1], float(runs_table(folder).seconds.sum())
@@ -177,10 +177,10 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
         verdict(claims.loc[r.claim_id], r.value, r.ci_low, r.ci_high)
     return ledger[list(LEDGER_COLUMNS)]
 
-def record_claims(folder, ledger=None, results=None, claims=None) -> pd.DataFrame:
+def record_claims(folder, ledger=None, compact_dir=None, claims=None) -> pd.DataFrame:
     "Put the claims the finished study in `folder` tests into the ledger (replacing its rows of the same config)."
     ledger, claims_table = Path(ledger or LEDGER), read_claims(claims)
-    rows = ledger_rows(save_compact(folder, results), claims_table, root=ledger.parent)
+    rows = ledger_rows(save_compact(folder, compact_dir), claims_table, root=ledger.parent)
     old = read_ledger(ledger, claims_table)
     keep = ~old.set_index(['claim_id', 'config']).index.isin(rows.set_index(['claim_id', 'config']).index)
     new = pd.concat([old[keep], rows], ignore_index=True) if keep.any() else rows

@@ -9,7 +9,7 @@ import pytest
 
 import fracsgd.studies.moons_diffusion as moons
 from fracsgd.core import write_table, read_table
-from fracsgd.ledger import (CLAIMS, LEDGER, RESULTS, VERDICTS, read_claims, read_ledger, ledger_rows,
+from fracsgd.ledger import (CLAIMS, LEDGER, COMPACT, VERDICTS, read_claims, read_ledger, ledger_rows,
                             record_claims, save_compact, stale_rows, verdict, paper_interval, ledger_table)
 from fracsgd.store import open_study, save_plan, save_run
 from fracsgd.sweep import unique_runs, config_record
@@ -46,15 +46,15 @@ def test_quick_moons_study_still_gives_the_committed_result(tmp_path):
     # the same configuration hash, the same numbers (seeded training and bootstrap; rtol 1e-6 allows for float
     # rounding on another CPU, far below the 4th digit any verdict or page shows) and the same verdicts.
     moons.run(moons.QUICK, tmp_path / 'study', progress=False)
-    fresh = record_claims(tmp_path / 'study', ledger=tmp_path / 'ledger.csv', results=tmp_path / 'results')
+    fresh = record_claims(tmp_path / 'study', ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
     committed = read_ledger().set_index('claim_id').loc[fresh.claim_id]
     assert (fresh.config.values == committed.config.values).all()
     assert (fresh.config_hash.values == committed.config_hash.values).all()
     assert (fresh.verdict.values == committed.verdict.values).all()
     for col in ('value', 'ci_low', 'ci_high'):
         np.testing.assert_allclose(fresh[col].values, committed[col].values, rtol=1e-6)
-    new = read_table(tmp_path / 'results/moons-diffusion/quick/summary.csv')
-    old = read_table(RESULTS / 'moons-diffusion/quick/summary.csv')
+    new = read_table(tmp_path / 'compact/moons-diffusion/quick/summary.csv')
+    old = read_table(COMPACT / 'moons-diffusion/quick/summary.csv')
     assert new.quantity.tolist() == old.quantity.tolist()
     np.testing.assert_allclose(new[['value', 'ci_low', 'ci_high']].values, old[['value', 'ci_low', 'ci_high']].values,
                                rtol=1e-6)
@@ -76,7 +76,7 @@ def test_verdict_rule():
 
 
 def test_record_replaces_rows_of_the_same_configuration(tmp_path):
-    kw = dict(ledger=tmp_path / 'ledger.csv', results=tmp_path / 'results')
+    kw = dict(ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
     first = record_claims(_study(tmp_path / 'a', GOOD), **kw)
     worse = [GOOD[0], ('late exponent 1/d_walk', 0.6, 0.55, 0.65, '')]
     second = record_claims(_study(tmp_path / 'b', worse), **kw)
@@ -94,9 +94,9 @@ def _umask():
 
 
 def test_a_changed_result_or_claim_makes_the_ledger_stale(tmp_path):
-    kw = dict(ledger=tmp_path / 'ledger.csv', results=tmp_path / 'results')
+    kw = dict(ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
     record_claims(_study(tmp_path / 'a', GOOD), **kw)
-    summary = tmp_path / 'results/moons-diffusion/quick/summary.csv'
+    summary = tmp_path / 'compact/moons-diffusion/quick/summary.csv'
     write_table(pd.DataFrame([GOOD[0], ('late exponent 1/d_walk', 0.6, 0.55, 0.65, '')], columns=SUMMARY_COLUMNS),
                 summary)
     stale = stale_rows(tmp_path / 'ledger.csv')
@@ -134,7 +134,7 @@ def test_bad_input_is_refused_with_clear_errors(tmp_path):
     with pytest.raises(ValueError, match='has no interval'):
         read_ledger(tmp_path / 'interval.csv')
     # a study summary whose row has no interval, or lacks the quantity a claim names
-    kw = dict(ledger=tmp_path / 'l.csv', results=tmp_path / 'results')
+    kw = dict(ledger=tmp_path / 'l.csv', compact_dir=tmp_path / 'compact')
     no_ci = [GOOD[0], ('late exponent 1/d_walk', 0.40, math.nan, math.nan, '')]
     with pytest.raises(ValueError, match='fig1-late: our value 0.4 has no interval'):
         record_claims(_study(tmp_path / 'a', no_ci), **kw)
@@ -142,7 +142,7 @@ def test_bad_input_is_refused_with_clear_errors(tmp_path):
         record_claims(_study(tmp_path / 'b', GOOD[:1]), **kw)
     # an unfinished study
     with pytest.raises(ValueError, match='not finished .0 failed, 1 pending'):
-        save_compact(_study(tmp_path / 'c', GOOD, skip_last=True), tmp_path / 'results')
+        save_compact(_study(tmp_path / 'c', GOOD, skip_last=True), tmp_path / 'compact')
 
 
 @pytest.mark.parametrize('change, message', [

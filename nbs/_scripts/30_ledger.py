@@ -25,7 +25,6 @@ import fracsgd
 from fracsgd.core import atomic_path, write_table, read_table
 from fracsgd.store import read_meta, read_plan, runs_table, status
 
-
 # %% [markdown]
 # The paper ("Almost Bayesian", ICLR 2026, in `../shared/papers/`) makes its case with numbers: exponents in
 # fig. 1, the inequality $d_s \le \lambda$ (Lemma 3.4, Cor. 3.3) across tables 1 and 5–8, the LLC and spectral
@@ -35,13 +34,13 @@ from fracsgd.store import read_meta, read_plan, runs_table, status
 # ```
 # nbs/ledger/
 #   claims.csv                        one row per claim of the paper: where, what, the paper's number, its test
-#   results/<study>/<quick|full>/     the compact result of one study run: summary.csv and provenance.json
+#   compact/<study>/<quick|full>/     the compact result of one study run: summary.csv and provenance.json
 #   ledger.csv                        one row per claim and configuration measured: our number, its interval,
 #                                     the result it came from (path and SHA-256), and the verdict
 # ```
 #
 # `claims.csv` is written by hand from the paper and reviewed like code. A study fills the ledger through one
-# function, `record_claims(study_folder)`: it keeps the study's compact summary under `results/`, reads the
+# function, `record_claims(study_folder)`: it keeps the study's compact summary under `compact/`, reads the
 # numbers the claims name, and applies the verdict rule. The page reads only the committed files, and a test
 # recomputes every ledger row from the committed results (and reruns the quick moons study), so a verdict
 # cannot outlive the number it was computed from.
@@ -49,7 +48,7 @@ from fracsgd.store import read_meta, read_plan, runs_table, status
 # %%
 #| export
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
-CLAIMS, LEDGER, RESULTS = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', LEDGER_DIR / 'results'
+CLAIMS, LEDGER, COMPACT = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', LEDGER_DIR / 'compact'
 
 KINDS = ('value', 'above', 'below', 'qualitative')
 VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run yet')
@@ -232,14 +231,14 @@ def study_configuration(folder) -> dict:
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
     return dict(study=name, config=labels[0] if labels else 'custom', config_hash=config_hash, run_keys=sorted(plan))
 
-def save_compact(folder, results=None) -> Path:
-    "Copy the study's `summary.csv` and write its `provenance.json` to `results/<study>/<config>/`; return it."
+def save_compact(folder, compact_dir=None) -> Path:
+    "Copy the study's `summary.csv` and write its `provenance.json` to `compact/<study>/<config>/`; return it."
     folder, cfg = Path(folder), study_configuration(folder)
     summary = folder / 'summary.csv'
     if not summary.exists():
         raise ValueError(f'{folder} has no summary.csv: run the study\'s report on it first')
     label = cfg['config'] if cfg['config'] != 'custom' else f'custom-{cfg["config_hash"]}'
-    dest = Path(results or RESULTS) / cfg['study'] / label
+    dest = Path(compact_dir or COMPACT) / cfg['study'] / label
     with atomic_path(dest / 'summary.csv') as tmp:
         shutil.copyfile(summary, tmp)
     session, seconds = read_meta(folder)['sessions'][-1], float(runs_table(folder).seconds.sum())
@@ -310,10 +309,10 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
         verdict(claims.loc[r.claim_id], r.value, r.ci_low, r.ci_high)
     return ledger[list(LEDGER_COLUMNS)]
 
-def record_claims(folder, ledger=None, results=None, claims=None) -> pd.DataFrame:
+def record_claims(folder, ledger=None, compact_dir=None, claims=None) -> pd.DataFrame:
     "Put the claims the finished study in `folder` tests into the ledger (replacing its rows of the same config)."
     ledger, claims_table = Path(ledger or LEDGER), read_claims(claims)
-    rows = ledger_rows(save_compact(folder, results), claims_table, root=ledger.parent)
+    rows = ledger_rows(save_compact(folder, compact_dir), claims_table, root=ledger.parent)
     old = read_ledger(ledger, claims_table)
     keep = ~old.set_index(['claim_id', 'config']).index.isin(rows.set_index(['claim_id', 'config']).index)
     new = pd.concat([old[keep], rows], ignore_index=True) if keep.any() else rows
@@ -348,11 +347,11 @@ def fake_study(folder, early=(0.87, 0.86, 0.88), late=(0.52, 0.48, 0.55)):
     return folder
 
 tmp = Path(tempfile.mkdtemp())
-rows = record_claims(fake_study(tmp / 'study'), ledger=tmp / 'ledger.csv', results=tmp / 'results')
+rows = record_claims(fake_study(tmp / 'study'), ledger=tmp / 'ledger.csv', compact_dir=tmp / 'compact')
 assert rows.set_index('claim_id').verdict.to_dict() == {'fig1-early': 'reproduced', 'fig1-late': 'inconclusive'}
-assert (rows.config == 'quick').all() and rows.source.eq('results/moons-diffusion/quick').all()
+assert (rows.config == 'quick').all() and rows.source.eq('compact/moons-diffusion/quick').all()
 again = record_claims(fake_study(tmp / 'study2', late=(0.40, 0.39, 0.41)), ledger=tmp / 'ledger.csv',
-                      results=tmp / 'results')
+                      compact_dir=tmp / 'compact')
 assert len(again) == 2 and again.set_index('claim_id').verdict['fig1-late'] == 'reproduced'
 rows[['claim_id', 'config', 'config_hash', 'value', 'ci_low', 'ci_high', 'verdict', 'source']]
 
@@ -399,7 +398,7 @@ def stale_rows(ledger=None, claims=None) -> list[str]:
 assert stale_rows(tmp / 'ledger.csv') == []
 edited = pd.DataFrame([('early exponent, t < t_c', 0.3, 0.2, 0.4), ('late exponent 1/d_walk', 0.40, 0.39, 0.41)],
                       columns=['quantity', 'value', 'ci_low', 'ci_high']).assign(note='')
-write_table(edited, tmp / 'results/moons-diffusion/quick/summary.csv')     # a result edited by hand
+write_table(edited, tmp / 'compact/moons-diffusion/quick/summary.csv')     # a result edited by hand
 stale = stale_rows(tmp / 'ledger.csv')
 assert any('changed since' in p for p in stale) and any('fig1-early' in p and 'not reproduced' in p for p in stale)
 stale
@@ -466,8 +465,8 @@ run[['claim', 'location', 'what', 'paper', 'ours', 'configuration', 'verdict', '
 # training time is summed over the two runs of the sweep, which ran on two processes of a shared 2-core CPU):
 
 # %%
-prov = json.loads((RESULTS / 'moons-diffusion' / 'quick' / 'provenance.json').read_text())
-nets = read_table(RESULTS / 'moons-diffusion' / 'quick' / 'summary.csv').set_index('quantity').value['nets']
+prov = json.loads((COMPACT / 'moons-diffusion' / 'quick' / 'provenance.json').read_text())
+nets = read_table(COMPACT / 'moons-diffusion' / 'quick' / 'summary.csv').set_index('quantity').value['nets']
 assert prov['config'] == 'quick' and nets == moons.QUICK.n_models
 dict(config=prov['config'], config_hash=prov['config_hash'], nets=int(nets), training_seconds=prov['run_seconds'],
      **{k: prov['session'][k] for k in ('git_commit', 'device', 'torch', 'time')})
