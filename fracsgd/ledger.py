@@ -235,5 +235,5 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
         scale = '' if r is None or r.config == 'full' else f'{r.config}: not run at paper scale'
         out.append(dict(claim=c.claim_id, location=c.location, what=c.claim, paper=paper or '(no number)',
                         ours=ours, configuration=config, verdict='not run yet' if r is None else r.verdict,
-                        scale=scale, study=c.study))
+                        scale=scale, note='' if r is None else r.note, study=c.study))
     return pd.DataFrame(out)

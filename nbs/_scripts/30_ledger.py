@@ -431,7 +431,7 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
         scale = '' if r is None or r.config == 'full' else f'{r.config}: not run at paper scale'
         out.append(dict(claim=c.claim_id, location=c.location, what=c.claim, paper=paper or '(no number)',
                         ours=ours, configuration=config, verdict='not run yet' if r is None else r.verdict,
-                        scale=scale, study=c.study))
+                        scale=scale, note='' if r is None else r.note, study=c.study))
     return pd.DataFrame(out)
 
 
@@ -451,7 +451,7 @@ counts
 # %%
 run = table[table.verdict != 'not run yet']
 assert set(run.claim) >= {'fig1-early', 'fig1-late'}
-run[['claim', 'location', 'what', 'paper', 'ours', 'configuration', 'verdict', 'scale']]
+run[['claim', 'location', 'what', 'paper', 'ours', 'configuration', 'verdict', 'scale', 'note']]
 
 # %% [markdown]
 # **What the moons rows say.** Fig. 1's two claims are reproduced in the quick configuration (100 nets, every
