@@ -196,6 +196,29 @@ assert verdict(claims.loc['fig4a-low-llc'], 1.0, 0.5, 1.5) == 'inconclusive'
 
 
 # %% [markdown]
+# `paper_interval` also checks the transcription against the paper's own arithmetic: in tables 1 and 4 the
+# column α is $d_s/(2\lambda)$ (eq. 17's slope), so each printed α must meet the range of $d_s/(2\lambda)$ that
+# the printed $d_s$ and λ allow given their rounding. Eight of the nine rows agree; VGG16 in table 1 does not: its $d_s$ and
+# λ give $\alpha \approx 0.00044$, which the table prints as 0.001. (Table 1 also names VGG16 while appendix G.2
+# lists VGG11.)
+
+# %%
+def alpha_check(table: str, model: str) -> dict:
+    "The printed α of a table-1/4 row against the range of d_s/(2λ) its printed d_s and λ allow."
+    (ds_lo, ds_hi), (lam_lo, lam_hi), (a_lo, a_hi) = (paper_interval(claims.loc[f'{table}-{model}-{q}'])
+                                                      for q in ('ds', 'llc', 'alpha'))
+    lo, hi = ds_lo / (2 * lam_hi), ds_hi / (2 * lam_lo)
+    return dict(row=f'{table} {model}', alpha=claims.loc[f'{table}-{model}-alpha', 'paper_value'],
+                ds_over_2lambda=f'[{lo:.4g}, {hi:.4g}]', consistent=not (hi < a_lo or lo > a_hi))
+
+rows_14 = [(t, c.removeprefix(f'{t}-').removesuffix('-alpha')) for t in ('tab1', 'tab4')
+           for c in claims.claim_id if c.startswith(t) and c.endswith('-alpha')]
+alphas = pd.DataFrame([alpha_check(t, m) for t, m in rows_14])
+assert len(alphas) == 9 and set(alphas.row[~alphas.consistent]) == {'tab1 vgg16'}, alphas
+alphas
+
+
+# %% [markdown]
 # ## Compact results
 #
 # A study folder holds every run (the moons quick run: 3.8 MB of trajectories), too much to commit. What the
