@@ -378,6 +378,19 @@ with contextlib.redirect_stdout(printed):
 assert '0 done, 0 failed, 2 skipped' in printed.getvalue(), printed.getvalue()
 assert load_study(out).trajectories.drop(columns='key').equals(res['table'])
 
+# %% [markdown]
+# **Into the claims ledger.** This study tests two claims of fig. 1, listed in the [claims ledger](ledger.html):
+# early super-diffusion (early exponent above ½) and late sub-diffusion (late exponent below ½). After a run,
+# `record_claims(folder)` keeps the compact summary and puts the two verdicts into the ledger; here into a
+# scratch one, to show what this run gives.
+
+# %%
+from fracsgd.ledger import record_claims
+scratch = Path(tempfile.mkdtemp())
+rows = record_claims(out, ledger=scratch / 'ledger.csv', compact_dir=scratch / 'compact')
+assert (rows.config == 'quick').all() and (rows.verdict == 'reproduced').all(), rows
+rows[['claim_id', 'config', 'value', 'ci_low', 'ci_high', 'verdict']]
+
 # %%
 #| hide
 import nbdev

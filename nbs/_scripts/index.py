@@ -78,6 +78,7 @@
 # | [Sweeps](sweep.html) | `fracsgd.sweep` | resumable sweeps of run configurations on a process pool or Ray |
 # | [Results store](store.html) | `fracsgd.store` | one folder per study; `load_study` reads it back in one call |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
+# | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |
 # | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench_llc` | LLC speed against devinterp and against loops |
 # | [Ensemble benchmarks](bench_ensemble.html) | `fracsgd.bench_ensemble` | ensemble training against a loop and the floor |

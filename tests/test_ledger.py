@@ -1,0 +1,159 @@
+"""The claims ledger: its committed rows follow from the committed study results, the quick moons study still
+gives those results, and bad input (unknown claims, verdicts outside the four, missing intervals) is refused."""
+import math, shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fracsgd.studies.moons_diffusion as moons
+from fracsgd.core import write_table, read_table
+from fracsgd.ledger import (CLAIMS, LEDGER, COMPACT, VERDICTS, read_claims, read_ledger, ledger_rows,
+                            record_claims, save_compact, stale_rows, verdict, paper_interval, ledger_table)
+from fracsgd.store import open_study, save_plan, save_run
+from fracsgd.sweep import unique_runs, config_record
+
+SUMMARY_COLUMNS = ['quantity', 'value', 'ci_low', 'ci_high', 'note']
+
+
+def _study(folder, rows, skip_last=False):
+    "A finished (or, with `skip_last`, unfinished) moons-diffusion study folder with the quick run keys."
+    open_study(folder, 'moons-diffusion')
+    runs = unique_runs(moons.sweep(moons.QUICK).configs)
+    save_plan(folder, runs)
+    for key, cfg in list(runs.items())[:-1 if skip_last else None]:
+        save_run(folder, key, config_record(cfg), {})
+    write_table(pd.DataFrame(rows, columns=SUMMARY_COLUMNS), Path(folder) / 'summary.csv')
+    return folder
+
+
+GOOD = [('early exponent, t < t_c', 0.87, 0.86, 0.88, ''), ('late exponent 1/d_walk', 0.40, 0.39, 0.41, '')]
+
+
+def test_committed_ledger_follows_from_committed_results():
+    assert stale_rows() == []
+    ledger = read_ledger()
+    assert {'fig1-early', 'fig1-late'} <= set(ledger.claim_id)
+    table = ledger_table()
+    assert len(table) == len(read_claims()) and set(table.verdict) <= set(VERDICTS)
+    # every claim that no committed result covers is 'not run yet', never a verdict without a number
+    assert (table[~table.claim.isin(ledger.claim_id)].verdict == 'not run yet').all()
+
+
+def test_quick_moons_study_still_gives_the_committed_result(tmp_path):
+    # Rerun the quick configuration (100 nets, ~20 s of training on 2 cores) and record it into a scratch ledger:
+    # the same configuration hash, the same numbers (seeded training and bootstrap; rtol 1e-6 allows for float
+    # rounding on another CPU, far below the 4th digit any verdict or page shows) and the same verdicts.
+    moons.run(moons.QUICK, tmp_path / 'study', progress=False)
+    fresh = record_claims(tmp_path / 'study', ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
+    committed = read_ledger().set_index('claim_id').loc[fresh.claim_id]
+    assert (fresh.config.values == committed.config.values).all()
+    assert (fresh.config_hash.values == committed.config_hash.values).all()
+    assert (fresh.verdict.values == committed.verdict.values).all()
+    for col in ('value', 'ci_low', 'ci_high'):
+        np.testing.assert_allclose(fresh[col].values, committed[col].values, rtol=1e-6)
+    new = read_table(tmp_path / 'compact/moons-diffusion/quick/summary.csv')
+    old = read_table(COMPACT / 'moons-diffusion/quick/summary.csv')
+    assert new.quantity.tolist() == old.quantity.tolist()
+    np.testing.assert_allclose(new[['value', 'ci_low', 'ci_high']].values, old[['value', 'ci_low', 'ci_high']].values,
+                               rtol=1e-6)
+
+
+def test_verdict_rule():
+    claims = read_claims()
+    early, late, kl = claims.loc['fig1-early'], claims.loc['fig1-late'], claims.loc['tab2-kl']
+    # printed precision: '32' stands for [31.5, 32.5], '0.009' for [0.0085, 0.0095]
+    assert paper_interval(claims.loc['tab1-tinystories-1m-llc']) == (31.5, 32.5)
+    assert paper_interval(kl) == pytest.approx((0.0085, 0.0095))
+    assert verdict(early, 0.6, 0.51, 0.7) == 'reproduced' and verdict(early, 0.5, 0.49, 0.51) == 'inconclusive'
+    assert verdict(late, 0.6, 0.51, 0.7) == 'not reproduced' and verdict(late, 0.45, 0.4, 0.49) == 'reproduced'
+    assert verdict(kl, 0.0090, 0.0089, 0.0091) == 'reproduced'
+    assert verdict(kl, 0.0110, 0.0096, 0.0120) == 'not reproduced'          # misses [0.0085, 0.0095]
+    assert verdict(kl, 0.0090, 0.0, 0.0200) == 'inconclusive'              # 0.02 wide > 0.009
+    assert verdict(claims.loc['fig4a-low-llc'], 1.0, 0.9, 1.1) == 'inconclusive'
+    assert verdict(early) == 'not run yet'
+
+
+def test_record_replaces_rows_of_the_same_configuration(tmp_path):
+    kw = dict(ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
+    first = record_claims(_study(tmp_path / 'a', GOOD), **kw)
+    worse = [GOOD[0], ('late exponent 1/d_walk', 0.6, 0.55, 0.65, '')]
+    second = record_claims(_study(tmp_path / 'b', worse), **kw)
+    assert len(first) == len(second) == 2
+    assert second.set_index('claim_id').verdict.to_dict() == {'fig1-early': 'reproduced', 'fig1-late': 'not reproduced'}
+    assert stale_rows(tmp_path / 'ledger.csv') == []
+    assert oct((tmp_path / 'ledger.csv').stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask():
+    import os
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
+def test_a_changed_result_or_claim_makes_the_ledger_stale(tmp_path):
+    kw = dict(ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
+    record_claims(_study(tmp_path / 'a', GOOD), **kw)
+    summary = tmp_path / 'compact/moons-diffusion/quick/summary.csv'
+    write_table(pd.DataFrame([GOOD[0], ('late exponent 1/d_walk', 0.6, 0.55, 0.65, '')], columns=SUMMARY_COLUMNS),
+                summary)
+    stale = stale_rows(tmp_path / 'ledger.csv')
+    assert any('changed since' in p for p in stale) and any(p.startswith('fig1-late') for p in stale), stale
+    # the same result, but the paper's bound edited in claims.csv: the recorded verdict no longer follows
+    record_claims(_study(tmp_path / 'b', GOOD), **kw)
+    claims = read_claims()
+    claims.loc['fig1-early', 'paper_value'] = '0.9'
+    claims.to_csv(tmp_path / 'claims.csv', index=False)
+    stale = stale_rows(tmp_path / 'ledger.csv', claims=tmp_path / 'claims.csv')
+    assert stale and 'fig1-early' in stale[0] and 'not reproduced' in stale[0], stale
+
+
+def test_bad_input_is_refused_with_clear_errors(tmp_path):
+    claims = read_claims()
+    with pytest.raises(ValueError, match='has no interval'):
+        verdict(claims.loc['fig1-early'], 0.87)
+    with pytest.raises(ValueError, match='does not hold the value'):
+        verdict(claims.loc['fig1-early'], 0.87, 0.9, 0.95)
+    # a ledger naming an unknown claim, or with a verdict outside the four
+    ledger = read_ledger()
+    bad = ledger.copy()
+    bad.loc[0, 'claim_id'] = 'fig99-made-up'
+    bad.to_csv(tmp_path / 'unknown.csv', index=False)
+    with pytest.raises(ValueError, match=r"unknown claim id\(s\) \['fig99-made-up'\]"):
+        read_ledger(tmp_path / 'unknown.csv')
+    bad = ledger.copy()
+    bad.loc[0, 'verdict'] = 'mostly reproduced'
+    bad.to_csv(tmp_path / 'verdict.csv', index=False)
+    with pytest.raises(ValueError, match="'mostly reproduced'"):
+        read_ledger(tmp_path / 'verdict.csv')
+    bad = ledger.copy()
+    bad.loc[0, 'ci_low'] = math.nan
+    bad.to_csv(tmp_path / 'interval.csv', index=False)
+    with pytest.raises(ValueError, match='has no interval'):
+        read_ledger(tmp_path / 'interval.csv')
+    # a study summary whose row has no interval, or lacks the quantity a claim names
+    kw = dict(ledger=tmp_path / 'l.csv', compact_dir=tmp_path / 'compact')
+    no_ci = [GOOD[0], ('late exponent 1/d_walk', 0.40, math.nan, math.nan, '')]
+    with pytest.raises(ValueError, match='fig1-late: our value 0.4 has no interval'):
+        record_claims(_study(tmp_path / 'a', no_ci), **kw)
+    with pytest.raises(ValueError, match="has no quantity 'late exponent 1/d_walk'"):
+        record_claims(_study(tmp_path / 'b', GOOD[:1]), **kw)
+    # an unfinished study
+    with pytest.raises(ValueError, match='not finished .0 failed, 1 pending'):
+        save_compact(_study(tmp_path / 'c', GOOD, skip_last=True), tmp_path / 'compact')
+
+
+@pytest.mark.parametrize('change, message', [
+    (lambda c: c.assign(claim_id=['fig1-early'] * len(c)), 'unique'),
+    (lambda c: c.assign(kind=c.kind.replace('below', 'at most')), "kind 'at most'"),
+    (lambda c: c.assign(paper_value=c.paper_value.replace('0.009', 'nine')), "'nine' is not a number"),
+    (lambda c: c.assign(paper_value=c.paper_value.mask(c.kind == 'qualitative', '1')), 'must not have a paper value'),
+    (lambda c: c.drop(columns='quantity'), r"missing column\(s\) \['quantity'\]"),
+])
+def test_bad_claims_tables_are_refused(tmp_path, change, message):
+    claims = pd.read_csv(CLAIMS, dtype=str, keep_default_na=False)
+    change(claims).to_csv(tmp_path / 'claims.csv', index=False)
+    with pytest.raises(ValueError, match=message):
+        read_claims(tmp_path / 'claims.csv')
