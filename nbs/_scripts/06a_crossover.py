@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Crossover and late exponent
 #
-# > Does R(t) change exponent, by a restart (paper eq. 32) or a smooth bend, where, and what is the late exponent after it, with an interval that holds the truth.
+# > Whether R(t) changes exponent (a restart, paper eq. 32, or a smooth bend), where, and the late exponent after it.
 
 # %%
 #| default_exp crossover
@@ -14,6 +14,7 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 from dataclasses import dataclass, field
+from typing import Callable
 import warnings
 
 import numpy as np
@@ -83,7 +84,8 @@ import matplotlib.pyplot as plt
 class Crossover:
     """Result of `detect_crossover`. `model`: the law the data support, 'none' (one power law; then `t_c` is
     NaN and both slopes are its slope), 'restart' (paper eq. 32) or 'bend' (smoothly broken power law).
-    `delta_bic` = BIC(power law) − BIC(best crossover model). `short_late_window`: under one decade after t_c."""
+    `delta_bic` = BIC(power law) − BIC(best crossover model). `short_late_window`: under one decade after t_c.
+    `law`: the fitted model as a function, log t → log R (the centre of a single curve's bootstrap)."""
     t_c: float
     early_slope: float
     late_slope: float
@@ -94,7 +96,7 @@ class Crossover:
     t_max: float = np.nan
     late_decades: float = field(init=False)
     short_late_window: bool = field(init=False)
-    curve: tuple | None = field(default=None, repr=False, compare=False)   # (t, fitted R) on the fit grid
+    law: Callable | None = field(default=None, repr=False, compare=False)  # fitted model: log t -> log R
     def __post_init__(self):
         self.late_decades = float(np.log10(self.t_max / self.t_c)) if self.found else np.nan
         self.short_late_window = bool(self.found and not self.late_decades >= 1)
@@ -104,14 +106,14 @@ class Crossover:
         return self.model != 'none'
 
 def _eq32_fit(lt, ly, t, y, b):
-    "Eq. 32 with the crossover at log-time b: (SSE in log R, (early, late slope), fitted log R)."
+    "Eq. 32 with the crossover at log-time b: SSE in log R, (early, late slope), fitted log R, law log t → log R."
     early, late = lt < b, lt >= b
     s0, c0, _, res0 = _loglog_ols(lt[early], ly[early])
     r_c, t_c = np.exp(c0 + s0 * b), np.exp(b)
     dt, dy = t[late] - t_c, y[late] - r_c
     ok = (dt > 0) & (dy > 0)
     if ok.sum() < 3:
-        return np.inf, (s0, np.nan), None
+        return np.inf, (s0, np.nan), None, None
     s1, c1, *_ = _loglog_ols(np.log(dt[ok]), np.log(dy[ok]))
     g = lambda tt, logA, s: np.log(r_c + np.exp(logA) * np.clip(tt - t_c, 0, None) ** s)
     try:
@@ -120,9 +122,11 @@ def _eq32_fit(lt, ly, t, y, b):
             (c1, s1), _ = optimize.curve_fit(g, t[late], ly[late], p0=(c1, s1), maxfev=2000)
     except (RuntimeError, ValueError):
         pass
-    with np.errstate(divide='ignore'):
-        fitted = np.concatenate([c0 + s0 * lt[early], g(t[late], c1, s1)])
-    return ((fitted - ly)**2).sum(), (s0, s1), fitted
+    def law(x):
+        with np.errstate(divide='ignore'):
+            return np.where(x < b, c0 + s0 * x, g(np.exp(x), c1, s1))
+    fitted = law(lt)
+    return ((fitted - ly)**2).sum(), (s0, s1), fitted, law
 
 def _fit_restart(lt, ly, t, y, min_points, n_candidates):
     "The best eq.-32 crossover: a log-spaced grid of t_c, refined by a bounded scalar search."
@@ -131,8 +135,8 @@ def _fit_restart(lt, ly, t, y, min_points, n_candidates):
     i = int(np.argmin([sse(b) for b in cands]))
     lo, hi = cands[max(i - 1, 0)], cands[min(i + 1, len(cands) - 1)]
     b = optimize.minimize_scalar(sse, bounds=(lo, hi), method='bounded', options=dict(xatol=1e-4)).x
-    err, slopes, fitted = _eq32_fit(lt, ly, t, y, b)
-    return err, np.exp(b), slopes, fitted
+    err, slopes, fitted, law = _eq32_fit(lt, ly, t, y, b)
+    return err, np.exp(b), slopes, fitted, law
 
 
 # %%
@@ -157,7 +161,8 @@ def _fit_bend(lt, ly, min_points, rounds: int = 6):
         centre = np.array([b.ravel(), w.ravel()])[:, np.argmin(_bend_fits(lt, ly, b.ravel(), w.ravel())[0])]
         span = span / 4
     (err,), ((c, s1, s2),), (fitted,) = _bend_fits(lt, ly, *centre)
-    return err, np.exp(centre[0]), (s1, s2), fitted
+    b, d = centre[0], np.exp(centre[1])
+    return err, np.exp(b), (s1, s2), fitted, lambda x: c + s1 * x + (s2 - s1) * d * np.logaddexp(0, (x - b) / d)
 
 def _bic(sse, n, n_eff, k, floor=1e-4):
     "BIC of a least-squares fit in log R with mean squared residual floored at floor² (numerical noise)."
@@ -199,7 +204,7 @@ def _compare_models(lt, ly, t, ym, min_points, n_candidates, model, min_delta_bi
     if model is not None:
         return model, np.nan, fits
     s, c, _, res = _loglog_ols(lt, ly)
-    fits['none'] = ((res**2).sum(), np.nan, (s, s), c + s * lt)
+    fits['none'] = ((res**2).sum(), np.nan, (s, s), c + s * lt, lambda x: c + s * x)
     n, n_eff = len(lt), _effective_n(res)
     delta = _bic(fits['none'][0], n, n_eff, 2) - _bic(fits[best][0], n, n_eff, 5)
     return (best if delta > min_delta_bic else 'none'), float(delta), fits
@@ -228,17 +233,17 @@ def detect_crossover(t, y, method: str = 'auto', n_candidates: int = 40, min_poi
     supported, delta, fits = _compare_models(lt, ly, tf, yf, min_points, n_candidates, model, min_delta_bic)
     common = dict(model=supported, method=method, delta_bic=delta, t_max=float(t[-1]))
     if supported == 'none':
-        sse, _, (s, _), fitted = fits['none']
-        return Crossover(np.nan, float(s), float(s), float(sse), **common, curve=(tf, np.exp(fitted)))
+        sse, _, (s, _), _, law = fits['none']
+        return Crossover(np.nan, float(s), float(s), float(sse), **common, law=law)
     if method == 'slope':
         t_c, s0, s1 = _slope_crossover(t, ym, window)
-        return Crossover(t_c, s0, s1, np.nan, **common, curve=(tf, np.exp(fits[supported][3])))
+        return Crossover(t_c, s0, s1, np.nan, **common, law=fits[supported][4])
     located = {'auto': supported, 'eq32': 'restart', 'bend': 'bend'}[method]
     if located not in fits:
         fits[located] = (_fit_restart(lt, ly, tf, yf, min_points, n_candidates) if located == 'restart'
                          else _fit_bend(lt, ly, min_points))
-    sse, t_c, (s0, s1), fitted = fits[located]
-    return Crossover(float(t_c), float(s0), float(s1), float(sse), **common, curve=(tf, np.exp(fitted)))
+    sse, t_c, (s0, s1), _, law = fits[located]
+    return Crossover(float(t_c), float(s0), float(s1), float(sse), **common, law=law)
 
 
 # %%
@@ -423,7 +428,7 @@ def _late_slopes(t, y, t_c):
 def _model_curve(t, y, c):
     "The fitted crossover model of `c` at every positive point of one curve `y`: the centre of its bootstrap."
     keep = (t > 0) & (y > 0)
-    return t[keep], y[keep], np.exp(np.interp(np.log(t[keep]), np.log(c.curve[0]), np.log(c.curve[1])))
+    return t[keep], y[keep], np.exp(c.law(np.log(t[keep])))
 
 def _replicates(t, y, c, n_boot, rng):
     "Bootstrap copies of the data: whole runs resampled, or moving blocks of log residuals about the fitted model."
@@ -453,7 +458,7 @@ def fit_late_exponent(t, y, crossover: Crossover | None = None, estimator: str |
     c = crossover if crossover is not None else detect_crossover(t, y, method=method)
     if not c.found:
         raise ValueError("no crossover: the data support one power law, whose exponent is fit_power_law(t, y)")
-    if y.ndim == 1 and c.curve is None:
+    if y.ndim == 1 and c.law is None:
         raise ValueError("a single curve is bootstrapped about its fitted crossover model: pass the Crossover "
                          "returned by detect_crossover")
     est = estimator or ('eq32' if c.model == 'restart' else 'loglog')
@@ -635,16 +640,89 @@ coverage.groupby('curve').agg(covered=('covered', 'mean'), fixed_covered=('fixed
 #   biased. The shortfall comes from the interval's width varying from ensemble to ensemble: with 20 runs the
 #   bootstrap spread is itself uncertain, and with 100 replicates the 3.8 % tails rest on about four
 #   replicates each. More replicates (the default is 200) and more runs narrow the gap; the expanded interval
-#   already corrects the plug-in variance of 20 runs.
-# * **One curve falls short.** A single noisy curve is bootstrapped by moving blocks of its residuals about the
-#   fitted crossover model. On 40 restart curves (`restart_curve`, every step to $2\cdot 10^4$, 2 % independent
-#   noise, seed 0, 50 replicates, nominal 90 %) the interval held the truth 30 times: 75 %; at a true 90 %, 30
-#   or fewer hits has binomial probability 0.5 %. Single-curve intervals are too narrow, by an amount this
-#   chapter has not pinned down; read them as rough, and record several runs where the interval matters.
+#   already corrects the plug-in variance of 20 runs. Re-measured on the bend with the default 200 replicates
+#   (`coverage_experiment('sharp bend', 100, 200)`, same seeds; 11 minutes, 2026-11-23): 85 / 100, mean width
+#   0.00234 (0.95 of what is needed), misses 9 above and 6 below. At a true 90 %, 85 or fewer hits has binomial
+#   probability 7 %, and 82 or fewer 1 %: what remains is a width a few percent short, within what 100
+#   ensembles can resolve, and not pinned down further here.
 #
 # `tests/test_crossover.py` checks the coverage on a smaller experiment of the same kind (40 ensembles, seed 3;
 # pass if at least 31 of 40 nominal 90 % intervals hold the truth, a shortfall with binomial probability 0.5 %
 # at the stated rate) and that the intervals are not bought by width.
+
+# %% [markdown]
+# ### One curve
+#
+# A single curve has no runs to resample. Its replicates are the fitted crossover model plus moving blocks
+# (about $n^{1/3}$ points long) of the log residuals about it, and the spread of the estimates over replicates is
+# centred on the estimates of the model itself. `single_curve_coverage` measures how often such intervals hold
+# the truth: curves recorded at every step to $t_\text{max}$ with 2 % independent noise, either the restart of
+# `restart_curve` ($t_c = 300$, $t^{0.9}$ then late exponent 0.3) or a sharp bend at 300 with the same
+# exponents.
+
+# %%
+def single_curve_coverage(shape: str, n_curves: int, n_boot: int, seed: int = 0, level: float = 0.9,
+                          t_max: float = 2e4, noise: float = 0.02) -> pd.DataFrame:
+    """Coverage of `fit_late_exponent`'s interval on `n_curves` single noisy curves of `shape` ('sharp restart'
+    or 'sharp bend', crossover at 300, true late exponent 0.3), with t_c and its interval too."""
+    curve = {'sharp restart': lambda t: restart_curve(t, 300., 0.9, 0.3),
+             'sharp bend': lambda t: np.where(t < 300, t ** 0.9, 300 ** 0.9 * (t / 300) ** 0.3)}[shape]
+    t = np.arange(1, t_max + 1)
+    rng, rows = np.random.default_rng(seed), []
+    for i in range(n_curves):
+        y = curve(t) * np.exp(noise * rng.standard_normal(len(t)))
+        late = fit_late_exponent(t, y, detect_crossover(t, y), n_boot=n_boot, seed=i, level=level)
+        rows.append(dict(curve=shape, model=late.model, slope=late.slope, ci_low=late.ci_low, ci_high=late.ci_high,
+                         t_c=late.t_c, t_c_ci_low=late.t_c_ci_low, t_c_ci_high=late.t_c_ci_high))
+    d = pd.DataFrame(rows)
+    d['covered'] = (d.ci_low <= 0.3) & (0.3 <= d.ci_high)
+    d['t_c_covered'] = (d.t_c_ci_low <= 300) & (300 <= d.t_c_ci_high)
+    d['width'] = d.ci_high - d.ci_low
+    return d
+
+
+# %%
+#| heavy
+single = pd.concat([single_curve_coverage('sharp restart', 40, 50, seed=0),
+                    single_curve_coverage('sharp bend', 40, 50, seed=1)])
+single.groupby('curve').agg(covered=('covered', 'sum'), t_c_covered=('t_c_covered', 'sum'),
+                            sd_of_estimates=('slope', 'std'), mean_width=('width', 'mean'))
+
+# %% [markdown]
+# Measured with the cell above (40 curves per shape, 50 replicates each, nominal 90 %, bootstrap seed = curve
+# index; 6 minutes for the restart and 2 for the bend on the shared 2-core development CPU, 2026-11-23). If
+# the intervals cover at their stated 90 %, 31 or more of 40 hold the truth with probability 99.5 %.
+#
+# | curve | data seed | covered | $t_c$ interval holds 300 | SD of estimates | mean width | width a 90 % interval needs (2 × 1.645 × SD) |
+# |---|---|---|---|---|---|---|
+# | sharp restart | 0 | 35 / 40 | 36 / 40 | 0.00189 | 0.00793 | 0.00621 |
+# | sharp bend | 1 | 35 / 40 | 34 / 40 | 0.00019 | 0.00057 | 0.00061 |
+# | sharp restart, recorded to $10^4$ only | 1 | 33 / 40 | not recorded | 0.0093 | 0.0263 | 0.0307 |
+#
+# **What was wrong, and what changed.** Until this version the restart row read 30 / 40 (75 %), with intervals
+# 0.86 of the width they need, while the interval of $t_c$ itself held 300 in 36 of 40 curves. On a restart the
+# estimates of $t_c$ and of the late exponent are tightly linked (correlation 0.85 over the 40 curves): eq. 32
+# fits $\log(t - t_c)$, so the first points after $t_c$ weigh most, and a $t_c$ off by one step moves the
+# exponent by about 0.002. The interval has to carry that, and so the replicates must reproduce the curve just
+# after $t_c$. They did not: their centre was the fitted model *interpolated* in log–log between the 150
+# points of the fit grid (about 20 steps apart at $t = 300$), which rounds off the sharp rise right after a
+# restart. On that rounded curve the replicates found $t_c$ as precisely as the data allow, but their late
+# exponent depended less on it, and its spread came out too small. `Crossover.law` now keeps the fitted model
+# as a function of $\log t$, and the replicates are built on it at every recorded point. Nothing was widened
+# or tuned: no factor was fitted to these curves, and the intervals are now a little wider than needed on
+# average (1.28 times). The remaining misses are curves whose $t_c$ is itself off by one to two steps, where
+# the interval of $t_c$ misses too. The residual block length (about $n^{1/3}$ = 27 points) was left as it was:
+# with independent noise it is not what limits the interval.
+#
+# **Where $t_c$ can be located limits the exponent.** `detect_crossover` fits its models on 150 log-spaced
+# points, and what pins a restart's $t_c$ is the first of them after it. Recorded to $2\cdot 10^4$, that point
+# is $t = 304$; recorded only to $10^4$, it is 314, $t_c$ is found less precisely, and the eq.-32 exponent,
+# sensitive to $t_c$ as above, scatters five times more (last row). The interval widens with it, though not
+# quite enough (0.86 of the width needed), and held the truth in 33 of 40 (33 or fewer has probability 10 % at
+# a true 90 %).
+#
+# `tests/test_crossover.py` checks single-curve coverage on 40 restart curves of data seed 1 (pass at 31 or more
+# of 40).
 
 # %% [markdown]
 # ## Predicting the displacement
