@@ -707,12 +707,12 @@ single.groupby('curve').agg(covered=('covered', 'sum'), t_c_covered=('t_c_covere
 # after $t_c$. They did not: their centre was the fitted model *interpolated* in log–log between the 150
 # points of the fit grid (about 20 steps apart at $t = 300$), which rounds off the sharp rise right after a
 # restart. On that rounded curve the replicates found $t_c$ as precisely as the data allow, but their late
-# exponent depended less on it, and its spread came out too small. `Crossover.law` now keeps the fitted model
-# as a function of $\log t$, and the replicates are built on it at every recorded point. Nothing was widened
-# or tuned: no factor was fitted to these curves, and the intervals are now a little wider than needed on
-# average (1.28 times). The remaining misses are curves whose $t_c$ is itself off by one to two steps, where
-# the interval of $t_c$ misses too. The residual block length (about $n^{1/3}$ = 27 points) was left as it was:
-# with independent noise it is not what limits the interval.
+# exponent depended less on it, and its spread came out too small. A `Crossover` now keeps the fitted model
+# as a function of $\log t$ (its field `law`), and the replicates are built on it at every recorded point.
+# Nothing was widened or tuned: no factor was fitted to these curves, and the intervals are now a little wider
+# than needed on average (1.28 times). The remaining misses are curves whose $t_c$ is itself off by one to two
+# steps, where the interval of $t_c$ misses too. The residual block length (about $n^{1/3}$ = 27 points) was
+# left as it was: with independent noise it is not what limits the interval.
 #
 # **Where $t_c$ can be located limits the exponent.** `detect_crossover` fits its models on 150 log-spaced
 # points, and what pins a restart's $t_c$ is the first of them after it. Recorded to $2\cdot 10^4$, that point
