@@ -22,9 +22,6 @@ from scipy import optimize, stats
 
 from fracsgd.theory import spectral_dimension_from_slope, msd_exponent
 
-# %%
-import matplotlib.pyplot as plt
-
 
 # %% [markdown]
 # This chapter only reads numbers: a vector of times and a vector (or a runs × times array) of displacements,

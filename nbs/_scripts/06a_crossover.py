@@ -693,11 +693,11 @@ single.groupby('curve').agg(covered=('covered', 'sum'), t_c_covered=('t_c_covere
 # index; 6 minutes for the restart and 2 for the bend on the shared 2-core development CPU, 2026-11-23). If
 # the intervals cover at their stated 90 %, 31 or more of 40 hold the truth with probability 99.5 %.
 #
-# | curve | data seed | covered | $t_c$ interval holds 300 | SD of estimates | mean width | width a 90 % interval needs (2 × 1.645 × SD) |
+# | curve | data seed | covered | t_c interval holds 300 | SD of estimates | mean width | width a 90 % interval needs (2 × 1.645 × SD) |
 # |---|---|---|---|---|---|---|
 # | sharp restart | 0 | 35 / 40 | 36 / 40 | 0.00189 | 0.00793 | 0.00621 |
 # | sharp bend | 1 | 35 / 40 | 34 / 40 | 0.00019 | 0.00057 | 0.00061 |
-# | sharp restart, recorded to $10^4$ only | 1 | 33 / 40 | not recorded | 0.0093 | 0.0263 | 0.0307 |
+# | sharp restart, recorded to 10⁴ only | 1 | 33 / 40 | not recorded | 0.0093 | 0.0263 | 0.0307 |
 #
 # **What was wrong, and what changed.** Until this version the restart row read 30 / 40 (75 %), with intervals
 # 0.86 of the width they need, while the interval of $t_c$ itself held 300 in 36 of 40 curves. On a restart the
