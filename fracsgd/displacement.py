@@ -157,15 +157,27 @@ class Recorder:
         self._sq = [q.to(device) for q in state['sq']]
 
 # %% ../nbs/05_displacement.ipynb #e2652300
-def runs_matrix(table: pd.DataFrame, column: str = 'R') -> tuple[np.ndarray, np.ndarray]:
-    "Steps common to all runs and a runs × steps array of `column` from a concatenated trajectory table."
+def runs_matrix(table: pd.DataFrame, column: str = 'R', by: str | list | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Steps common to all runs and a runs × steps array of `column` from a concatenated trajectory table; the
+    curves are told apart by the column(s) `by` (default: those of 'run' and 'member' that the table has)."""
     if table.empty:
         raise ValueError("the trajectory table is empty")
-    if column not in table:
-        raise ValueError(f"no column {column!r} in the table; it has {list(table.columns)}")
-    if 'run' not in table:
+    for name in (column, 'step'):
+        if name not in table:
+            raise ValueError(f"no column {name!r} in the table; it has {list(table.columns)}")
+    by = [c for c in ('run', 'member') if c in table] if by is None else [by] if isinstance(by, str) else list(by)
+    missing = [c for c in by if c not in table]
+    if missing:
+        raise ValueError(f"no column {missing[0]!r} to tell the runs apart; the table has {list(table.columns)}")
+    repeated = table.duplicated(by + ['step'])
+    if repeated.any():
+        step = table.step[repeated].iloc[0]
+        who = f"within one value of {by}" if by else "and no 'run' or 'member' column tells the curves apart"
+        raise ValueError(f"step {step} appears {int((table.step == step).sum())} times {who}: pass by= the "
+                         "column(s) that name each curve (a net of an ensemble is named by 'member')")
+    if not by:
         return table.step.to_numpy(), table[column].to_numpy()[None]
-    wide = table.pivot_table(index='run', columns='step', values=column, aggfunc='first').dropna(axis=1)
+    wide = table.pivot_table(index=by, columns='step', values=column, aggfunc='first').dropna(axis=1)
     return wide.columns.to_numpy(), wide.to_numpy()
 
 # %% ../nbs/05_displacement.ipynb #653aee68

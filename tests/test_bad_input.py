@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from fracsgd.core import shared_mode
-from fracsgd.displacement import Recorder, hf_callback
+from fracsgd.displacement import Recorder, hf_callback, runs_matrix
 from fracsgd.ensemble import train_ensemble
 from fracsgd.llc import estimate_llc
 from fracsgd.models import make_mlp
@@ -111,6 +111,25 @@ def test_recorder_stops_a_diverged_loss_at_its_step(value, as_type):
 def test_recorder_refuses_a_loss_that_is_not_one_number():
     with pytest.raises(ValueError, match=r'one-element tensor, got a tensor of shape \(4,\)'):
         Recorder(make_mlp([3, 4, 2], seed=0)).record(1, torch.ones(4))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Trajectory tables of many curves: the ensemble trainer names its nets by `member`, never merged into one curve.
+
+def test_runs_matrix_reads_an_ensemble_table_net_by_net():
+    table = _ensemble(X2, LABELS)                            # 2 nets, recorded at steps 0..2, named by `member`
+    steps, R = runs_matrix(table)
+    assert R.shape == (2, len(steps)) and not np.allclose(R[0], R[1])
+    for i, member in enumerate(sorted(table.member.unique())):
+        assert np.array_equal(R[i], table[table.member == member].set_index('step').R.loc[steps].to_numpy())
+
+
+@pytest.mark.parametrize('by, words', [(None, "no 'run' or 'member' column tells the curves apart: pass by="),
+                                        ('run', "no column 'run' to tell the runs apart")])
+def test_runs_matrix_refuses_curves_it_cannot_tell_apart(by, words):
+    table = _ensemble(X2, LABELS).drop(columns='member')     # two nets' rows, nothing to tell them apart
+    with pytest.raises(ValueError, match=words):
+        runs_matrix(table, by=by)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -45,7 +45,8 @@ def test_analysis_reports_one_late_exponent_and_flags_a_short_window():
     # 360, ONE late exponent by the log-log slope with its interval holding that of the exact curve on the same
     # window, the eq.-32 fit only as a labelled check, and the short window flagged in the table.
     import numpy as np, pandas as pd
-    from fracsgd.spectral import fit_power_law, LATE_ESTIMATORS
+    from fracsgd.spectral import fit_power_law
+    from fracsgd.crossover import LATE_ESTIMATORS
     rng = np.random.default_rng(0)
     t = np.arange(0, 801.)
     exact = t * (1 + t / 144) ** -0.7

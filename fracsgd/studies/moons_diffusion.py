@@ -20,8 +20,8 @@ from ..displacement import runs_matrix
 from ..ensemble import EnsembleSettings, train_ensemble
 from ..sweep import Sweep, run_sweep
 from ..store import load_study
-from ..spectral import (fit_power_law, detect_crossover, fit_late_exponent, compare_growth_laws,
-                              diffusion_regime, LATE_ESTIMATORS)
+from ..spectral import fit_power_law, compare_growth_laws, diffusion_regime
+from ..crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'MoonsDiffusionConfig', 'config', 'MoonsRun', 'runs', 'train_run', 'sweep', 'analyse',

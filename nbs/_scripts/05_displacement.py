@@ -287,19 +287,35 @@ tab.head(8)
 #
 # Tables of several runs concatenate (each carries its `run`). `runs_matrix` turns such a table into the array
 # the fitting functions of the [spectral chapter](spectral.html) take: a vector of steps and a runs × steps
-# matrix of one column, keeping only steps every run recorded.
+# matrix of one column, keeping only steps every run recorded. Which column names the curves is `by`; by default
+# it is whichever of `run` (the recorder, the sweep runner) and `member` (the [ensemble
+# trainer](ensemble.html)) the table has, both together when it has both. A table with neither is one curve,
+# and it must then record each step once: repeated steps without a column to tell the curves apart would
+# otherwise be averaged into one curve, so they are refused.
 
 # %%
 #| export
-def runs_matrix(table: pd.DataFrame, column: str = 'R') -> tuple[np.ndarray, np.ndarray]:
-    "Steps common to all runs and a runs × steps array of `column` from a concatenated trajectory table."
+def runs_matrix(table: pd.DataFrame, column: str = 'R', by: str | list | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Steps common to all runs and a runs × steps array of `column` from a concatenated trajectory table; the
+    curves are told apart by the column(s) `by` (default: those of 'run' and 'member' that the table has)."""
     if table.empty:
         raise ValueError("the trajectory table is empty")
-    if column not in table:
-        raise ValueError(f"no column {column!r} in the table; it has {list(table.columns)}")
-    if 'run' not in table:
+    for name in (column, 'step'):
+        if name not in table:
+            raise ValueError(f"no column {name!r} in the table; it has {list(table.columns)}")
+    by = [c for c in ('run', 'member') if c in table] if by is None else [by] if isinstance(by, str) else list(by)
+    missing = [c for c in by if c not in table]
+    if missing:
+        raise ValueError(f"no column {missing[0]!r} to tell the runs apart; the table has {list(table.columns)}")
+    repeated = table.duplicated(by + ['step'])
+    if repeated.any():
+        step = table.step[repeated].iloc[0]
+        who = f"within one value of {by}" if by else "and no 'run' or 'member' column tells the curves apart"
+        raise ValueError(f"step {step} appears {int((table.step == step).sum())} times {who}: pass by= the "
+                         "column(s) that name each curve (a net of an ensemble is named by 'member')")
+    if not by:
         return table.step.to_numpy(), table[column].to_numpy()[None]
-    wide = table.pivot_table(index='run', columns='step', values=column, aggfunc='first').dropna(axis=1)
+    wide = table.pivot_table(index=by, columns='step', values=column, aggfunc='first').dropna(axis=1)
     return wide.columns.to_numpy(), wide.to_numpy()
 
 
@@ -308,6 +324,21 @@ t1 = pd.DataFrame(dict(run=0, step=[0, 1, 2, 3], R=[0, 1., 2, 3]))
 t2 = pd.DataFrame(dict(run=1, step=[0, 1, 3], R=[0, 2., 4]))
 steps, M = runs_matrix(pd.concat([t1, t2]))
 assert steps.tolist() == [0, 1, 3] and M.tolist() == [[0, 1, 3], [0, 2, 4]]
+
+# %% [markdown]
+# The ensemble trainer names its nets by `member`; its tables give one row of the matrix per net, and a table
+# whose curves cannot be told apart is refused rather than merged:
+
+# %%
+ens = pd.concat([t1, t2]).rename(columns={'run': 'member'})
+assert runs_matrix(ens)[1].tolist() == [[0, 1, 3], [0, 2, 4]]
+sweep_of_ensembles = pd.concat([ens.assign(run='a'), ens.assign(run='b', R=ens.R * 10)])
+assert runs_matrix(sweep_of_ensembles)[1].shape == (4, 3)                # (run, member) names a net
+try:
+    runs_matrix(pd.concat([t1, t2]).drop(columns='run'))
+    raise AssertionError("repeated steps without a run column were merged into one curve")
+except ValueError as e:
+    assert 'appears 2 times' in str(e) and 'by=' in str(e), e
 
 # %% [markdown]
 # ## With Hugging Face `Trainer`

@@ -68,7 +68,8 @@
 # | [Models](models.html) | `fracsgd.models` | fully connected ReLU nets, deep linear networks |
 # | [Training](train.html) | `fracsgd.train` | a minimal SGD/Adam loop with divergence checks |
 # | [Displacement](displacement.html) | `fracsgd.displacement` | the recorder: R(t) in total and per layer |
-# | [Spectral dimension](spectral.html) | `fracsgd.spectral` | power-law fits, crossover, growth laws, d_s |
+# | [Spectral dimension](spectral.html) | `fracsgd.spectral` | power-law fits, exponents and regimes, growth laws, d_s |
+# | [Crossover and late exponent](crossover.html) | `fracsgd.crossover` | is there a crossover, restart or bend, the late exponent and its interval, prediction |
 # | [Random walks on fractals](walks.html) | `fracsgd.walks` | ground truth for the fits; $d_w = 2d_f/d_s$ |
 # | [The model stack](stack.html) | `fracsgd.stack` | many same-architecture models as one tensor, batched loss |
 # | [SGLD](sgld.html) | `fracsgd.sgld` | `SGLDSettings`, the sampler, divergence, MALA acceptance, back-off |
