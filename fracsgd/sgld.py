@@ -130,11 +130,13 @@ def mala_acceptance(old: LangevinState, new: LangevinState, step_size: float) ->
 # %% ../nbs/09_sgld.ipynb #a6d54137
 class SGLDRun(NamedTuple):
     """The result of `SGLDSampler.sample`.
-    Loss trace [chains, steps], draws [chains, draws], diagnostics, settings used."""
+    Loss trace [chains, steps], draws [chains, draws], diagnostics, settings used, and what the sampler's
+    `record` returned at each draw (None without one)."""
     trace: torch.Tensor
     draws: torch.Tensor
     diagnostics: pd.DataFrame
     settings: SGLDSettings
+    recorded: list | None = None
 
 class _Chains(NamedTuple):
     "The chains of one attempt: model indices, settings, w* per chain [chains, params], buffers per chain."
@@ -144,9 +146,12 @@ class _Chains(NamedTuple):
     buffers: dict
 
 class SGLDSampler:
-    "SGLD for the models of `stack` at their own weights, on `data` = (X, y) already on the stack's device."
-    def __init__(self, stack: ModelStack, loss_fn, data: tuple, settings: SGLDSettings):
-        self.stack, self.loss_fn, self.settings = stack, loss_fn, settings
+    """SGLD for the models of `stack` at their own weights, on `data` = (X, y) already on the stack's device;
+    `record(params, buffers)`, if given, is called at every draw and its results come back in the run."""
+    def __init__(self, stack: ModelStack, loss_fn, data: tuple, settings: SGLDSettings, record=None):
+        if record is not None and not callable(record):
+            raise ValueError(f"record must be a function (params, buffers) -> anything, got {record!r}")
+        self.stack, self.loss_fn, self.settings, self.record = stack, loss_fn, settings, record
         self.X, self.y = data
         self.device = stack.flat.device
         self.n_beta = settings.n_beta if settings.n_beta is not None else default_n_beta(len(self.X))
@@ -247,7 +252,7 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     w = chains.w_star.clone()                                    # every chain's weights [chains, params]
     leaves, step_loss = self._differentiable(w, chains.buffers)
     trace = torch.empty(len(w), s.n_steps, device=self.device)  # [chains, steps]
-    noise, paired, diagnostics, checked = torch.empty_like(w), [], [], 0
+    noise, paired, diagnostics, recorded, checked = torch.empty_like(w), [], [], [], 0
     for t in range(s.n_steps):
         eps, batch = s.step_size_at(t), next(batches)
         loss = step_loss(*batch)                                 # [chains]
@@ -260,6 +265,8 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
                 checked = t + 1
             if s.baseline == 'paired' and s.is_draw(t):
                 paired.append(loss - self.f(self.stack.params(chains.w_star), chains.buffers, *batch))
+            if self.record is not None and s.is_draw(t):                # w_t: the weights of this draw
+                recorded.append(self.record(self.stack.params(w), chains.buffers))
             for i, gen in enumerate(noise_gens):                 # each chain's own generator, in place
                 noise[i].normal_(generator=gen)
             check = s.diag_every and t % s.diag_every == 0
@@ -275,7 +282,7 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     draws = (torch.stack(paired, 1) if s.baseline == 'paired'
              else trace[:, s.n_burnin::s.steps_between_draws])
     table = pd.concat(diagnostics, ignore_index=True) if diagnostics else pd.DataFrame()
-    return SGLDRun(trace.cpu(), draws.cpu(), table, settings)
+    return SGLDRun(trace.cpu(), draws.cpu(), table, settings, recorded if self.record is not None else None)
 
 @patch
 def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:

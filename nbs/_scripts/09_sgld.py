@@ -271,6 +271,14 @@ rates
 # of the step just taken (one extra forward and backward pass), the ratio of the gradient step to the noise
 # step, and the distance $\|w_t-w^*\|$.
 #
+# **Recording the draws.** The run keeps losses, not weights. A caller that needs more of each draw (a
+# prediction, a norm, a copy of the weights) passes `record=fn` to the sampler: at every draw step $t$, before
+# the update, it calls `fn(params, buffers)` with the weights $w_t$ of all chains as named parameters
+# `[chains, *shape]` (model-major, as the draws) and the chains' buffers, which is what
+# `torch.func.functional_call` takes under `vmap`. What `fn` returns comes back in order, one entry per draw, in
+# `SGLDRun.recorded`. The parameters are views of the live chains: `fn` must compute from them or copy them, not
+# keep them.
+#
 # With `on_divergence='backoff'`, a diverged call is run again with the step size of the phase that diverged
 # halved, up to three times, and a warning says so; the halved step sizes come back in `SGLDRun.settings`.
 
@@ -278,11 +286,13 @@ rates
 #| export
 class SGLDRun(NamedTuple):
     """The result of `SGLDSampler.sample`.
-    Loss trace [chains, steps], draws [chains, draws], diagnostics, settings used."""
+    Loss trace [chains, steps], draws [chains, draws], diagnostics, settings used, and what the sampler's
+    `record` returned at each draw (None without one)."""
     trace: torch.Tensor
     draws: torch.Tensor
     diagnostics: pd.DataFrame
     settings: SGLDSettings
+    recorded: list | None = None
 
 class _Chains(NamedTuple):
     "The chains of one attempt: model indices, settings, w* per chain [chains, params], buffers per chain."
@@ -292,9 +302,12 @@ class _Chains(NamedTuple):
     buffers: dict
 
 class SGLDSampler:
-    "SGLD for the models of `stack` at their own weights, on `data` = (X, y) already on the stack's device."
-    def __init__(self, stack: ModelStack, loss_fn, data: tuple, settings: SGLDSettings):
-        self.stack, self.loss_fn, self.settings = stack, loss_fn, settings
+    """SGLD for the models of `stack` at their own weights, on `data` = (X, y) already on the stack's device;
+    `record(params, buffers)`, if given, is called at every draw and its results come back in the run."""
+    def __init__(self, stack: ModelStack, loss_fn, data: tuple, settings: SGLDSettings, record=None):
+        if record is not None and not callable(record):
+            raise ValueError(f"record must be a function (params, buffers) -> anything, got {record!r}")
+        self.stack, self.loss_fn, self.settings, self.record = stack, loss_fn, settings, record
         self.X, self.y = data
         self.device = stack.flat.device
         self.n_beta = settings.n_beta if settings.n_beta is not None else default_n_beta(len(self.X))
@@ -468,7 +481,7 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     w = chains.w_star.clone()                                    # every chain's weights [chains, params]
     leaves, step_loss = self._differentiable(w, chains.buffers)
     trace = torch.empty(len(w), s.n_steps, device=self.device)  # [chains, steps]
-    noise, paired, diagnostics, checked = torch.empty_like(w), [], [], 0
+    noise, paired, diagnostics, recorded, checked = torch.empty_like(w), [], [], [], 0
     for t in range(s.n_steps):
         eps, batch = s.step_size_at(t), next(batches)
         loss = step_loss(*batch)                                 # [chains]
@@ -481,6 +494,8 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
                 checked = t + 1
             if s.baseline == 'paired' and s.is_draw(t):
                 paired.append(loss - self.f(self.stack.params(chains.w_star), chains.buffers, *batch))
+            if self.record is not None and s.is_draw(t):                # w_t: the weights of this draw
+                recorded.append(self.record(self.stack.params(w), chains.buffers))
             for i, gen in enumerate(noise_gens):                 # each chain's own generator, in place
                 noise[i].normal_(generator=gen)
             check = s.diag_every and t % s.diag_every == 0
@@ -496,7 +511,7 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     draws = (torch.stack(paired, 1) if s.baseline == 'paired'
              else trace[:, s.n_burnin::s.steps_between_draws])
     table = pd.concat(diagnostics, ignore_index=True) if diagnostics else pd.DataFrame()
-    return SGLDRun(trace.cpu(), draws.cpu(), table, settings)
+    return SGLDRun(trace.cpu(), draws.cpu(), table, settings, recorded if self.record is not None else None)
 
 @patch
 def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:
@@ -525,7 +540,42 @@ assert not torch.equal(run.trace[0], run.trace[1])                          # ch
 assert set(run.diagnostics.columns) == {'step', 'model', 'chain', 'step_size', 'mala_acceptance',
                                         'grad_to_noise', 'distance'}
 assert len(run.diagnostics) == 3 * len(range(0, 250, 20))
+assert run.recorded is None                                                 # no `record`: nothing recorded
 run.diagnostics.groupby('chain')[['mala_acceptance', 'grad_to_noise']].mean()
+
+# %% [markdown]
+# **What `record` sees.** The mean weight of each chain, recorded at every draw, must equal the mean weight of
+# the same chain run by hand: the update written out as in the equation above, $w_{t+1} = w_t -
+# \tfrac{\epsilon}{2}(n\beta\nabla L_n(w_t) + \gamma(w_t-w^*)) + \sqrt\epsilon\,\xi_t$, with the gradient from
+# autograd on the full data (`batch_size=None`, so no minibatch order is involved), the noise $\xi_t$ drawn
+# from each chain's noise generator, and $w_t$ read at the draw steps. Two chains (the vectorized path) and a
+# localization $\gamma=50$ large enough that its pull shows; agreement to float32 rounding.
+
+# %%
+from torch.func import functional_call
+from fracsgd.stack import chain_seed
+s_rec = settings.replace(n_chains=2, n_burnin=7, n_draws=12, steps_between_draws=3, batch_size=None,
+                         localization=50.0, seed=4)
+mean_weight = lambda params, buffers: torch.cat([p.flatten(1) for p in params.values()], 1).mean(1)  # [chains]
+recorded = SGLDSampler(sampler.stack, sampler.loss_fn, data_reg, s_rec, record=mean_weight).sample([0])
+assert len(recorded.recorded) == s_rec.n_draws and recorded.recorded[0].shape == (2,)
+w_star = sampler.stack.flat[0]
+def full_loss(w):                                                         # L_n at flat weights w [params]
+    params = {name: p[0] for name, p in sampler.stack.params(w[None]).items()}
+    return resolve_loss('regression')(functional_call(reg, params, (X_reg,)), y_reg).mean()
+for c in range(2):
+    noise_gen = torch.Generator().manual_seed(chain_seed(s_rec.seed, 0, c, 0))     # stream 0: the noise
+    w, by_hand = w_star.clone(), []
+    for t in range(s_rec.n_steps):
+        if s_rec.is_draw(t):
+            by_hand.append(w.mean())
+        grad, = torch.autograd.grad(full_loss(w.requires_grad_(True)), w)
+        eps = s_rec.step_size
+        w = (w - eps / 2 * (sampler.n_beta * grad + s_rec.localization * (w - w_star))
+             + math.sqrt(eps) * torch.empty_like(w).normal_(generator=noise_gen)).detach()
+    sampled = torch.stack([r[c] for r in recorded.recorded])
+    assert torch.allclose(sampled, torch.stack(by_hand), rtol=0, atol=1e-6), (sampled, by_hand)
+    assert (sampled - w_star.mean()).abs().max() > 1e-3                    # the chains did move
 
 # %% [markdown]
 # The smaller the step, the closer each step is to exact: the MALA acceptance of the same chains at five step

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Posterior tempering
 #
-# > Clusters of solutions in function space with a stability report, local-posterior cluster masses from SGLD, the accessibility factor D_ξ, tempered SGD masses, and distances with bootstrap intervals, a noise floor and baselines (paper Cor. 3.2, §4.2).
+# > The accessibility factor D_ξ, SGD cluster masses tempered by m·D_ξ (global or per cluster), and their distances to the local posterior (KL both ways, Wasserstein-1, Jensen–Shannon) with bootstrap intervals, a noise floor and baselines (paper Cor. 3.2, §4.2, table 2).
 
 # %%
 #| default_exp tempering
@@ -17,21 +17,16 @@ import math
 
 import numpy as np
 import pandas as pd
-import torch
-from torch import nn
-from scipy.spatial.distance import jensenshannon
 from scipy.stats import wasserstein_distance
-from sklearn.cluster import AgglomerativeClustering, KMeans
-from sklearn.metrics import adjusted_rand_score, silhouette_score
 
-from fracsgd.ensemble import batched_forward
-from fracsgd.sgld import SGLDSampler, SGLDSettings
-from fracsgd.stack import ModelStack, as_data, resolve_loss
+from fracsgd.clusters import cluster_masses
 from fracsgd.theory import effective_diffusion, tempering_exponent
 
 # %%
 import time, warnings
 import matplotlib.pyplot as plt
+import torch
+from scipy.spatial.distance import jensenshannon
 from scipy.special import rel_entr
 torch.set_num_threads(1)   # small nets and small tables: one thread avoids contention on small CPUs
 
@@ -46,9 +41,12 @@ torch.set_num_threads(1)   # small nets and small tables: one thread avoids cont
 #
 # Such a comparison can agree for reasons that have nothing to do with the theory: clusters that are an
 # artefact of the clustering method, a posterior that never leaves the clusters its chains start in, or two
-# distributions closer to each other than two resamples of one of them. This chapter gives the pieces of the
-# comparison, each of which reads arrays and tables (predictions, labels, LLCs, slopes) and never the insides
-# of training, so that a study can show what its evidence does and does not support.
+# distributions closer to each other than two resamples of one of them. The [clusters chapter](clusters.html)
+# guards against the first two: it builds the clusters with a stability report and the posterior's cluster
+# masses with the fraction of draws that left their start. This chapter gives the rest of the comparison: the
+# accessibility factor, the tempering, the distances with intervals, a noise floor and baselines. Each piece
+# reads arrays and tables (masses, labels, LLCs, slopes) and never the insides of training, so that a study
+# can show what its evidence does and does not support.
 #
 # **The two versions of the paper.** The arXiv version (2503.22478) writes the same factor as
 # $D_\xi=\xi^{2-1/\nu}$ with $\nu=d_s/2\lambda$ (its eq. 8) and the same Corollary (its eq. 9–10), but has no
@@ -75,250 +73,14 @@ torch.set_num_threads(1)   # small nets and small tables: one thread avoids cont
 #   each cluster as one coarse-grained cell of size $\xi$, the coarse-graining the proof of Cor. 3.2 invokes;
 #   it is what fig. 4b must have done, and it is what this chapter does.
 
-# %% [markdown]
-# ## Predictions on a probe set
-#
-# Two nets that differ by a permutation of hidden units are the same function, and their weight vectors can
-# be far apart. Describing a solution by its predictions on a fixed set of inputs, the *probe set*, removes
-# that symmetry. The probe set is always an explicit input: a grid over the data (`probe_grid`) or the data
-# points themselves. Predictions are class probabilities in an array `[solutions, probe points, classes]`;
-# `predictions_from_table` reads them from a long table with one row per solution and probe point.
-
-# %%
-#| export
-def probe_grid(X, n: int = 20, margin: float = 0.5) -> torch.Tensor:
-    "An `n`×`n` grid [n², 2] over the bounding box of the 2-D inputs `X`, widened by `margin` on each side."
-    X = torch.as_tensor(X, dtype=torch.float32)
-    if X.ndim != 2 or X.shape[1] != 2:
-        raise ValueError(f"probe_grid needs 2-D inputs of shape [points, 2], got shape {tuple(X.shape)}")
-    lo, hi = X.min(0).values - margin, X.max(0).values + margin
-    gx, gy = (torch.linspace(float(lo[i]), float(hi[i]), n) for i in range(2))
-    return torch.cartesian_prod(gx, gy)
-
-def predict_on_probe(models, probe) -> np.ndarray:
-    "Softmax probabilities [models, probe points, classes] of each model on `probe` [points, inputs]."
-    models = list(models)
-    probe = torch.as_tensor(probe, dtype=torch.float32)
-    first = next(m for m in models[0].modules() if isinstance(m, nn.Linear))
-    if probe.ndim != 2 or probe.shape[1] != first.in_features:
-        raise ValueError(f"the probe set must have shape [points, {first.in_features}] for these models, "
-                         f"got {tuple(probe.shape)}")
-    modes = [m.training for m in models]
-    try:
-        with torch.no_grad():
-            out = [m.eval()(probe.to(next(m.parameters()).device)).softmax(-1).cpu() for m in models]
-    finally:
-        for m, mode in zip(models, modes):
-            m.train(mode)
-    return torch.stack(out).double().numpy()
-
-def check_predictions(predictions, n_probe: int | None = None) -> np.ndarray:
-    "`predictions` as a float array [solutions, probe points, classes] of probabilities, or a ValueError."
-    P = np.asarray(predictions, dtype=float)
-    if P.ndim != 3:
-        raise ValueError("predictions must have shape [solutions, probe points, classes], "
-                         f"got an array with shape {P.shape}")
-    if n_probe is not None and P.shape[1] != n_probe:
-        raise ValueError(f"predictions are on {P.shape[1]} probe points, expected {n_probe}: "
-                         "a different probe set?")
-    if P.shape[0] < 1 or P.shape[1] < 1 or P.shape[2] < 2:
-        raise ValueError(f"predictions need ≥1 solution, ≥1 probe point and ≥2 classes, got shape {P.shape}")
-    if not np.all(np.isfinite(P)) or P.min() < 0 or not np.allclose(P.sum(-1), 1, atol=1e-4):
-        raise ValueError("predictions must be class probabilities (finite, ≥ 0, summing to 1 over classes); "
-                         "apply a softmax to logits first")
-    return P
-
-def predictions_from_table(table: pd.DataFrame, columns, solution: str = 'solution',
-                           probe: str = 'probe') -> np.ndarray:
-    "A long table (one row per solution and probe point, class probabilities in `columns`) as an array."
-    missing = [c for c in [solution, probe, *columns] if c not in table]
-    if missing:
-        raise ValueError(f"the table has no column(s) {missing}; columns: {list(table.columns)}")
-    t = table.sort_values([solution, probe])
-    n_sol, n_probe = t[solution].nunique(), t[probe].nunique()
-    if len(t) != n_sol * n_probe or t.groupby(solution)[probe].nunique().min() != n_probe:
-        raise ValueError(f"every solution needs one row per probe point: {len(t)} rows for {n_sol} solutions "
-                         f"and {n_probe} probe points")
-    return check_predictions(t[list(columns)].to_numpy(float).reshape(n_sol, n_probe, len(columns)))
-
-def function_features(predictions) -> np.ndarray:
-    "One row per solution [solutions, probe points × classes]: its predicted probabilities, flattened."
-    P = check_predictions(predictions)
-    return P.reshape(len(P), -1)
-
-
-# %%
-from sklearn.datasets import make_moons
-Xm, ym = make_moons(200, noise=0.2, random_state=0)
-grid = probe_grid(Xm, n=10)
-assert grid.shape == (100, 2) and float(grid[:, 0].min()) < Xm[:, 0].min()
-net = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2))
-P = predict_on_probe([net, net], grid)
-assert P.shape == (2, 100, 2) and np.allclose(P.sum(-1), 1)
-assert function_features(P).shape == (2, 200)
-long = pd.DataFrame({'solution': np.repeat([0, 1], 100), 'probe': np.tile(np.arange(100), 2),
-                     'p0': P[..., 0].ravel(), 'p1': P[..., 1].ravel()})
-assert np.allclose(predictions_from_table(long.sample(frac=1, random_state=0), ['p0', 'p1']), P)
 
 # %% [markdown]
-# ## Clusters and how much to trust them
+# ## Distributions over clusters
 #
-# Solutions are clustered by k-means on their features (`cluster_solutions`); clusters are renamed by size,
-# so cluster 0 (C1 on the plots) is the largest. Whether the clusters mean anything is answered by
-# `clustering_report`, three numbers that a weak clustering cannot all pass:
-#
-# * the **silhouette** (mean over solutions of $(b-a)/\max(a,b)$ with $a$ the mean distance to its own
-#   cluster and $b$ to the nearest other): Kaufman & Rousseeuw's reading is > 0.5 a reasonable structure,
-#   < 0.25 none to speak of;
-# * the **agreement of two methods**, k-means and Ward's agglomerative clustering, as the adjusted Rand index
-#   (ARI: 1 for the same partition, ≈ 0 for chance);
-# * **bootstrap stability**: k-means is refitted on a resample of the solutions, every solution is assigned to
-#   the nearest refitted centre, and the ARI with the original labels is averaged over resamples.
-#
-# The verdict is *strong* when silhouette ≥ 0.5 and both ARIs ≥ 0.8, *none* when the silhouette is below
-# 0.25, and *weak* otherwise. The thresholds are conventions, not theorems; the three numbers are printed
-# beside the verdict, with the size of the smallest cluster. Stability alone is not evidence: k-means cuts
-# an elongated cloud the same way on every resample, as the overlapping example below shows.
-
-# %%
-#| export
-SILHOUETTE_STRONG, SILHOUETTE_NONE, ARI_STRONG = 0.5, 0.25, 0.8
-
-def _check_features(features, k: int) -> np.ndarray:
-    F = np.asarray(features, dtype=float)
-    if F.ndim != 2 or not np.all(np.isfinite(F)):
-        raise ValueError(f"features must be a finite array [solutions, features], got shape {F.shape}")
-    if not (isinstance(k, (int, np.integer)) and 2 <= k < len(F)):
-        raise ValueError(f"k must be a whole number with 2 ≤ k < number of solutions ({len(F)}), got {k!r}")
-    return F
-
-def _by_size(labels: np.ndarray, k: int) -> np.ndarray:
-    "Labels renamed so that cluster 0 is the largest (ties: the smaller old label first)."
-    order = np.argsort(-np.bincount(labels, minlength=k), kind='stable')
-    return np.argsort(order)[labels]
-
-def cluster_solutions(features, k: int, method: str = 'kmeans', seed: int = 0) -> np.ndarray:
-    "Cluster labels [solutions] in 0..k-1 (0 the largest) by 'kmeans' or 'agglomerative' (Ward)."
-    F = _check_features(features, k)
-    if method == 'kmeans':
-        labels = KMeans(k, n_init=10, random_state=seed).fit_predict(F)
-    elif method == 'agglomerative':
-        labels = AgglomerativeClustering(k, linkage='ward').fit_predict(F)
-    else:
-        raise ValueError(f"method must be 'kmeans' or 'agglomerative', got {method!r}")
-    return _by_size(labels, k)
-
-def cluster_centroids(features, labels, k: int) -> np.ndarray:
-    "The mean feature vector [k, features] of each cluster; an empty cluster is an error naming it."
-    F, labels = np.asarray(features, dtype=float), np.asarray(labels)
-    if labels.shape != F.shape[:1] or (labels.size and labels.min() < 0):
-        raise ValueError(f"labels must be {len(F)} non-negative cluster numbers, one per row of features")
-    counts = np.bincount(labels, minlength=k)
-    if len(counts) > k:
-        raise ValueError(f"labels go up to {labels.max()}, but k={k}")
-    if (counts == 0).any():
-        raise ValueError(f"cluster(s) {np.flatnonzero(counts == 0).tolist()} are empty: no solution has "
-                         "that label (choose a smaller k, or relabel)")
-    return np.stack([F[labels == c].mean(0) for c in range(k)])
-
-def assign_to_clusters(features, centroids) -> np.ndarray:
-    "The label of the nearest centroid (Euclidean) for each row of `features` [rows, features]."
-    F, C = np.atleast_2d(np.asarray(features, float)), np.asarray(centroids, float)
-    if F.shape[-1] != C.shape[-1]:
-        raise ValueError(f"features have {F.shape[-1]} columns but centroids {C.shape[-1]}: "
-                         "the probe sets differ")
-    return ((F[:, None, :] - C[None]) ** 2).sum(-1).argmin(1)
-
-
-# %%
-#| export
-def clustering_report(features, k: int, n_boot: int = 30, seed: int = 0) -> dict:
-    "Silhouette, ARI of k-means vs Ward, bootstrap stability (mean ARI) and a verdict for `k` clusters."
-    F = _check_features(features, k)
-    km = cluster_solutions(F, k, 'kmeans', seed)
-    ward = cluster_solutions(F, k, 'agglomerative')
-    rng, aris = np.random.default_rng(seed), []
-    for b in range(n_boot):
-        idx = rng.integers(0, len(F), len(F))
-        fit = KMeans(k, n_init=3, random_state=seed + b + 1).fit(F[idx])
-        aris.append(adjusted_rand_score(km, assign_to_clusters(F, fit.cluster_centers_)))
-    sil = float(silhouette_score(F, km)) if len(set(km)) > 1 else float('nan')
-    out = dict(k=k, silhouette=sil, ari_methods=float(adjusted_rand_score(km, ward)),
-               stability=float(np.mean(aris)) if aris else float('nan'),
-               smallest=int(np.bincount(km, minlength=k).min()))
-    strong = (sil >= SILHOUETTE_STRONG and out['ari_methods'] >= ARI_STRONG
-              and out['stability'] >= ARI_STRONG)
-    out['verdict'] = 'strong' if strong else ('none' if not sil >= SILHOUETTE_NONE else 'weak')
-    return out
-
-def clustering_reports(features, ks=(2, 3, 4, 5), n_boot: int = 30, seed: int = 0) -> pd.DataFrame:
-    "One `clustering_report` row per number of clusters in `ks`."
-    return pd.DataFrame([clustering_report(features, k, n_boot, seed) for k in ks])
-
-
-# %% [markdown]
-# **Checks against planted structure.** Three planted clusters of prediction vectors (each solution a noisy
-# copy of one of three decision patterns on 50 probe points) must be recovered exactly and reported strong;
-# one blob of solutions with no structure must be reported as having none, whatever $k$ is asked for; two
-# planted patterns that overlap must not be called strong, however stable their split.
-
-# %%
-def planted(n_per=(30, 20, 10), n_probe=50, noise=0.05, seed=0):
-    "Prediction arrays around three random decision patterns, and the planted labels."
-    rng = np.random.default_rng(seed)
-    centres = rng.uniform(0.05, 0.95, (len(n_per), n_probe))
-    p1 = np.concatenate([np.clip(c + noise * rng.standard_normal((n, n_probe)), 0, 1)
-                         for c, n in zip(centres, n_per)])
-    return np.stack([p1, 1 - p1], -1), np.repeat(np.arange(len(n_per)), n_per)
-
-P3, truth = planted()
-rep = clustering_report(function_features(P3), 3)
-assert adjusted_rand_score(truth, cluster_solutions(function_features(P3), 3)) == 1.0
-assert rep['verdict'] == 'strong', rep
-blob = np.random.default_rng(1).uniform(0.4, 0.6, (60, 50))
-reports_blob = clustering_reports(function_features(np.stack([blob, 1 - blob], -1)))
-assert (reports_blob.verdict == 'none').all(), reports_blob
-pd.DataFrame([rep]).assign(data='planted, 3 clusters').round(3)
-
-# %%
-rng = np.random.default_rng(3)
-base = rng.uniform(0.3, 0.7, 40)                        # two patterns 0.1 apart per point, noise 0.15 per point
-p1 = np.clip(np.repeat([base + 0.05, base - 0.05], 40, 0) + 0.15 * rng.standard_normal((80, 40)), 0, 1)
-rep_overlap = clustering_report(function_features(np.stack([p1, 1 - p1], -1)), 2)
-assert rep_overlap['verdict'] != 'strong' and rep_overlap['stability'] > 0.8
-pd.concat([reports_blob.assign(data='one uniform blob'),
-           pd.DataFrame([rep_overlap]).assign(data='two overlapping patterns')]).round(3)
-
-# %% [markdown]
-# Weight space is offered only as a comparison: flatten each net's parameters into a row and hand them to the
-# same functions. Nets that are permutations of one another land in different weight-space clusters while
-# computing the same function, so a low ARI between weight-space and function-space clusters is expected and
-# says nothing about the posterior.
-
-# %%
-#| export
-def weight_features(models) -> np.ndarray:
-    "One row per model [models, params]: its flattened parameters (for the weight-space comparison only)."
-    return torch.stack([torch.cat([p.detach().reshape(-1).cpu() for p in m.parameters()])
-                        for m in models]).double().numpy()
-
-
-# %%
-a = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 2))
-b = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 2))
-perm = torch.tensor([2, 0, 3, 1])
-with torch.no_grad():                                   # b = a with its hidden units permuted
-    b[0].weight.copy_(a[0].weight[perm]); b[0].bias.copy_(a[0].bias[perm]); b[2].weight.copy_(a[2].weight[:, perm])
-    b[2].bias.copy_(a[2].bias)
-assert np.allclose(predict_on_probe([a], grid), predict_on_probe([b], grid), atol=1e-6)
-assert not np.allclose(weight_features([a]), weight_features([b]))
-
-# %% [markdown]
-# ## Cluster masses
-#
-# The mass of a cluster is the fraction of solutions (or of posterior draws) carrying its label. A distribution
-# over clusters must be a vector of non-negative numbers summing to one; `check_distribution` refuses anything
-# else with the reason.
+# Everything below works on distributions over the clusters: the cluster masses of SGD solutions and of
+# posterior draws ([clusters chapter](clusters.html)'s `cluster_masses`), and what tempering makes of them.
+# Such a distribution must be a vector of non-negative numbers summing to one; `check_distribution` refuses
+# anything else with the reason and the name of the distribution.
 
 # %%
 #| export
@@ -333,123 +95,15 @@ def check_distribution(p, name: str = 'p', atol: float = 1e-6) -> np.ndarray:
         raise ValueError(f"{name} must sum to 1, but sums to {a.sum():.6g}")
     return a
 
-def cluster_masses(labels, k: int) -> np.ndarray:
-    "The fraction [k] of `labels` (any shape, values in 0..k-1) in each cluster."
-    labels = np.asarray(labels).ravel()
-    if labels.size == 0:
-        raise ValueError("cluster_masses needs at least one label")
-    if labels.min() < 0 or labels.max() >= k:
-        raise ValueError(f"labels must lie in 0..{k - 1}, got values from {labels.min()} to {labels.max()}")
-    return np.bincount(labels, minlength=k) / labels.size
-
 
 # %%
-assert np.allclose(cluster_masses([0, 0, 1, 2], 4), [.5, .25, .25, 0])
-for bad in ([0.5, 0.6], [-0.1, 1.1], [[0.5, 0.5]]):
+assert np.array_equal(check_distribution([0.25, 0.75]), [0.25, 0.75])
+for bad, why in (([0.5, 0.6], 'sums to 1.1'), ([-0.1, 1.1], 'non-negative'), ([[0.5, 0.5]], '1-D'),
+                 ([], 'non-empty')):
     try:
         check_distribution(bad, 'p_sgd'); raise AssertionError(bad)
     except ValueError as e:
-        assert 'p_sgd' in str(e)
-
-# %% [markdown]
-# ## The local posterior
-#
-# The paper approximates the local Bayesian posterior by SGLD chains started from two SGD solutions, the one
-# with the lowest loss and the one with the lowest LLC (appendix G.4), each drawing 1000 samples after 200
-# burn-in steps, 10 steps apart, at step size $10^{-5}$. Those settings are `POSTERIOR_PAPER`; the paper gives
-# neither the inverse temperature nor a localization, so the chains here sample at $n\beta=n$ (the posterior
-# itself, temperature 1) unless `n_beta` is set, with the SGLD chapter's default localization $\gamma=1$ and
-# full-batch gradients (the paper states no SGLD batch size).
-#
-# The chains are the [SGLD chapter](sgld.html)'s `SGLDSampler`, unchanged: `sample_posterior` only listens at
-# the diagnostic steps, which it places on the draws, and records each chain's class probabilities on the probe
-# set there. A draw is thus the chain's state just after its draw step.
-#
-# At step size $10^{-5}$ a chain moves by about $\sqrt{10^{-5}\cdot 10^4}\approx 0.3$ per weight from noise
-# alone, and is pulled back by the loss, so it may well stay in the cluster it starts in; then the "posterior
-# masses" are mostly the choice of starting points. `posterior_masses` therefore also reports, per chain, the
-# fraction of draws that left the starting solution's cluster.
-
-# %%
-#| export
-POSTERIOR_PAPER = SGLDSettings(step_size=1e-5, n_chains=1, n_draws=1000, n_burnin=200,
-                               steps_between_draws=10, batch_size=None)
-
-def seed_solutions(table: pd.DataFrame, loss: str = 'loss', llc: str = 'llc') -> dict:
-    "The paper's SGLD seeds: row labels of the lowest `loss` and the lowest `llc` of a one-row-per-solution table."
-    for col in (loss, llc):
-        if col not in table:
-            raise ValueError(f"the table has no column {col!r}; columns: {list(table.columns)}")
-    bad = table.index[~(table[llc] > 0)].tolist()
-    if bad:
-        raise ValueError(f"LLC must be positive; rows {bad[:10]} have {llc} ≤ 0 or NaN (a failed estimate)")
-    pick = lambda i: i.item() if hasattr(i, 'item') else i
-    return {'lowest loss': pick(table[loss].idxmin()), 'lowest LLC': pick(table[llc].idxmin())}
-
-class _ProbeRecorder(SGLDSampler):
-    "The SGLD sampler, recording softmax outputs on `probe` at every diagnostic step after the burn-in."
-    def __init__(self, stack, loss_fn, data, settings, probe):
-        super().__init__(stack, loss_fn, data, settings)
-        self.probe, self.forward, self.outputs = probe, batched_forward(stack.template), []
-
-    def _attempt(self, models, settings, bar):
-        self.outputs = []                                   # a retry after a back-off records afresh
-        return super()._attempt(models, settings, bar)
-
-    def _diagnostics(self, t, before, w, batch, chains):
-        if t >= chains.settings.n_burnin:
-            with torch.no_grad():
-                x = self.probe.expand(len(w), *self.probe.shape)
-                out = self.forward(self.stack.params(w), chains.buffers, x)    # [chains, probe, classes]
-            self.outputs.append(out.softmax(-1).double().cpu())
-        return super()._diagnostics(t, before, w, batch, chains)
-
-def sample_posterior(models, data, probe, settings: SGLDSettings = POSTERIOR_PAPER,
-                     loss='classification', device='cpu') -> np.ndarray:
-    "Local-posterior draws' probabilities on `probe`: [models, chains, draws, probe points, classes]."
-    models = list(models)
-    X, y = as_data(data, device)
-    k = settings.steps_between_draws
-    if settings.n_burnin % k:
-        raise ValueError(f"n_burnin ({settings.n_burnin}) must be a multiple of steps_between_draws ({k})")
-    s = settings.replace(diag_every=k, n_beta=settings.n_beta or float(len(X)))
-    probe = torch.as_tensor(probe, dtype=X.dtype, device=device)
-    if probe.ndim != 2 or probe.shape[1:] != X.shape[1:]:
-        raise ValueError(f"the probe set must have shape [points, {X.shape[1]}], got {tuple(probe.shape)}")
-    modes, home = [m.training for m in models], next(models[0].parameters()).device
-    try:
-        for m in models:
-            m.eval()                                     # as for the LLC: batch norm uses running statistics
-        stack = ModelStack(models, device)
-        stack.template.to(device)
-        sampler = _ProbeRecorder(stack, resolve_loss(loss), (X, y), s, probe)
-        sampler.sample(list(range(len(models))))         # all chains at once, model-major
-    finally:
-        models[0].to(home)
-        for m, mode in zip(models, modes):
-            m.train(mode)
-    out = torch.stack(sampler.outputs, 1)                # [models × chains, draws, probe, classes]
-    return out.reshape(len(models), s.n_chains, *out.shape[1:]).numpy()
-
-def draw_labels(draws, centroids) -> np.ndarray:
-    "The nearest cluster [models, chains, draws] of each posterior draw [models, chains, draws, probe, classes]."
-    D = np.asarray(draws, dtype=float)
-    if D.ndim != 5:
-        raise ValueError(f"draws must have shape [models, chains, draws, probe points, classes], got {D.shape}")
-    F = function_features(D.reshape(-1, *D.shape[3:]))
-    return assign_to_clusters(F, centroids).reshape(D.shape[:3])
-
-def posterior_masses(labels, k: int, start_labels) -> tuple[np.ndarray, pd.DataFrame]:
-    """Pooled cluster masses [k] of posterior draw `labels` [models, chains, draws], and one row per chain
-    with the fraction of its draws outside the cluster of its starting solution (`start_labels` [models])."""
-    labels, start = np.asarray(labels), np.asarray(start_labels)
-    if labels.ndim != 3 or start.shape != labels.shape[:1]:
-        raise ValueError(f"labels must be [models, chains, draws] and start_labels [models], got shapes "
-                         f"{labels.shape} and {start.shape}")
-    rows = [dict(model=m, chain=c, start_cluster=int(start[m]), left_start=float((labels[m, c] != start[m]).mean()))
-            for m in range(labels.shape[0]) for c in range(labels.shape[1])]
-    return cluster_masses(labels, k), pd.DataFrame(rows)
-
+        assert 'p_sgd' in str(e) and why in str(e), e
 
 # %% [markdown]
 # ## The accessibility factor and tempering
@@ -781,6 +435,10 @@ def comparison_verdicts(table: pd.DataFrame) -> pd.DataFrame:
 # the paper's claim.
 
 # %%
+from sklearn.metrics import adjusted_rand_score
+from fracsgd.clusters import (POSTERIOR_PAPER, cluster_centroids, cluster_solutions, clustering_reports,
+                              draw_labels, function_features, posterior_masses, predict_on_probe, probe_grid,
+                              sample_posterior, seed_solutions, weight_features)
 from fracsgd.datasets.moons import load_moons
 from fracsgd.models import make_mlp
 from fracsgd.ensemble import EnsembleSettings, train_ensemble
