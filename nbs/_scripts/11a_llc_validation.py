@@ -21,10 +21,11 @@ import pandas as pd
 import torch
 
 import fracsgd
-from fracsgd.dln import _dln_settings, aoyagi_dln_lambda
-from fracsgd.llc import chain_statistics, estimate_llc
+from fracsgd.dln import aoyagi_dln_lambda, regression_settings
+from fracsgd.core import write_table
+from fracsgd.llc import chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
 from fracsgd.models import make_dln
-from fracsgd.sgld import LangevinState, default_n_beta, mala_acceptance
+from fracsgd.sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance
 from fracsgd.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
 
 # %%
@@ -173,18 +174,28 @@ assert abs(exact['llc'] - 4) < 0.6 + 4 * exact['llc_se'] and 0.5 < exact['mala_a
 # %%
 #| export
 def run_validation(specs: pd.DataFrame, setting='auto', device=None, **changes) -> pd.DataFrame:
-    "Estimated against exact LLC, with the diagnostics, for every network of `specs` under one setting."
+    """Estimated against exact LLC, with the diagnostics, for every network of `specs` under one setting.
+    `retries` counts the back-off's retries; a run still diverging after them has no estimate."""
     rows = []
     for _, row in specs.iterrows():
         model, data = validation_problem(row)
         t0 = time.perf_counter()
-        settings = _dln_settings(setting, model, data, device, changes)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            res = estimate_llc(model, data, 'regression', settings, device=device)
+        settings = regression_settings(setting, model, data, device, **changes)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')           # counted below; the flags are in the row
+            try:
+                res = estimate_llc(model, data, 'regression', settings, device=device)
+            except SGLDDivergenceError as e:
+                res = e
+        out = dict(row.to_dict(), localization=settings.localization,
+                   retries=sum('SGLD diverged; retrying' in str(w.message) for w in caught))
+        if isinstance(res, SGLDDivergenceError):
+            rows.append(dict(out, estimate=np.nan, rel_error=np.nan, step_size=res.step_size, flagged=True,
+                             problems=f'diverged after the back-off: {res}', seconds=time.perf_counter() - t0))
+            continue
         d = res.diagnostics.iloc[0]
-        rows.append(dict(row.to_dict(), estimate=res.llc, se=res.llc_se, rel_error=res.llc / row['true_llc'] - 1,
-                         localization=res.settings.localization, step_size=d.step_size,
+        rows.append(dict(out, estimate=res.llc, se=res.llc_se, rel_error=res.llc / row['true_llc'] - 1,
+                         step_size=d.step_size, burnin_step_size=res.settings.step_size_at(0),
                          mala=d.mala_acceptance, drift_z=d.drift_z, rhat=d.rhat, ess=d.ess,
                          reach_used=d.reach_used, relaxations=d.relaxations, flagged=d.flagged, problems=d.problems,
                          seconds=time.perf_counter() - t0))
@@ -251,6 +262,119 @@ def validation_results(part: str = 'held-out') -> pd.DataFrame:
         raise FileNotFoundError(f"{path} not found: the committed results live in a development checkout")
     return pd.read_csv(path)
 
+
+# %% [markdown]
+# ### Rebuilding the experiment table
+#
+# `TUNING_GRID` lists the settings of the experiment table below, each with the tuning networks it was run on;
+# `validation_grid` reruns such a list on a part of the set and returns (and, given `out`, writes after every
+# setting) rows in the layout of `tuning.csv`. An SGLD entry is a `calibrate` rule: $q$ is its
+# `localization_ratio`, $c$ its `stiffness` (and `burnin_stiffness`); a MALA entry runs `mala_llc` at the
+# $\gamma$ and step size that rule gives; `'paper'` is the preset. An entry may carry its own `label`.
+
+# %%
+#| export
+TUNING_GRID = [                 # the committed experiment table; nets: the tuning networks run (None: all 16)
+    dict(sampler='SGLD', q=1e-2, stiffness=0.1, n_burnin=4000, n_draws=4000, nets=[0, 1, 2]),
+    dict(sampler='SGLD', q=1e-3, stiffness=0.1, n_burnin=4000, n_draws=4000),
+    dict(sampler='SGLD', q=1e-4, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[1]),
+    dict(sampler='SGLD', q=1e-4, stiffness=0.3, n_burnin=6000, n_draws=6000, nets=[0, 1, 3, 4, 7]),
+    dict(sampler='SGLD', q=1e-4, stiffness=0.3, burnin_stiffness=2.0, n_burnin=6000, n_draws=6000,
+         nets=list(range(10))),
+    dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000),
+    dict(sampler='paper'),
+    dict(sampler='MALA', q=1e-3, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
+    dict(sampler='MALA', q=1e-4, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
+]
+
+def grid_label(spec: dict) -> str:
+    "The name of a grid entry in the tables: sampler, q, stiffness (sampling/burn-in) and burn-in + draws."
+    if 'label' in spec:
+        return spec['label']
+    if spec['sampler'] == 'paper':
+        return 'paper preset'
+    c, cb = spec['stiffness'], spec.get('burnin_stiffness', spec['stiffness'])
+    q = f"{spec['q']:.0e}".replace('e-0', 'e-')
+    name = {'SGLD': 'SGLD', 'MALA': 'MALA (full batch)'}[spec['sampler']]
+    return f"{name} q={q} c={c:g}{f'/{cb:g}' if cb != c else ''} {spec['n_burnin']}+{spec['n_draws']}"
+
+def _mala_rows(specs: pd.DataFrame, spec: dict, device) -> pd.DataFrame:
+    "`mala_llc` on every network of `specs` at the localization and step size of `spec`'s rule."
+    rows = []
+    for _, row in specs.iterrows():
+        model, data = validation_problem(row)
+        t0 = time.perf_counter()
+        nb = default_n_beta(len(data[0]))
+        h = abs(top_hessian_eigenvalue(model, data, 'regression', device=device))
+        gamma = spec['q'] * nb * h
+        eps = spec['stiffness'] / (nb * h + gamma)
+        r = mala_llc(model, data, gamma, eps, n_draws=spec['n_draws'], n_burnin=spec['n_burnin'])
+        relax = eps * gamma * (spec['n_burnin'] + spec['n_draws'])
+        problems = llc_problems(r['llc'], r['llc_se'], r['mala_acceptance'], r['drift_z'], r['rhat'], r['ess'],
+                                relaxations=relax)
+        rows.append(dict(row.to_dict(), localization=gamma, estimate=r['llc'], se=r['llc_se'],
+                         rel_error=r['llc'] / row['true_llc'] - 1, step_size=eps, mala=r['mala_acceptance'],
+                         drift_z=r['drift_z'], rhat=r['rhat'], ess=r['ess'], relaxations=relax,
+                         flagged=bool(problems), problems=problems, seconds=time.perf_counter() - t0))
+    return pd.DataFrame(rows)
+
+def validation_grid(settings_list: list = TUNING_GRID, part: str = 'tune', device='cpu', out=None) -> pd.DataFrame:
+    """Rows of the experiment table for the entries of `settings_list` on the networks of `part`
+    ('tune' or 'held-out'; an entry's `nets` picks some), in the layout of `tuning.csv`."""
+    if part not in ('tune', 'held-out'):
+        raise ValueError(f"part must be 'tune' or 'held-out', got {part!r}")
+    specs, tables = validation_set(), []
+    specs = specs[specs.part == part]
+    for spec in settings_list:
+        chosen = specs if spec.get('nets') is None else specs[specs.net.isin(spec['nets'])]
+        if spec['sampler'] == 'MALA':
+            rows = _mala_rows(chosen, spec, device)
+        elif spec['sampler'] == 'paper':
+            rows = run_validation(chosen, 'paper', device)
+        else:
+            rows = run_validation(chosen, 'auto', device, localization_ratio=spec['q'],
+                                  stiffness=spec['stiffness'],
+                                  burnin_stiffness=spec.get('burnin_stiffness', spec['stiffness']),
+                                  n_burnin=spec['n_burnin'], n_draws=spec['n_draws'])
+        sampler = {'SGLD': 'SGLD', 'MALA': 'MALA (full batch)', 'paper': 'SGLD (paper preset)'}[spec['sampler']]
+        rows.insert(0, 'setting', grid_label(spec))
+        rows.insert(1, 'sampler', sampler)
+        for k in ('q', 'stiffness', 'burnin_stiffness', 'n_burnin', 'n_draws'):
+            rows[k] = spec.get(k, spec.get('stiffness') if k == 'burnin_stiffness' else np.nan)
+        tables.append(rows)
+        if out is not None:
+            write_table(pd.concat(tables, ignore_index=True), out)
+    return pd.concat(tables, ignore_index=True)
+
+
+# %% [markdown]
+# A grid that runs in the tests: one small tuning network under a short SGLD rule. The labels of the grid are
+# the ones in the committed table:
+
+# %%
+smallest_tuning_net = int(specs[specs.part == 'tune'].nsmallest(1, 'd').net.iloc[0])
+short = [dict(sampler='SGLD', q=1e-2, stiffness=0.1, n_burnin=300, n_draws=300, nets=[smallest_tuning_net])]
+t0 = time.time()
+mini = validation_grid(short)
+print(f"{time.time() - t0:.0f} s")
+assert len(mini) == 1 and mini.setting.iloc[0] == 'SGLD q=1e-2 c=0.1 300+300' and mini.retries.iloc[0] == 0
+assert set(validation_results('tune').columns) <= set(mini.columns)
+assert {grid_label(g) for g in TUNING_GRID} == set(validation_results('tune').setting)
+try:
+    validation_grid(short, part='test')
+    raise AssertionError
+except ValueError as e:
+    assert 'part' in str(e)
+mini[['setting', 'net', 'layers', 'true_llc', 'estimate', 'rel_error', 'retries', 'seconds']]
+
+# %% [markdown]
+# To rebuild the tuning table (the `#| heavy` cell, not run in the tests; about 100 minutes of one thread on the
+# loaded development CPU by the seconds recorded in `tuning.csv`):
+
+# %%
+#| heavy
+rebuilt = validation_grid(TUNING_GRID, 'tune', out='llc_validation/tuning_rebuilt.csv')
+summarize(rebuilt)
 
 # %% [markdown]
 # ### The experiment table (tuning part)
