@@ -308,7 +308,8 @@ def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:
             phases = phases_to_halve(settings, e)
             for phase in phases:
                 settings = settings.halved(phase)
-            sizes = ', '.join(f"{p} {settings.step_size_at(0 if p == 'burn-in' else settings.n_burnin):.3g}"
+            sizes = ', '.join(f"{settings.step_size_at(0 if p == 'burn-in' else settings.n_burnin):.3g}"
                               for p in phases)
-            msg = f"SGLD diverged; retrying models {models} with the step size(s) {sizes} ({e})"
+            which = ' and '.join(phases) + (' step sizes' if len(phases) > 1 else ' step size')
+            msg = f"SGLD diverged; retrying models {models} with the {which} {sizes} ({e})"
             warnings.warn(msg, stacklevel=3)

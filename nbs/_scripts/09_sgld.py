@@ -562,9 +562,10 @@ def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:
             phases = phases_to_halve(settings, e)
             for phase in phases:
                 settings = settings.halved(phase)
-            sizes = ', '.join(f"{p} {settings.step_size_at(0 if p == 'burn-in' else settings.n_burnin):.3g}"
+            sizes = ', '.join(f"{settings.step_size_at(0 if p == 'burn-in' else settings.n_burnin):.3g}"
                               for p in phases)
-            msg = f"SGLD diverged; retrying models {models} with the step size(s) {sizes} ({e})"
+            which = ' and '.join(phases) + (' step sizes' if len(phases) > 1 else ' step size')
+            msg = f"SGLD diverged; retrying models {models} with the {which} {sizes} ({e})"
             warnings.warn(msg, stacklevel=3)
 
 
@@ -645,7 +646,8 @@ deep_sampler.settings = thrown_out.replace(on_divergence='backoff')
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always')
     rescued = deep_sampler.sample([0])
-assert torch.isfinite(rescued.trace).all() and len(caught) == 1 and 'burn-in' in str(caught[0].message)
+assert torch.isfinite(rescued.trace).all() and len(caught) == 1
+assert 'burn-in and sampling step sizes' in str(caught[0].message)
 assert rescued.settings.burnin_step_size == thrown_out.burnin_step_size / 2
 rescued.settings.burnin_step_size * scale, rescued.settings.step_size * scale
 

@@ -348,8 +348,14 @@ def validation_grid(settings_list: list = TUNING_GRID, part: str = 'tune', devic
 
 
 # %% [markdown]
-# A grid that runs in the tests: one small tuning network under a short SGLD rule. The labels of the grid are
-# the ones in the committed table:
+# **Where the committed rows come from.** The rows of `tuning.csv` were computed before `validation_grid`
+# existed, by uncommitted scripts that called `run_validation` and `mala_llc` with the settings now listed in
+# `TUNING_GRID` (same seeds as far as we know; the two MALA rows' chain count and seed were not recorded, we
+# assume the defaults). `validation_grid` rebuilds every row from committed code, but the whole grid has not been
+# rerun to check that it reproduces them (about 90 minutes of one thread here); and the rows of the previous
+# rule were run under the earlier back-off, which halved only the sampling step, so rerunning them now gives
+# other rows (the last entry of `TUNING_GRID`, below). A grid that runs in the tests: one small tuning network
+# under a short SGLD rule, with the labels of the committed table:
 
 # %%
 smallest_tuning_net = int(specs[specs.part == 'tune'].nsmallest(1, 'd').net.iloc[0])
@@ -368,8 +374,8 @@ except ValueError as e:
 mini[['setting', 'net', 'layers', 'true_llc', 'estimate', 'rel_error', 'retries', 'seconds']]
 
 # %% [markdown]
-# To rebuild the tuning table (the `#| heavy` cell, not run in the tests; about 100 minutes of one thread on the
-# loaded development CPU by the seconds recorded in `tuning.csv`):
+# To rebuild the tuning table (the `#| heavy` cell, not run in the tests): 89 minutes of one thread on the
+# loaded development CPU, by the seconds recorded in `tuning.csv` (three rows did not record their time).
 
 # %%
 #| heavy
