@@ -281,11 +281,13 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
 RELAXATIONS_AFTER_BURNIN = 3
 
 def phases_to_halve(settings: SGLDSettings, error: SGLDDivergenceError) -> tuple[str, ...]:
-    """The phases whose step sizes the back-off halves after `error`: its own phase, and the burn-in too when
-    a sampling divergence comes within `RELAXATIONS_AFTER_BURNIN` localization relaxation times 2/(eps*gamma)
-    of the burn-in's end."""
-    if error.phase == 'burn-in' or settings.n_burnin == 0 or settings.burnin_step_size is None:
+    """The phases whose step sizes the back-off halves after `error`: its own phase; the sampling phase too
+    after a burn-in divergence when its step would exceed the halved burn-in step; the burn-in too when a
+    sampling divergence comes within `RELAXATIONS_AFTER_BURNIN` relaxation times 2/(eps*gamma) of its end."""
+    if settings.n_burnin == 0 or settings.burnin_step_size is None:
         return (error.phase,)
+    if error.phase == 'burn-in':
+        return ('burn-in', 'sampling') if settings.step_size > settings.burnin_step_size / 2 else ('burn-in',)
     rate = settings.step_size * settings.localization / 2                    # offset shrinks by 1-rate per step
     if rate > 0 and (error.step - settings.n_burnin) * rate >= RELAXATIONS_AFTER_BURNIN:
         return ('sampling',)

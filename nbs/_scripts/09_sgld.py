@@ -501,8 +501,9 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
 
 
 # %% [markdown]
-# **Which step to blame.** A chain that diverges during the burn-in had the burn-in step too large, and only
-# that step is halved. A chain that diverges in the sampling phase may be innocent of the sampling step: a
+# **Which step to blame.** A chain that diverges during the burn-in had the burn-in step too large, and that
+# step is halved; so is the sampling step when it would otherwise be larger than the halved burn-in step, since
+# the sampling phase explores the region the burn-in led to (with equal steps, both are halved). A chain that diverges in the sampling phase may be innocent of the sampling step: a
 # burn-in step that is too large can throw the chains far out without a non-finite loss, into a region whose
 # curvature the sampling step does not survive, and the loss explodes a few steps after the burn-in ends.
 # Halving the sampling step alone then retries the same burn-in and fails the same way. How long is "a few
@@ -518,11 +519,13 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
 RELAXATIONS_AFTER_BURNIN = 3
 
 def phases_to_halve(settings: SGLDSettings, error: SGLDDivergenceError) -> tuple[str, ...]:
-    """The phases whose step sizes the back-off halves after `error`: its own phase, and the burn-in too when
-    a sampling divergence comes within `RELAXATIONS_AFTER_BURNIN` localization relaxation times 2/(eps*gamma)
-    of the burn-in's end."""
-    if error.phase == 'burn-in' or settings.n_burnin == 0 or settings.burnin_step_size is None:
+    """The phases whose step sizes the back-off halves after `error`: its own phase; the sampling phase too
+    after a burn-in divergence when its step would exceed the halved burn-in step; the burn-in too when a
+    sampling divergence comes within `RELAXATIONS_AFTER_BURNIN` relaxation times 2/(eps*gamma) of its end."""
+    if settings.n_burnin == 0 or settings.burnin_step_size is None:
         return (error.phase,)
+    if error.phase == 'burn-in':
+        return ('burn-in', 'sampling') if settings.step_size > settings.burnin_step_size / 2 else ('burn-in',)
     rate = settings.step_size * settings.localization / 2                    # offset shrinks by 1-rate per step
     if rate > 0 and (error.step - settings.n_burnin) * rate >= RELAXATIONS_AFTER_BURNIN:
         return ('sampling',)
@@ -535,7 +538,8 @@ def divergence(phase, step):
 
 s = SGLDSettings(step_size=1e-3, burnin_step_size=1e-2, localization=10.0, n_burnin=100, n_draws=1000)
 # one relaxation time is 2 / (1e-3 * 10) = 200 steps, so three end 600 steps after the burn-in
-assert phases_to_halve(s, divergence('burn-in', 50)) == ('burn-in',)
+assert phases_to_halve(s, divergence('burn-in', 50)) == ('burn-in',)                  # 1e-3 < 1e-2 / 2
+assert phases_to_halve(s.replace(burnin_step_size=1e-3), divergence('burn-in', 50)) == ('burn-in', 'sampling')
 assert phases_to_halve(s, divergence('sampling', 101)) == ('burn-in', 'sampling')
 assert phases_to_halve(s, divergence('sampling', 699)) == ('burn-in', 'sampling')
 assert phases_to_halve(s, divergence('sampling', 700)) == ('sampling',)
