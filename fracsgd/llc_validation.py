@@ -159,6 +159,8 @@ TUNING_GRID = [                 # the committed experiment table; nets: the tuni
     dict(sampler='paper'),
     dict(sampler='MALA', q=1e-3, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
     dict(sampler='MALA', q=1e-4, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
+    dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[3],   # the default's divergence,
+         label='SGLD q=3e-3 c=0.1 5000+5000, new back-off'),                            # rerun with the new back-off
 ]
 
 def grid_label(spec: dict) -> str:

@@ -285,6 +285,8 @@ TUNING_GRID = [                 # the committed experiment table; nets: the tuni
     dict(sampler='paper'),
     dict(sampler='MALA', q=1e-3, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
     dict(sampler='MALA', q=1e-4, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
+    dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[3],   # the default's divergence,
+         label='SGLD q=3e-3 c=0.1 5000+5000, new back-off'),                            # rerun with the new back-off
 ]
 
 def grid_label(spec: dict) -> str:
@@ -391,6 +393,16 @@ summarize(rebuilt)
 # %%
 tuning = validation_results('tune')
 experiments = summarize(tuning)
+
+def with_new_backoff(table: pd.DataFrame, label: str) -> pd.Series:
+    "|relative error| of the `label` rows, a diverged one replaced by its 'new back-off' rerun when there is one."
+    rows = table[table.setting == label].set_index('net').rel_error
+    redo = table[table.setting == label + ', new back-off'].set_index('net').rel_error
+    return rows.where(rows.notna() | ~rows.index.isin(redo.index), redo.reindex(rows.index)).abs()
+
+default_tuning = with_new_backoff(tuning, 'SGLD q=3e-3 c=0.1 5000+5000')
+print(f"default, tuning part with the new back-off: mean |error| {default_tuning.mean():.3f} over "
+      f"{default_tuning.notna().sum()} of {len(default_tuning)} networks")
 with pd.option_context('display.float_format', '{:.3g}'.format):
     display(experiments)
 per_net = tuning.pivot_table(index=['net', 'layers', 'rank', 'noise', 'n', 'true_llc'], columns='setting',
@@ -411,9 +423,23 @@ per_net.round(3)
 #   diverged on 6 of the 10 tuning networks it was run on, even after three halvings of the step, and with the
 #   burn-in at the sampling stiffness (0.3) it still diverged on all five of those we reran. Where it finished it
 #   was closer (+0.2%, −2.9%, +10.8%, +39%) than the default on the same networks (−22%, −43%, −29%, −13%): a
-#   rule with its small localization that does not diverge would be the next thing to try. The divergences
-#   appear a few steps after the burn-in ends: the chains escape along the flat directions during the burn-in,
-#   and halving only the sampling step, which is what the backoff does, cannot bring them back.
+#   rule with its small localization that does not diverge would be the next thing to try. Its divergences
+#   are not the back-off's doing: rerun on networks 0–9 with the back-off that also halves the burn-in step
+#   after a sampling divergence soon after the burn-in (an intermediate version of the rule in the
+#   [SGLD chapter](sgld.html); not committed as rows), the same six diverged, five of them in the burn-in at
+#   an eighth of its step, and the other four reproduced their committed rows to the digit. At $q=10^{-4}$ the
+#   chains drift along the flat directions into regions stiffer than any step scaled by $h_{\max}$ at $w^*$.
+# * **The back-off, corrected.** The default's one tuning divergence (net 3, 6-13-15-18-15-12) and its held-out
+#   one on 16-13-16-12-19-6 came four and five steps after the burn-in: three burn-in divergences had halved the
+#   burn-in step to an eighth, the sampling step had kept its full size, and it was too large where the burn-in
+#   had led the chains. The back-off now also halves a sampling step that would exceed the halved burn-in step,
+#   and the burn-in step after a sampling divergence soon after the burn-in. Rerun with it (the rows marked
+#   "new back-off"), both finish, flagged, at +62% and +47% (MALA acceptance 0.51 and 0.53 even at an eighth of
+#   the step: the chains sit far out); the held-out 10-17-10-18-10 still diverges, in its burn-in. The default
+#   is unchanged. Counting these rows in place of the diverged ones, its mean |error| is 30% over all 16 tuning
+#   networks and 30% over 23 held-out ones (printed below). The other rows were not rerun: those whose back-off
+#   retried and then finished may come out differently under the new rule (the earlier runs did not record
+#   their retries).
 # * **At a given localization, the sampler is not what limits the estimate.** On the two-layer network
 #   20-16-19 (rank 5, noisy, $n=10^4$) the exact full-batch MALA gives −22% at $\gamma = 4.6$, where SGLD gave
 #   −18%: that error belongs to the localized target, not to SGLD's discretization. (At $\gamma = 0.46$ the
@@ -450,6 +476,9 @@ default_label = held_out.setting[held_out.setting.str.startswith('SGLD q=3e-3')]
 default_rows = held_out[held_out.setting == default_label]
 met = default_rows.rel_error.abs().mean() <= 0.05 and (default_rows.rel_error.abs() <= 0.15).all()
 print('target met on the held-out part:', met)
+default_held_out = with_new_backoff(held_out, default_label)
+print(f"default, held-out part with the new back-off: mean |error| {default_held_out.mean():.3f} over "
+      f"{default_held_out.notna().sum()} of {len(default_held_out)} networks")
 by_noise = default_rows.assign(abs_error=default_rows.rel_error.abs()).groupby('noise').abs_error.mean()
 print('mean |error| by target noise:', by_noise.round(3).to_dict())
 default_rows[['net', 'layers', 'rank', 'noise', 'n', 'true_llc', 'estimate', 'rel_error', 'mala', 'rhat',
