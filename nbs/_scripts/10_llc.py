@@ -680,7 +680,8 @@ sweep
 # by as much, so smaller SGLD steps alone do not close the gap at these $n$. The diagnostics flag such
 # estimates (all but one on the held-out part); the validation page shows the numbers. (The previous rule, $q=10^{-4}$, stiffness 0.3 with a burn-in stiffness of 2 and
 # 6000 + 6000 steps, set on two networks of the DLN suite, covered only 0.4 relaxation times: its chains drifted
-# for the whole run, and they diverged on 6 of the 10 tuning networks it was run on.)
+# for the whole run, and they diverged on 6 of the 10 tuning networks it was run on; with the corrected
+# back-off, five of them still diverge in the burn-in.)
 
 # %%
 #| export
