@@ -161,6 +161,8 @@ TUNING_GRID = [                 # the committed experiment table; nets: the tuni
     dict(sampler='MALA', q=1e-4, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
     dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[3],   # the default's divergence,
          label='SGLD q=3e-3 c=0.1 5000+5000, new back-off'),                            # rerun with the new back-off
+    dict(sampler='SGLD', q=1e-4, stiffness=0.3, n_burnin=6000, n_draws=6000, nets=[0, 1, 4, 7],
+         label='SGLD q=1e-4 c=0.3 6000+6000, new back-off'),
 ]
 
 def grid_label(spec: dict) -> str:

@@ -287,6 +287,8 @@ TUNING_GRID = [                 # the committed experiment table; nets: the tuni
     dict(sampler='MALA', q=1e-4, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
     dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[3],   # the default's divergence,
          label='SGLD q=3e-3 c=0.1 5000+5000, new back-off'),                            # rerun with the new back-off
+    dict(sampler='SGLD', q=1e-4, stiffness=0.3, n_burnin=6000, n_draws=6000, nets=[0, 1, 4, 7],
+         label='SGLD q=1e-4 c=0.3 6000+6000, new back-off'),
 ]
 
 def grid_label(spec: dict) -> str:
@@ -428,7 +430,10 @@ per_net.round(3)
 #   after a sampling divergence soon after the burn-in (an intermediate version of the rule in the
 #   [SGLD chapter](sgld.html); not committed as rows), the same six diverged, five of them in the burn-in at
 #   an eighth of its step (so does the final rule, whose last attempt runs the same burn-in), and the other
-#   four reproduced their committed rows to the digit. At $q=10^{-4}$ the
+#   four reproduced their committed rows to the digit. With its burn-in at the sampling stiffness (0.3), the
+#   corrected back-off does rescue it: the four networks where it had diverged soon after the burn-in (0, 1, 4,
+#   7) all finish, at +21%, +1.9%, +77% and +39% (the default: +27%, −9%, +77%, +1.5%), after 2–3 retries, at
+#   0.04–0.09 relaxation times: no better than the default, so the default stays. At $q=10^{-4}$ the
 #   chains drift along the flat directions into regions stiffer than any step scaled by $h_{\max}$ at $w^*$.
 # * **The back-off, corrected.** The default's one tuning divergence (net 3, 6-13-15-18-15-12) and its held-out
 #   one on 16-13-16-12-19-6 came four and five steps after the burn-in: three burn-in divergences had halved the
@@ -501,7 +506,7 @@ for name, rows in [('held-out, default', default_rows),
 missed = pd.concat([held_out, tuning])
 missed = missed[(missed.rel_error.abs() > 0.15) & ~missed.flagged.astype(bool)]
 print('estimates off by > 15% that were not flagged:', len(missed))
-assert sorted(missed.net) == [10, 18] and not met            # what the prose says
+assert sorted(missed.net) == [0, 10, 18] and not met         # what the prose says
 missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used', 'relaxations']]
 
 # %% [markdown]
@@ -516,8 +521,12 @@ missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used'
 #   at equilibrium in a target whose mean is far above Aoyagi's $\lambda$. With a low-rank truth and noise of
 #   $\sigma = 1$ the likelihood itself favours the nearby higher-rank maps that fit the noise. A `REACH_HIGH` of
 #   0.25 would have caught both; the tuning miss came in after the limits were fixed and after the held-out part
-#   had been seen, so we left the limits as they were, and the held-out part is reported as run.
-# * Every other bad estimate was flagged (40 of 41 on the tuning part, 10 of 11 held out).
+#   had been seen, so we left the limits as they were, and the held-out part is reported as run. A third miss
+#   came with the rerun of the previous rule under the corrected back-off (network 0, +21%): its chains had
+#   covered only 0.045 relaxation times, but their reach used (0.021) is below `REACH_LIMIT`, so the drift
+#   check, which asks for both, stays silent.
+# * Every other bad estimate was flagged (43 of 45 on the tuning part, 11 of 12 of the default's held-out ones,
+#   counting the reruns with the corrected back-off).
 # * All 13 good held-out estimates were flagged too: the flags are a necessary warning on these networks, not
 #   a test that separates good estimates from bad. At the default, the reach used
 #   is 0.27–0.79 on every DLN, so the localization holds the chains in many flat directions and the estimate
