@@ -17,7 +17,7 @@ from .sgld import PAPER_PRESET, SGLDSettings
 from .llc import calibrate, estimate_llc
 
 # %% auto #0
-__all__ = ['DLN_SUITE', 'aoyagi_dln_lambda', 'reduced_rank_regression_lambda', 'dln_table']
+__all__ = ['DLN_SUITE', 'aoyagi_dln_lambda', 'reduced_rank_regression_lambda', 'regression_settings', 'dln_table']
 
 # %% ../nbs/11_dln.ipynb #3cf0aee1
 def _aoyagi_subset(deltas: list[int]) -> list[int]:
@@ -69,8 +69,9 @@ def reduced_rank_regression_lambda(M: int, H: int, N: int, r: int) -> Fraction:
 DLN_SUITE = [([10, 8, 10], 4), ([12, 10, 8, 12], 3), ([15, 10, 15], 5), ([16, 12, 12, 16], 6),
              ([20, 15, 20], 5), ([24, 16, 16, 16, 24], 8), ([25, 20, 25], 8)]
 
-def _dln_settings(setting, model, data, device, changes: dict) -> SGLDSettings:
-    "The SGLD settings of one network for `dln_table`'s `setting`."
+def regression_settings(setting, model, data, device=None, **changes) -> SGLDSettings:
+    """The SGLD settings of a regression `model` on `data` for `setting`: 'auto' (`calibrate`, with `changes`
+    to its rules), 'paper' (the preset with batch size 500) or an `SGLDSettings` (with `changes`)."""
     if isinstance(setting, SGLDSettings):
         return setting.replace(**changes)
     if setting == 'auto':
@@ -89,7 +90,7 @@ def dln_table(suite=DLN_SUITE, setting='auto', n: int = 10_000, seed: int = 0, d
             continue
         model = make_dln(sizes, r, seed=seed + i)
         data = dln_data(model, n, seed=seed + 1000 + i)
-        settings = _dln_settings(setting, model, data, device, changes).replace(seed=seed)
+        settings = regression_settings(setting, model, data, device, **changes).replace(seed=seed)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')

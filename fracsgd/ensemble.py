@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_ensemble.ipynb #8750618d
 from __future__ import annotations
-import copy, dataclasses, math, os, warnings
+import copy, dataclasses, math, os, re, warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -25,7 +25,7 @@ from .stack import ModelStack, as_data, chain_minibatches, chain_seed, resolve_l
 
 # %% auto #0
 __all__ = ['EnsembleSettings', 'StackedOptimizer', 'default_memory_budget', 'member_bytes', 'plan_chunks', 'batched_forward',
-           'member_losses', 'EnsembleTrainer', 'train_ensemble']
+           'member_losses', 'EnsembleTrainer', 'llc_warning', 'train_ensemble']
 
 # %% ../nbs/12_ensemble.ipynb #ef1f350f
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ def record(self: EnsembleTrainer, step: int, loss=None, out=None, y=None) -> Non
         raise FloatingPointError(f"loss is not finite at step {step} for member(s) {members}: "
                                  "the run diverged; lower the learning rate")
     if s.llc_due(step):
-        row['llc'] = self.llc()
+        row['llc'] = self.llc(step)
     self.rows.append(row)
 
 @patch
@@ -305,15 +305,30 @@ def current_models(self: EnsembleTrainer) -> list[nn.Module]:
         out.append(m)
     return out
 
+def llc_warning(message: str, members: list, step: int) -> tuple[tuple, str]:
+    """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`:
+    its kind (member, message without its numbers) and its text naming the ensemble member and the step."""
+    own = re.match(r'LLC of model (\d+): (.*)', message, re.S)
+    member, text = (members[int(own[1])], own[2]) if own else (None, message)
+    where = f"member {member}" if own else f"members {members} (models 0-{len(members) - 1} below)"
+    return (member, re.sub(r'\d[\d.e+-]*', '#', text)), f"LLC of ensemble {where} at step {step}: {text}"
+
 @patch
-def llc(self: EnsembleTrainer) -> np.ndarray:
-    "The LLC [members] of every member at its current weights (`settings.llc`, a fresh seed per call)."
+def llc(self: EnsembleTrainer, step: int) -> np.ndarray:
+    """The LLC [members] of every member at its current weights at training step `step` (`settings.llc`,
+    a fresh seed per call); the estimator's warnings are passed on, each kind once per member."""
     calls = sum('llc' in r for r in self.rows)
     settings = self.s.llc.replace(seed=self.s.llc.seed + calls)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
         res = estimate_llc(self.current_models(), (self.X, self.y), self.loss_fn, settings,
                            device=self.w.device)
+    seen = self.__dict__.setdefault('llc_warned', set())
+    for w in caught:
+        kind, text = llc_warning(str(w.message), self.members, step)
+        if kind not in seen:
+            seen.add(kind)
+            warnings.warn(text, w.category, stacklevel=2)
     return np.atleast_1d(res.llc)
 
 # %% ../nbs/12_ensemble.ipynb #783ab4a7

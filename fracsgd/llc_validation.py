@@ -12,15 +12,16 @@ import pandas as pd
 import torch
 
 import fracsgd
-from .dln import _dln_settings, aoyagi_dln_lambda
-from .llc import chain_statistics, estimate_llc
+from .dln import aoyagi_dln_lambda, regression_settings
+from .core import write_table
+from .llc import chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
 from .models import make_dln
-from .sgld import LangevinState, default_n_beta, mala_acceptance
+from .sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance
 from .stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
 
 # %% auto #0
-__all__ = ['N_TUNE', 'N_HELD_OUT', 'validation_set', 'validation_problem', 'mala_llc', 'run_validation', 'flag_confusion',
-           'summarize', 'validation_results']
+__all__ = ['N_TUNE', 'N_HELD_OUT', 'TUNING_GRID', 'validation_set', 'validation_problem', 'mala_llc', 'run_validation',
+           'flag_confusion', 'summarize', 'validation_results', 'grid_label', 'validation_grid']
 
 # %% ../nbs/11a_llc_validation.ipynb #1bd80f2e
 N_TUNE, N_HELD_OUT = 16, 24
@@ -92,18 +93,28 @@ def mala_llc(model, data, localization: float, step_size: float, n_draws: int = 
 
 # %% ../nbs/11a_llc_validation.ipynb #a9c543b7
 def run_validation(specs: pd.DataFrame, setting='auto', device=None, **changes) -> pd.DataFrame:
-    "Estimated against exact LLC, with the diagnostics, for every network of `specs` under one setting."
+    """Estimated against exact LLC, with the diagnostics, for every network of `specs` under one setting.
+    `retries` counts the back-off's retries; a run still diverging after them has no estimate."""
     rows = []
     for _, row in specs.iterrows():
         model, data = validation_problem(row)
         t0 = time.perf_counter()
-        settings = _dln_settings(setting, model, data, device, changes)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            res = estimate_llc(model, data, 'regression', settings, device=device)
+        settings = regression_settings(setting, model, data, device, **changes)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')           # counted below; the flags are in the row
+            try:
+                res = estimate_llc(model, data, 'regression', settings, device=device)
+            except SGLDDivergenceError as e:
+                res = e
+        out = dict(row.to_dict(), localization=settings.localization,
+                   retries=sum('SGLD diverged; retrying' in str(w.message) for w in caught))
+        if isinstance(res, SGLDDivergenceError):
+            rows.append(dict(out, estimate=np.nan, rel_error=np.nan, step_size=res.step_size, flagged=True,
+                             problems=f'diverged after the back-off: {res}', seconds=time.perf_counter() - t0))
+            continue
         d = res.diagnostics.iloc[0]
-        rows.append(dict(row.to_dict(), estimate=res.llc, se=res.llc_se, rel_error=res.llc / row['true_llc'] - 1,
-                         localization=res.settings.localization, step_size=d.step_size,
+        rows.append(dict(out, estimate=res.llc, se=res.llc_se, rel_error=res.llc / row['true_llc'] - 1,
+                         step_size=d.step_size, burnin_step_size=res.settings.step_size_at(0),
                          mala=d.mala_acceptance, drift_z=d.drift_z, rhat=d.rhat, ess=d.ess,
                          reach_used=d.reach_used, relaxations=d.relaxations, flagged=d.flagged, problems=d.problems,
                          seconds=time.perf_counter() - t0))
@@ -135,3 +146,80 @@ def validation_results(part: str = 'held-out') -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: the committed results live in a development checkout")
     return pd.read_csv(path)
+
+# %% ../nbs/11a_llc_validation.ipynb #05a18cc1
+TUNING_GRID = [                 # the committed experiment table; nets: the tuning networks run (None: all 16)
+    dict(sampler='SGLD', q=1e-2, stiffness=0.1, n_burnin=4000, n_draws=4000, nets=[0, 1, 2]),
+    dict(sampler='SGLD', q=1e-3, stiffness=0.1, n_burnin=4000, n_draws=4000),
+    dict(sampler='SGLD', q=1e-4, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[1]),
+    dict(sampler='SGLD', q=1e-4, stiffness=0.3, n_burnin=6000, n_draws=6000, nets=[0, 1, 3, 4, 7]),
+    dict(sampler='SGLD', q=1e-4, stiffness=0.3, burnin_stiffness=2.0, n_burnin=6000, n_draws=6000,
+         nets=list(range(10))),
+    dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000),
+    dict(sampler='paper'),
+    dict(sampler='MALA', q=1e-3, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
+    dict(sampler='MALA', q=1e-4, stiffness=0.3, n_burnin=2000, n_draws=2000, nets=[2]),
+    dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[3],   # the default's divergence,
+         label='SGLD q=3e-3 c=0.1 5000+5000, new back-off'),                            # rerun with the new back-off
+    dict(sampler='SGLD', q=1e-4, stiffness=0.3, n_burnin=6000, n_draws=6000, nets=[0, 1, 4, 7],
+         label='SGLD q=1e-4 c=0.3 6000+6000, new back-off'),
+]
+
+def grid_label(spec: dict) -> str:
+    "The name of a grid entry in the tables: sampler, q, stiffness (sampling/burn-in) and burn-in + draws."
+    if 'label' in spec:
+        return spec['label']
+    if spec['sampler'] == 'paper':
+        return 'paper preset'
+    c, cb = spec['stiffness'], spec.get('burnin_stiffness', spec['stiffness'])
+    q = f"{spec['q']:.0e}".replace('e-0', 'e-')
+    name = {'SGLD': 'SGLD', 'MALA': 'MALA (full batch)'}[spec['sampler']]
+    return f"{name} q={q} c={c:g}{f'/{cb:g}' if cb != c else ''} {spec['n_burnin']}+{spec['n_draws']}"
+
+def _mala_rows(specs: pd.DataFrame, spec: dict, device) -> pd.DataFrame:
+    "`mala_llc` on every network of `specs` at the localization and step size of `spec`'s rule."
+    rows = []
+    for _, row in specs.iterrows():
+        model, data = validation_problem(row)
+        t0 = time.perf_counter()
+        nb = default_n_beta(len(data[0]))
+        h = abs(top_hessian_eigenvalue(model, data, 'regression', device=device))
+        gamma = spec['q'] * nb * h
+        eps = spec['stiffness'] / (nb * h + gamma)
+        r = mala_llc(model, data, gamma, eps, n_draws=spec['n_draws'], n_burnin=spec['n_burnin'])
+        relax = eps * gamma * (spec['n_burnin'] + spec['n_draws'])
+        problems = llc_problems(r['llc'], r['llc_se'], r['mala_acceptance'], r['drift_z'], r['rhat'], r['ess'],
+                                relaxations=relax)
+        rows.append(dict(row.to_dict(), localization=gamma, estimate=r['llc'], se=r['llc_se'],
+                         rel_error=r['llc'] / row['true_llc'] - 1, step_size=eps, mala=r['mala_acceptance'],
+                         drift_z=r['drift_z'], rhat=r['rhat'], ess=r['ess'], relaxations=relax,
+                         flagged=bool(problems), problems=problems, seconds=time.perf_counter() - t0))
+    return pd.DataFrame(rows)
+
+def validation_grid(settings_list: list = TUNING_GRID, part: str = 'tune', device='cpu', out=None) -> pd.DataFrame:
+    """Rows of the experiment table for the entries of `settings_list` on the networks of `part`
+    ('tune' or 'held-out'; an entry's `nets` picks some), in the layout of `tuning.csv`."""
+    if part not in ('tune', 'held-out'):
+        raise ValueError(f"part must be 'tune' or 'held-out', got {part!r}")
+    specs, tables = validation_set(), []
+    specs = specs[specs.part == part]
+    for spec in settings_list:
+        chosen = specs if spec.get('nets') is None else specs[specs.net.isin(spec['nets'])]
+        if spec['sampler'] == 'MALA':
+            rows = _mala_rows(chosen, spec, device)
+        elif spec['sampler'] == 'paper':
+            rows = run_validation(chosen, 'paper', device)
+        else:
+            rows = run_validation(chosen, 'auto', device, localization_ratio=spec['q'],
+                                  stiffness=spec['stiffness'],
+                                  burnin_stiffness=spec.get('burnin_stiffness', spec['stiffness']),
+                                  n_burnin=spec['n_burnin'], n_draws=spec['n_draws'])
+        sampler = {'SGLD': 'SGLD', 'MALA': 'MALA (full batch)', 'paper': 'SGLD (paper preset)'}[spec['sampler']]
+        rows.insert(0, 'setting', grid_label(spec))
+        rows.insert(1, 'sampler', sampler)
+        for k in ('q', 'stiffness', 'burnin_stiffness', 'n_burnin', 'n_draws'):
+            rows[k] = spec.get(k, spec.get('stiffness') if k == 'burnin_stiffness' else np.nan)
+        tables.append(rows)
+        if out is not None:
+            write_table(pd.concat(tables, ignore_index=True), out)
+    return pd.concat(tables, ignore_index=True)

@@ -19,8 +19,8 @@ from .core import check_range, check_whole, replace_checked
 from .stack import ModelStack, batched_loss, chain_minibatches, chain_seed
 
 # %% auto #0
-__all__ = ['PAPER_PRESET', 'default_n_beta', 'SGLDSettings', 'preset', 'SGLDDivergenceError', 'LangevinState', 'mala_acceptance',
-           'SGLDRun', 'SGLDSampler']
+__all__ = ['PAPER_PRESET', 'RELAXATIONS_AFTER_BURNIN', 'default_n_beta', 'SGLDSettings', 'preset', 'SGLDDivergenceError',
+           'LangevinState', 'mala_acceptance', 'SGLDRun', 'SGLDSampler', 'phases_to_halve']
 
 # %% ../nbs/09_sgld.ipynb #75b935be
 def default_n_beta(n: int) -> float:
@@ -46,7 +46,7 @@ class SGLDSettings:
     seed: int = 0
     diag_every: int = 20                    # 0: no per-step diagnostics
     burnin_step_size: float | None = None
-    on_divergence: str = 'raise'            # or 'backoff': halve the diverging phase's step size; 3 retries
+    on_divergence: str = 'raise'            # or 'backoff': halve the step sizes to blame; 3 retries
 
     def __post_init__(self):
         for name in ('n_chains', 'n_draws', 'steps_between_draws'):
@@ -284,6 +284,23 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     table = pd.concat(diagnostics, ignore_index=True) if diagnostics else pd.DataFrame()
     return SGLDRun(trace.cpu(), draws.cpu(), table, settings, recorded if self.record is not None else None)
 
+# %% ../nbs/09_sgld.ipynb #f56f8b93
+RELAXATIONS_AFTER_BURNIN = 3
+
+def phases_to_halve(settings: SGLDSettings, error: SGLDDivergenceError) -> tuple[str, ...]:
+    """The phases whose step sizes the back-off halves after `error`: its own phase; the sampling phase too
+    after a burn-in divergence when its step would exceed the halved burn-in step; the burn-in too when a
+    sampling divergence comes within `RELAXATIONS_AFTER_BURNIN` relaxation times 2/(eps*gamma) of its end."""
+    if settings.n_burnin == 0 or settings.burnin_step_size is None:
+        return (error.phase,)
+    if error.phase == 'burn-in':
+        return ('burn-in', 'sampling') if settings.step_size > settings.burnin_step_size / 2 else ('burn-in',)
+    rate = settings.step_size * settings.localization / 2                    # offset shrinks by 1-rate per step
+    if rate > 0 and (error.step - settings.n_burnin) * rate >= RELAXATIONS_AFTER_BURNIN:
+        return ('sampling',)
+    return ('burn-in', 'sampling')
+
+# %% ../nbs/09_sgld.ipynb #f0001a7a
 @patch
 def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:
     "Every chain of the models `models`; backs off and retries on divergence if the settings say so."
@@ -297,7 +314,11 @@ def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:
             if bar is not None:                                   # the retry runs these steps again
                 bar.n = start
                 bar.refresh()
-            settings = settings.halved(e.phase)
-            new = settings.burnin_step_size if e.phase == 'burn-in' else settings.step_size
-            msg = f"SGLD diverged; retrying models {models} with the {e.phase} step size {new:.3g} ({e})"
+            phases = phases_to_halve(settings, e)
+            for phase in phases:
+                settings = settings.halved(phase)
+            sizes = ', '.join(f"{settings.step_size_at(0 if p == 'burn-in' else settings.n_burnin):.3g}"
+                              for p in phases)
+            which = ' and '.join(phases) + (' step sizes' if len(phases) > 1 else ' step size')
+            msg = f"SGLD diverged; retrying models {models} with the {which} {sizes} ({e})"
             warnings.warn(msg, stacklevel=3)

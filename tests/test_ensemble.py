@@ -122,3 +122,29 @@ def test_table_matches_recorder_columns(data):
     assert list(table.columns) == ['member'] + expected + ['accuracy']
     assert table[table.step == 0].accuracy.isna().all()
     assert table[table.step > 0].accuracy.between(0, 1).all()
+
+
+def test_llc_warnings_reach_the_user(data):
+    """20 draws cannot reach an ESS of 100 (`llc.ESS_MIN`), so every estimate is flagged: the warnings must
+    reach the caller, name the ensemble member (not its position in a chunk) and the step, and come once per
+    member and distinct message (numbers left out), not once per estimate."""
+    import re
+    import warnings
+    from fracsgd.sgld import PAPER_PRESET
+    X, y = data
+    nets = members([2, 8, 8, 2], n=3)
+    s = EnsembleSettings(lr=0.05, batch_size=BATCH, n_steps=40, seed=SEED, llc_every=10,
+                         llc=PAPER_PRESET.replace(n_draws=20, batch_size=BATCH))
+    per = member_bytes(nets[0], X[:BATCH], s)
+    assert [len(c) for c in plan_chunks(3, per, 2 * per)] == [2, 1]      # member 2 is model 0 of its chunk
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        table = train_ensemble(nets, (X, y), settings=s, memory_budget=2 * per, device='cpu')
+    assert table.llc.notna().sum() == 3 * 4
+    texts = [str(w.message) for w in caught if str(w.message).startswith('LLC of ensemble member')]
+    named = [(int(re.search(r'member (\d+) at step (\d+)', t)[1]), int(re.search(r'at step (\d+)', t)[1]))
+             for t in texts]
+    assert {m for m, _ in named} == {0, 1, 2} and {st for _, st in named} <= {10, 20, 30, 40}
+    assert all('ESS' in t for t in texts if ' at step 10:' in t)
+    kinds = [(m, re.sub(r'\d[\d.e+-]*', '#', t.split(': ', 1)[1])) for (m, _), t in zip(named, texts)]
+    assert len(kinds) == len(set(kinds)) and len(texts) < 3 * 4

@@ -688,6 +688,7 @@ single = pd.concat([single_curve_coverage('sharp restart', 40, 50, seed=0),
 single.groupby('curve').agg(covered=('covered', 'sum'), t_c_covered=('t_c_covered', 'sum'),
                             sd_of_estimates=('slope', 'std'), mean_width=('width', 'mean'))
 
+
 # %% [markdown]
 # Measured with the cell above (40 curves per shape, 50 replicates each, nominal 90 %, bootstrap seed = curve
 # index; 6 minutes for the restart and 2 for the bend on the shared 2-core development CPU, 2026-11-23). If

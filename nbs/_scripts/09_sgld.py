@@ -90,7 +90,7 @@ class SGLDSettings:
     seed: int = 0
     diag_every: int = 20                    # 0: no per-step diagnostics
     burnin_step_size: float | None = None
-    on_divergence: str = 'raise'            # or 'backoff': halve the diverging phase's step size; 3 retries
+    on_divergence: str = 'raise'            # or 'backoff': halve the step sizes to blame; 3 retries
 
     def __post_init__(self):
         for name in ('n_chains', 'n_draws', 'steps_between_draws'):
@@ -279,8 +279,9 @@ rates
 # `SGLDRun.recorded`. The parameters are views of the live chains: `fn` must compute from them or copy them, not
 # keep them.
 #
-# With `on_divergence='backoff'`, a diverged call is run again with the step size of the phase that diverged
-# halved, up to three times, and a warning says so; the halved step sizes come back in `SGLDRun.settings`.
+# With `on_divergence='backoff'`, a diverged call is run again with smaller step sizes, up to three times, and a
+# warning says so; the halved step sizes come back in `SGLDRun.settings`. Which steps are halved is decided
+# after the loop.
 
 # %%
 #| export
@@ -513,6 +514,57 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     table = pd.concat(diagnostics, ignore_index=True) if diagnostics else pd.DataFrame()
     return SGLDRun(trace.cpu(), draws.cpu(), table, settings, recorded if self.record is not None else None)
 
+
+# %% [markdown]
+# **Which step to blame.** A chain that diverges during the burn-in had the burn-in step too large, and that
+# step is halved; so is the sampling step when it would otherwise be larger than the halved burn-in step, since
+# the sampling phase explores the region the burn-in led to (with equal steps, both are halved). A chain that diverges in the sampling phase may be innocent of the sampling step: a
+# burn-in step that is too large can throw the chains far out without a non-finite loss, into a region whose
+# curvature the sampling step does not survive, and the loss explodes a few steps after the burn-in ends.
+# Halving the sampling step alone then retries the same burn-in and fails the same way. How long is "a few
+# steps"? Near $w^*$ the loss only adds curvature, so the slowest pull back is the localization's: per step it
+# shrinks the offset $w_t-w^*$ by the factor $1-\epsilon\gamma/2$, one factor $e$ per $2/(\epsilon\gamma)$
+# steps. A sampling divergence within `RELAXATIONS_AFTER_BURNIN` = 3 of these relaxation times after the
+# burn-in, while more than $e^{-3}$ of where the burn-in left the chain may remain, halves the burn-in step as
+# well; a later one is the sampling step's alone. (Without a separate `burnin_step_size`, halving the step size
+# halves both phases anyway.)
+
+# %%
+#| export
+RELAXATIONS_AFTER_BURNIN = 3
+
+def phases_to_halve(settings: SGLDSettings, error: SGLDDivergenceError) -> tuple[str, ...]:
+    """The phases whose step sizes the back-off halves after `error`: its own phase; the sampling phase too
+    after a burn-in divergence when its step would exceed the halved burn-in step; the burn-in too when a
+    sampling divergence comes within `RELAXATIONS_AFTER_BURNIN` relaxation times 2/(eps*gamma) of its end."""
+    if settings.n_burnin == 0 or settings.burnin_step_size is None:
+        return (error.phase,)
+    if error.phase == 'burn-in':
+        return ('burn-in', 'sampling') if settings.step_size > settings.burnin_step_size / 2 else ('burn-in',)
+    rate = settings.step_size * settings.localization / 2                    # offset shrinks by 1-rate per step
+    if rate > 0 and (error.step - settings.n_burnin) * rate >= RELAXATIONS_AFTER_BURNIN:
+        return ('sampling',)
+    return ('burn-in', 'sampling')
+
+
+# %%
+def divergence(phase, step):
+    return SGLDDivergenceError('made up', phase=phase, step=step, model=0, chain=0, step_size=1e-3)
+
+s = SGLDSettings(step_size=1e-3, burnin_step_size=1e-2, localization=10.0, n_burnin=100, n_draws=1000)
+# one relaxation time is 2 / (1e-3 * 10) = 200 steps, so three end 600 steps after the burn-in
+assert phases_to_halve(s, divergence('burn-in', 50)) == ('burn-in',)                  # 1e-3 < 1e-2 / 2
+assert phases_to_halve(s.replace(burnin_step_size=1e-3), divergence('burn-in', 50)) == ('burn-in', 'sampling')
+assert phases_to_halve(s, divergence('sampling', 101)) == ('burn-in', 'sampling')
+assert phases_to_halve(s, divergence('sampling', 699)) == ('burn-in', 'sampling')
+assert phases_to_halve(s, divergence('sampling', 700)) == ('sampling',)
+assert phases_to_halve(s.replace(localization=0.0), divergence('sampling', 1099)) == ('burn-in', 'sampling')
+assert phases_to_halve(s.replace(burnin_step_size=None), divergence('sampling', 101)) == ('sampling',)
+assert phases_to_halve(s.replace(n_burnin=0), divergence('sampling', 1)) == ('sampling',)
+
+
+# %%
+#| export
 @patch
 def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:
     "Every chain of the models `models`; backs off and retries on divergence if the settings say so."
@@ -526,9 +578,13 @@ def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:
             if bar is not None:                                   # the retry runs these steps again
                 bar.n = start
                 bar.refresh()
-            settings = settings.halved(e.phase)
-            new = settings.burnin_step_size if e.phase == 'burn-in' else settings.step_size
-            msg = f"SGLD diverged; retrying models {models} with the {e.phase} step size {new:.3g} ({e})"
+            phases = phases_to_halve(settings, e)
+            for phase in phases:
+                settings = settings.halved(phase)
+            sizes = ', '.join(f"{settings.step_size_at(0 if p == 'burn-in' else settings.n_burnin):.3g}"
+                              for p in phases)
+            which = ' and '.join(phases) + (' step sizes' if len(phases) > 1 else ' step size')
+            msg = f"SGLD diverged; retrying models {models} with the {which} {sizes} ({e})"
             warnings.warn(msg, stacklevel=3)
 
 
@@ -598,8 +654,8 @@ plt.tight_layout()
 
 # %% [markdown]
 # A step size far too large diverges: the error names the phase, the step and the step size, and carries them.
-# With `on_divergence='backoff'` the sampler halves the step size of the phase that diverged until the chains
-# stay finite, and returns the step sizes it used.
+# With `on_divergence='backoff'` the sampler halves the step sizes to blame (see above) until the chains stay
+# finite, and returns the step sizes it used.
 
 # %%
 too_big = settings.replace(step_size=10 / default_n_beta(2000), n_burnin=0)
@@ -617,6 +673,37 @@ assert backed_off.settings.burnin_step_size < fast_burnin.burnin_step_size
 assert backed_off.settings.step_size == fast_burnin.step_size   # only the burn-in step was halved
 assert any('burn-in' in str(w.message) for w in caught)
 backed_off.settings.burnin_step_size * default_n_beta(2000)
+
+# %% [markdown]
+# A made-up case where the burn-in is to blame for a divergence in the sampling phase: a two-layer linear
+# network (its curvature grows with the square of the weights), a burn-in step of 5 in units of
+# $1/(n\beta h_{\max})$, beyond the stability limit of 4 in the stiffest direction, for 14 steps, and a sampling
+# step of 0.05, stable near $w^*$. The burn-in throws the chains out without a non-finite loss; the first
+# sampling steps explode. A sampling step 8 times smaller (where three halvings of it alone would end) fails
+# the same way; the back-off halves the burn-in step as well, and one retry suffices:
+
+# %%
+deep = make_dln([6, 4, 3], 2, seed=0)
+data_deep = as_data(dln_data(deep, 2000), 'cpu')
+scale = default_n_beta(2000) * 1.7714                              # n_beta h_max of this network
+thrown_out = SGLDSettings(step_size=0.05 / scale, burnin_step_size=5 / scale, n_chains=2, n_burnin=14,
+                          n_draws=100, batch_size=None, diag_every=0)
+deep_sampler = SGLDSampler(ModelStack([deep], 'cpu'), resolve_loss('regression'), data_deep, thrown_out)
+for sampling_step in (thrown_out.step_size, thrown_out.step_size / 8):
+    deep_sampler.settings = thrown_out.replace(step_size=sampling_step)
+    try:
+        deep_sampler.sample([0])
+        raise AssertionError
+    except SGLDDivergenceError as e:
+        assert e.phase == 'sampling' and e.step - thrown_out.n_burnin < 5        # a few steps after the burn-in
+deep_sampler.settings = thrown_out.replace(on_divergence='backoff')
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    rescued = deep_sampler.sample([0])
+assert torch.isfinite(rescued.trace).all() and len(caught) == 1
+assert 'burn-in and sampling step sizes' in str(caught[0].message)
+assert rescued.settings.burnin_step_size == thrown_out.burnin_step_size / 2
+rescued.settings.burnin_step_size * scale, rescued.settings.step_size * scale
 
 # %%
 #| hide

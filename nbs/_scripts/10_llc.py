@@ -668,8 +668,10 @@ sweep
 # * 5000 burn-in steps and 5000 draws, 4 chains, batch size 500 (Lau et al., app. J.1). The run then covers
 #   $\epsilon\gamma T = cqT/(1+q) \approx 3$ relaxation times of the directions that only the localization
 #   holds, the least that lets chains settle along the singular set instead of drifting outwards for the whole run;
-# * if a chain still diverges, the step size of the phase where it diverged is halved and the chunk rerun
-#   (`on_divergence='backoff'`, reported in the diagnostics' step-size columns and as a warning).
+# * if a chain still diverges, the step size to blame is halved and the chunk rerun (`on_divergence='backoff'`,
+#   reported in the diagnostics' step-size columns and as a warning): the burn-in's for a divergence in the
+#   burn-in, both for one in the sampling phase that comes within a few relaxation times of the burn-in's end
+#   (see the [SGLD chapter](sgld.html)).
 #
 # These constants were chosen on the tuning part of the [validation set](llc_validation.html), among the
 # settings of its experiment table, and then reported once on its held-out part. They are the best we found,
@@ -678,7 +680,8 @@ sweep
 # by as much, so smaller SGLD steps alone do not close the gap at these $n$. The diagnostics flag such
 # estimates (all but one on the held-out part); the validation page shows the numbers. (The previous rule, $q=10^{-4}$, stiffness 0.3 with a burn-in stiffness of 2 and
 # 6000 + 6000 steps, set on two networks of the DLN suite, covered only 0.4 relaxation times: its chains drifted
-# for the whole run, and they diverged on 6 of the 10 tuning networks it was run on.)
+# for the whole run, and they diverged on 6 of the 10 tuning networks it was run on; with the corrected
+# back-off, five of them still diverge in the burn-in.)
 
 # %%
 #| export

@@ -155,14 +155,17 @@ assert Xd.shape == (1000, 10) and yd.shape == (1000, 10) and float(at_truth) == 
 # reports the relative error against Aoyagi's $\lambda$. The setting is `'auto'` (the `calibrate` rules of the
 # [LLC chapter](llc.html), measured on each network), `'paper'` (the paper's preset with batch size 500), or any
 # `SGLDSettings`; keyword `changes` go to `calibrate` for `'auto'` and to the settings otherwise.
+# `regression_settings` turns such a setting into the `SGLDSettings` of one network; the
+# [validation set](llc_validation.html) uses it too.
 
 # %%
 #| export
 DLN_SUITE = [([10, 8, 10], 4), ([12, 10, 8, 12], 3), ([15, 10, 15], 5), ([16, 12, 12, 16], 6),
              ([20, 15, 20], 5), ([24, 16, 16, 16, 24], 8), ([25, 20, 25], 8)]
 
-def _dln_settings(setting, model, data, device, changes: dict) -> SGLDSettings:
-    "The SGLD settings of one network for `dln_table`'s `setting`."
+def regression_settings(setting, model, data, device=None, **changes) -> SGLDSettings:
+    """The SGLD settings of a regression `model` on `data` for `setting`: 'auto' (`calibrate`, with `changes`
+    to its rules), 'paper' (the preset with batch size 500) or an `SGLDSettings` (with `changes`)."""
     if isinstance(setting, SGLDSettings):
         return setting.replace(**changes)
     if setting == 'auto':
@@ -181,7 +184,7 @@ def dln_table(suite=DLN_SUITE, setting='auto', n: int = 10_000, seed: int = 0, d
             continue
         model = make_dln(sizes, r, seed=seed + i)
         data = dln_data(model, n, seed=seed + 1000 + i)
-        settings = _dln_settings(setting, model, data, device, changes).replace(seed=seed)
+        settings = regression_settings(setting, model, data, device, **changes).replace(seed=seed)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
@@ -195,6 +198,15 @@ def dln_table(suite=DLN_SUITE, setting='auto', n: int = 10_000, seed: int = 0, d
                          seconds=time.perf_counter() - t0))
     return pd.DataFrame(rows)
 
+
+# %%
+assert regression_settings('paper', dln, (Xd, yd)) == PAPER_PRESET.replace(batch_size=500)
+assert regression_settings(PAPER_PRESET, dln, (Xd, yd), n_draws=7).n_draws == 7
+try:
+    regression_settings('fast', dln, (Xd, yd))
+    raise AssertionError
+except ValueError as e:
+    assert "'fast'" in str(e)
 
 # %% [markdown]
 # How singular are the networks of `DLN_SUITE`? A regular model would have $\lambda = d/2$; Aoyagi's $\lambda$

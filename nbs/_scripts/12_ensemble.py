@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import copy, dataclasses, math, os, warnings
+import copy, dataclasses, math, os, re, warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -480,7 +480,7 @@ def record(self: EnsembleTrainer, step: int, loss=None, out=None, y=None) -> Non
         raise FloatingPointError(f"loss is not finite at step {step} for member(s) {members}: "
                                  "the run diverged; lower the learning rate")
     if s.llc_due(step):
-        row['llc'] = self.llc()
+        row['llc'] = self.llc(step)
     self.rows.append(row)
 
 @patch
@@ -507,6 +507,11 @@ def table(self: EnsembleTrainer) -> pd.DataFrame:
 # fresh seed (the settings' seed plus the number of earlier estimates). The chains are seeded by the member's
 # position in its chunk, so unlike the training numbers, the LLC's Monte-Carlo noise changes with the
 # chunking.
+#
+# The estimator's warnings (a flagged estimate, a back-off) reach the user, renamed from the model's position
+# in the chunk to the ensemble member and the training step. A long run would repeat the same problem at every
+# estimate, so each distinct message (its numbers left out) is reported once per member, at the
+# first step it occurs.
 
 # %%
 #| export
@@ -524,15 +529,30 @@ def current_models(self: EnsembleTrainer) -> list[nn.Module]:
         out.append(m)
     return out
 
+def llc_warning(message: str, members: list, step: int) -> tuple[tuple, str]:
+    """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`:
+    its kind (member, message without its numbers) and its text naming the ensemble member and the step."""
+    own = re.match(r'LLC of model (\d+): (.*)', message, re.S)
+    member, text = (members[int(own[1])], own[2]) if own else (None, message)
+    where = f"member {member}" if own else f"members {members} (models 0-{len(members) - 1} below)"
+    return (member, re.sub(r'\d[\d.e+-]*', '#', text)), f"LLC of ensemble {where} at step {step}: {text}"
+
 @patch
-def llc(self: EnsembleTrainer) -> np.ndarray:
-    "The LLC [members] of every member at its current weights (`settings.llc`, a fresh seed per call)."
+def llc(self: EnsembleTrainer, step: int) -> np.ndarray:
+    """The LLC [members] of every member at its current weights at training step `step` (`settings.llc`,
+    a fresh seed per call); the estimator's warnings are passed on, each kind once per member."""
     calls = sum('llc' in r for r in self.rows)
     settings = self.s.llc.replace(seed=self.s.llc.seed + calls)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
         res = estimate_llc(self.current_models(), (self.X, self.y), self.loss_fn, settings,
                            device=self.w.device)
+    seen = self.__dict__.setdefault('llc_warned', set())
+    for w in caught:
+        kind, text = llc_warning(str(w.message), self.members, step)
+        if kind not in seen:
+            seen.add(kind)
+            warnings.warn(text, w.category, stacklevel=2)
     return np.atleast_1d(res.llc)
 
 
@@ -667,11 +687,28 @@ chunked.groupby('step')[['R', 'loss', 'accuracy']].mean().tail(3)
 
 # %%
 few = [make_mlp([2, 16, 16, 2], seed=s) for s in range(2)]
-with_llc = train_ensemble(few, (X_m, y_m), settings=settings, llc_every=30,
-                          llc=PAPER_PRESET.replace(n_draws=40, batch_size=128), device='cpu')
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    with_llc = train_ensemble(few, (X_m, y_m), settings=settings, llc_every=30,
+                              llc=PAPER_PRESET.replace(n_draws=40, batch_size=128), device='cpu')
 llc_rows = with_llc.dropna(subset=['llc'])
 assert llc_rows.step.tolist() == [30, 60, 30, 60] and np.isfinite(llc_rows.llc).all()
 llc_rows[['member', 'step', 'R', 'loss', 'llc']]
+
+# %% [markdown]
+# 40 draws of the paper's preset are too few, so the estimates are flagged, and the warnings say so for each
+# member and step, each distinct message once per member (at the first step it occurs):
+
+# %%
+passed_on = [str(w.message) for w in caught if str(w.message).startswith('LLC of ensemble')]
+for text in passed_on:
+    print(text)
+assert {'member 0', 'member 1'} <= {re.search(r'member \d', t)[0] for t in passed_on}
+assert any(' at step 30: ' in t for t in passed_on)
+kinds = [(re.search(r'member \d', t)[0], re.sub(r'\d[\d.e+-]*', '#', t.split(': ', 1)[1])) for t in passed_on]
+assert len(set(kinds)) == len(kinds)                                   # each message once per member
+assert llc_warning('LLC of model 1: MALA acceptance 0.80 < 0.9', [4, 7], 30) == \
+    ((7, 'MALA acceptance # < #'), 'LLC of ensemble member 7 at step 30: MALA acceptance 0.80 < 0.9')
 
 # %% [markdown]
 # **Problems are named.** Models of different architectures, data that does not fit the model (checked by

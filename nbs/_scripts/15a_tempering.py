@@ -30,6 +30,7 @@ from scipy.spatial.distance import jensenshannon
 from scipy.special import rel_entr
 torch.set_num_threads(1)   # small nets and small tables: one thread avoids contention on small CPUs
 
+
 # %% [markdown]
 # The paper's headline claim is Corollary 3.2 (Hennick & De Baerdemacker, ICLR 2026, §3.4, eq. 14–15): at
 # a steady state, SGD's distribution of solutions $p_s(w)\propto e^{-\mathcal L_m[w]/D_\xi}$ (Lemma 3.3) raised
@@ -73,7 +74,6 @@ torch.set_num_threads(1)   # small nets and small tables: one thread avoids cont
 #   each cluster as one coarse-grained cell of size $\xi$, the coarse-graining the proof of Cor. 3.2 invokes;
 #   it is what fig. 4b must have done, and it is what this chapter does.
 
-
 # %% [markdown]
 # ## Distributions over clusters
 #
@@ -104,6 +104,7 @@ for bad, why in (([0.5, 0.6], 'sums to 1.1'), ([-0.1, 1.1], 'non-negative'), ([[
         check_distribution(bad, 'p_sgd'); raise AssertionError(bad)
     except ValueError as e:
         assert 'p_sgd' in str(e) and why in str(e), e
+
 
 # %% [markdown]
 # ## The accessibility factor and tempering
@@ -197,6 +198,7 @@ for xi in (0.2, 0.5, 0.9, 1.5):                                            # one
 per = tempered_masses(p, 0.5, llc=[10., 20., 30.], d_s=[6., 6., 6.])      # per cluster λ_k, one d_s
 assert np.allclose(per, temper(p, accessibility_factor(0.5, llc=[10., 20., 30.], d_s=6.)))
 
+
 # %% [markdown]
 # ## Distances between cluster distributions
 #
@@ -273,6 +275,7 @@ for _ in range(20):
     assert np.isclose(d.iloc[2], wasserstein_distance([0, 1, 3, 4, 9], [0, 1, 3, 4, 9], p_, q_))
     assert np.isclose(d.iloc[4], jensenshannon(p_, q_, base=2))
 distances([0.6, 0.3, 0.1], [0.5, 0.3, 0.2], names=('Bayes', 'tempered SGD')).to_frame('value')
+
 
 # %% [markdown]
 # ## Intervals, a noise floor and baselines
@@ -364,6 +367,7 @@ assert (near.value.values < 3 * floor.q95.values).all() and (near.ci_low.values 
 assert (away.ci_low.values > 5 * floor.q95.values).all()
 pd.concat([near.assign(pair='same distribution'), away.assign(pair='different')]).merge(floor, on='metric').round(4)
 
+
 # %% [markdown]
 # ## The comparison
 #
@@ -422,6 +426,7 @@ def comparison_verdicts(table: pd.DataFrame) -> pd.DataFrame:
                          'tempered below uniform': t_hi < v['Q = uniform'],
                          'tempered within noise floor': (v['Q = tempered SGD'] <= floor).astype(object)
                                                         .where(np.isfinite(floor), pd.NA)})
+
 
 # %% [markdown]
 # ## A small demonstration on moons
