@@ -191,7 +191,7 @@ INSPECT = r"""(() => {
   const spills = () => {
     const main = document.querySelector('main.content') || document.querySelector('main');
     if (!main) return [];
-    const right = main.getBoundingClientRect().right + 1;
+    const right = main.getBoundingClientRect().right + 3;  // 3 px of slack: inline maths at a line end pokes out 1 px
     const held = (e) => {
       for (let a = e.parentElement; a && a !== main; a = a.parentElement)
         if (getComputedStyle(a).overflowX !== 'visible') return a.getBoundingClientRect().right <= right;
@@ -203,7 +203,7 @@ INSPECT = r"""(() => {
       if (r.width === 0 || held(e)) continue;
       const visible = getComputedStyle(e).overflowX === 'visible';
       if (r.right > right || (visible && e.clientWidth > 0 && r.left + e.scrollWidth > right))
-        out.push(`${e.tagName.toLowerCase()}.${[...e.classList].join('.')} (${Math.round(r.right - right + 1)} px past the column,`
+        out.push(`${e.tagName.toLowerCase()}.${[...e.classList].join('.')} (${Math.round(r.right - right + 3)} px past the column,`
                  + ` content ${e.scrollWidth} px in a ${e.clientWidth} px box): ${e.textContent.trim().slice(0, 60)}`);
     }
     return out;
