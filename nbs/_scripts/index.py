@@ -108,14 +108,15 @@
 # on the page). nbdev is pinned to 2.4.x (with fastcore 1.14.5 and execnb 0.1.18) because nbdev 3 no longer
 # reads `settings.ini`.
 #
-# Measured on the 2-core development machine (no GPU), 2026-11-23: `make test` on a fresh clone took 6 min 26 s
-# (160 pytest tests; installation included, from pip's cache, with Debian's `chromium` already installed; a new
-# machine adds the PyTorch download, about 4.5 minutes). Of that, `nbdev_test` takes about 2 minutes, the site
-# build (which executes every notebook again for its outputs) about 2, and pytest (with the sweep runner's kill
-# tests on a local pool and on Ray) about 1.7. On 2026-11-22, with two busy-looping processes competing for
-# both cores, a fresh-clone `make test` took 15 min 40 s and passed: no check compares wall-clock times (the
-# only time limits are generous timeouts in the site build and test). `make demo` took 11 s for 100 nets
-# trained as ensembles (it took 35–44 s for 24 nets trained one at a time).
+# Measured on the 2-core development machine (no GPU), 2026-11-23: `make test` on a fresh clone took 12 min 5 s
+# (303 pytest tests; installation included, from pip's cache, with Debian's `chromium` already installed; a new
+# machine adds the PyTorch download, about 4.5 minutes). Of that, the site build (which executes every notebook
+# again for its outputs) took about 3 minutes and pytest about 4.7 (the slowest parts: the interval-coverage test
+# of the crossover chapter, the bad-input tests that run a small study through the CLI, and the sweep runner's
+# kill tests on a local pool and on Ray). No check compares wall-clock times. One start-up limit is Ray's own:
+# its node must register within 30 s, which failed twice in the sweep chapter's Ray cell while six other jobs
+# loaded the two cores (load average 11); it has not failed on an idle machine. `make demo` took 11 s for
+# 100 nets trained as ensembles (35–44 s for 24 nets trained one at a time).
 
 # %%
 #| hide
