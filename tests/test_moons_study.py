@@ -4,7 +4,9 @@ import contextlib, io, shutil
 from dataclasses import replace
 
 import fracsgd.studies.moons_diffusion as study
-from fracsgd.store import load_study
+import pytest
+
+from fracsgd.store import ConfigChanged, load_study
 from fracsgd.sweep import run_key, run_sweep
 
 TINY = replace(study.QUICK, n_models=5, nets_per_run=2, epochs=2)
@@ -34,7 +36,8 @@ def test_rerun_trains_only_missing_runs(tmp_path):
 def test_a_changed_configuration_is_not_served_from_old_runs(tmp_path):
     _sweep(TINY, tmp_path)
     longer = replace(TINY, epochs=3)
-    assert '3 done, 0 failed, 0 skipped' in _sweep(longer, tmp_path)
+    with pytest.warns(ConfigChanged, match=r'epochs: 2 → 3'):           # the folder says it starts a new plan
+        assert '3 done, 0 failed, 0 skipped' in _sweep(longer, tmp_path)
     assert load_study(tmp_path).trajectories.step.max() == 3 * 4
 
 

@@ -504,7 +504,7 @@ with warnings.catch_warnings():
     llc_res = estimate_llc(nets, (X, y), 'classification', PAPER_PRESET.replace(n_draws=200), device='cpu')
 clock['LLC of 40 nets'] = time.perf_counter() - t0
 solutions = final.assign(llc=llc_res.llc, cluster=labels)
-steps, R = runs_matrix(traj.rename(columns={'member': 'run'}), 'R')   # R: [nets, steps], nets in order
+steps, R = runs_matrix(traj, 'R')                  # R: [nets, steps], one row per member, in order
 late = fit_power_law(steps[steps >= 50], R[:, steps >= 50], n_boot=100)
 usable = solutions[solutions.llc > 0]
 seeds = seed_solutions(usable)
