@@ -16,7 +16,7 @@ from .sweep import run_sweep
 __all__ = ['STUDIES', 'BENCHMARKS', 'INPUT_ERRORS', 'results_folder', 'main']
 
 # %% ../nbs/99_cli.ipynb #e066f4c7
-STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion'}
+STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion', 'mnist-seeds': 'fracsgd.studies.mnist_seeds'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}

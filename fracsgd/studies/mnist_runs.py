@@ -25,12 +25,14 @@ from ..spectral import fit_power_law, spectral_dimension_from_volume
 from ..crossover import detect_crossover, fit_late_exponent
 
 # %% auto #0
-__all__ = ['LLC_SETTINGS', 'CALIBRATED_SETTINGS', 'DS_READINGS', 'llc_setting', 'MNISTRun', 'run_data', 'calibrated_llc',
-           'train_run', 'analyse_net', 'analyse_nets']
+__all__ = ['LLC_SETTINGS', 'PAPER_LLC_SETTINGS', 'CALIBRATED_SETTINGS', 'DS_READINGS', 'llc_setting', 'MNISTRun', 'run_data',
+           'calibrated_llc', 'other_paper_llcs', 'train_run', 'analyse_net', 'analyse_nets']
 
 # %% ../../nbs/22_mnist_runs.ipynb #142672c7
 LLC_SETTINGS = {'paper': PAPER_PRESET,
-                'paper-devinterp-nbeta': PAPER_PRESET.replace(n_beta=256 / math.log(256))}
+                'paper-devinterp-nbeta': PAPER_PRESET.replace(n_beta=256 / math.log(256)),
+                'smoke': PAPER_PRESET.replace(n_draws=20)}          # for tests and examples only
+PAPER_LLC_SETTINGS = ('paper', 'paper-devinterp-nbeta')
 
 def llc_setting(name: str) -> SGLDSettings:
     "The SGLD settings called `name` in `LLC_SETTINGS`."
@@ -40,8 +42,8 @@ def llc_setting(name: str) -> SGLDSettings:
 
 # %% ../../nbs/22_mnist_runs.ipynb #5e2ef949
 CALIBRATED_SETTINGS = {'full': {},
-                       '2x1000': dict(n_chains=2, n_burnin=1000, n_draws=1000),
-                       '1x1000': dict(n_chains=1, n_burnin=500, n_draws=500),
+                       '10nets-1x5000': dict(n_nets=10, n_chains=1),
+                       '2nets-1x200': dict(n_nets=2, n_chains=1, n_burnin=200, n_draws=200),
                        'smoke': dict(n_chains=1, n_burnin=20, n_draws=20)}
 
 # %% ../../nbs/22_mnist_runs.ipynb #ace9e291
@@ -142,7 +144,7 @@ def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
     def count(step):
         d = (trainer.w - trainer.w0).double()                                # [members, params]
         for e in eps:
-            cells = torch.floor(d / e).to(torch.int64).cpu().numpy()
+            cells = torch.floor(d / e + 0.5).to(torch.int64).cpu().numpy()   # w0 at a cell's centre
             for m, c in enumerate(cells):
                 seen[e][m].add(hash(c.tobytes()))
         if trainer.s.due(step):
@@ -176,12 +178,13 @@ def _evaluate(net: nn.Module, X, y) -> tuple[float, float]:
 def calibrated_llc(nets, train, name: str, device, seed: int = 0) -> pd.DataFrame:
     """Our calibrated LLC (`calibrate` with the reduction `CALIBRATED_SETTINGS[name]`) of each net at its current
     weights, one row per net; the step size and localization follow each net's own top Hessian eigenvalue."""
+    rule = dict(CALIBRATED_SETTINGS[name])
+    nets = nets[:rule.pop('n_nets', len(nets))]
     rows, t0 = [], time.perf_counter()
-    settings = [calibrate(n, train, device=device, **CALIBRATED_SETTINGS[name]).replace(seed=seed) for n in nets]
-    t_hess = time.perf_counter() - t0
+    settings = [calibrate(n, train, device=device, **rule).replace(seed=seed) for n in nets]
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                          # flags are in the rows
-        for i, (net, s) in enumerate(zip(nets, settings)):
+        for net, s in zip(nets, settings):
             res = estimate_llc(net, train, 'classification', s, device=device)
             d = res.diagnostics.iloc[0]
             rows.append(dict(llc_calibrated=float(res.llc), llc_calibrated_se=float(res.llc_se),
@@ -189,8 +192,18 @@ def calibrated_llc(nets, train, name: str, device, seed: int = 0) -> pd.DataFram
                              calibrated_step_size=float(d.step_size)))
     out = pd.DataFrame(rows)
     out.attrs['seconds'] = time.perf_counter() - t0
-    out.attrs['seconds_hessian'] = t_hess
     return out
+
+def other_paper_llcs(nets, train, run: MNISTRun, device) -> pd.DataFrame:
+    "The LLC of every net at its current weights under the paper settings other than `run.llc` (none if it isn't one)."
+    cols = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        for name, s in LLC_SETTINGS.items():
+            if run.llc in PAPER_LLC_SETTINGS and name in PAPER_LLC_SETTINGS and name != run.llc:
+                res = estimate_llc(nets, train, 'classification', s.replace(seed=run.first_seed), device=device)
+                cols[f'llc_end/{name}'] = np.atleast_1d(res.llc)
+    return pd.DataFrame(cols)
 
 # %% ../../nbs/22_mnist_runs.ipynb #c0a8e0ad
 def train_run(run: MNISTRun) -> dict:
@@ -210,10 +223,12 @@ def train_run(run: MNISTRun) -> dict:
     per_net.insert(0, 'run', seeds)
     result = dict(trajectory=table, nets=per_net, data_source=source, data_warning=warning,
                   seconds_train=seconds_train, seconds_calibrated=0.0)
-    if run.calibrated:
+    if run.calibrated:                                 # the final weights under the other settings too
+        t0 = time.perf_counter()
+        others = other_paper_llcs(nets, train, run, device)
         cal = calibrated_llc(nets, train, run.calibrated, device, seed=run.first_seed)
-        result['nets'] = pd.concat([per_net, cal], axis=1)
-        result['seconds_calibrated'] = cal.attrs['seconds']
+        result['nets'] = pd.concat([per_net, others, cal], axis=1)     # NaN for the nets `cal` skips
+        result['seconds_calibrated'] = time.perf_counter() - t0
     return result
 
 # %% ../../nbs/22_mnist_runs.ipynb #54d093e9
@@ -260,14 +275,16 @@ def analyse_net(net: pd.DataFrame, ds_llc: str = 'mean', n_boot: int = 100, seed
     ci = sorted(scale * np.array([paper.ci_low, paper.ci_high])) if ds_llc != 'pointwise' else [np.nan] * 2
     late = _late(t, R, n_boot, seed)
     row = dict(slope=paper.slope, slope_ci_low=paper.ci_low, slope_ci_high=paper.ci_high, r2=paper.r2,
-               **late, llc_mean=lam_mean, llc_final=lam_final, llc_min=float(lam.min()), ds_reading=ds_llc,
+               **late, llc_mean=lam_mean, llc_final=lam_final, llc_last=float(lam[-1]), llc_min=float(lam.min()),
+               ds_reading=ds_llc,
                d_s=d_s, d_s_ci_low=ci[0], d_s_ci_high=ci[1], d_s_late=2 * lam_mean * late['late_slope'],
                ds_le_llc_mean=bool(d_s <= lam_mean), ds_le_llc_final=bool(d_s <= lam_final),
                R_final=float(net.R.iloc[-1]))
     for col in [c for c in net.columns if c.startswith('volume/')]:
         v = pos[col].to_numpy()
         vol = spectral_dimension_from_volume(t[v > 0], v[v > 0], n_boot=n_boot, seed=seed)
-        row[f'd_s_{col}'], row[f'saturated_{col}'] = vol['d_s'], vol['saturated']
+        every_step_new = v[-1] >= 0.9 * (t[-1] + 1)                     # V ~ t: a new cell at (almost) every step
+        row[f'd_s_{col}'], row[f'saturated_{col}'] = vol['d_s'], bool(vol['saturated'] or every_step_new)
     return row
 
 def analyse_nets(table: pd.DataFrame, **kw) -> pd.DataFrame:

@@ -41,7 +41,7 @@ from fracsgd.sweep import run_sweep
 
 # %%
 #| export
-STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion'}
+STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion', 'mnist-seeds': 'fracsgd.studies.mnist_seeds'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
