@@ -158,9 +158,9 @@ def summarize(nets: pd.DataFrame, n_boot: int = 100) -> pd.DataFrame:
                       f'{nets.late_slope.notna().sum()} of {len(nets)} nets have a crossover'),
             _stat_row('mean test accuracy', nets.test_accuracy, mean, n_boot)]
     for col in [c for c in nets if c.startswith('d_s_volume/')]:
-        sat = nets[f'saturated_{col[4:]}'].astype(bool).sum()
+        sat, counted = (nets[f'saturated_{col[4:]}'] == True).sum(), nets[col].notna().sum()
         rows.append(_stat_row(f'median d_s from explored volume, ε = {col.split("/")[1]}', nets[col], median,
-                              n_boot, f'{sat} of {len(nets)} saturated (d_s ≥ 2 only)'))
+                              n_boot, f'{sat} of the {counted} nets counted saturated (d_s ≥ 2 only)'))
     rows += _final_weight_rows(nets, n_boot)
     rows.append(_row('nets', len(nets)))
     return pd.DataFrame(rows)

@@ -243,25 +243,32 @@ def run_data(run: MNISTRun, device=None):
 # our calibrated LLC at the final weights. Its result: the trajectory table (`run` is the net's seed), a table
 # `nets` with one row per net, and the data source. When `volume_eps` is set the run drives the trainer step by
 # step and counts, for each net and cell size ε, the distinct cells of side ε of weight space entered so far
-# (`ExploredVolume`'s count, kept for all nets at once). The cells are centred on the initial weights: with
+# (`ExploredVolume`'s count, kept for the first `VOLUME_NETS` nets of the run, which bounds its cost; a cell is
+# told apart by two random projections of its integer index). The cells are centred on the initial
+# weights: with
 # $w_0$ on a cell corner, as in `ExploredVolume`, every coordinate that changes sign in its first steps enters a
 # new cell, and with 10⁵ coordinates some do at every step, whatever ε.
 
 # %%
 #| export
+VOLUME_NETS = 10                            # the explored volume is counted for the first 10 nets of a run
+
 def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
-    "Run `trainer` to the end, counting distinct eps-cells per member; its table with `volume/<eps>` columns."
-    seen = {e: [set() for _ in trainer.members] for e in eps}
+    "Run `trainer` to the end, counting distinct eps-cells of its first `VOLUME_NETS` members; its table + volumes."
+    n = min(VOLUME_NETS, len(trainer.members))
+    seen = {e: [set() for _ in range(n)] for e in eps}
+    g = torch.Generator().manual_seed(0)
+    keys = torch.randn(trainer.w.shape[1], 2, generator=g).to(trainer.w.device)   # [params, 2]
     rows = []
     def count(step):
-        d = (trainer.w - trainer.w0).double()                                # [members, params]
+        d = trainer.w[:n] - trainer.w0[:n]                                    # [n, params]
         for e in eps:
-            cells = torch.floor(d / e + 0.5).to(torch.int64).cpu().numpy()   # w0 at a cell's centre
-            for m, c in enumerate(cells):
-                seen[e][m].add(hash(c.tobytes()))
+            cells = d.mul(1 / e).add_(0.5).floor_()                           # w0 at a cell's centre
+            for m, k in enumerate((cells @ keys).cpu().numpy()):              # two random projections: the cell's id
+                seen[e][m].add((float(k[0]), float(k[1])))
         if trainer.s.due(step):
             rows.extend(dict(member=m, step=step, **{f'volume/{e:g}': float(len(seen[e][m])) for e in eps})
-                        for m in range(len(trainer.members)))
+                        for m in range(n))
     trainer.record(0)
     count(0)
     for t in range(1, trainer.s.n_steps + 1):
@@ -431,7 +438,7 @@ def analyse_net(net: pd.DataFrame, ds_llc: str = 'mean', n_boot: int = 100, seed
                d_s=d_s, d_s_ci_low=ci[0], d_s_ci_high=ci[1], d_s_late=2 * lam_mean * late['late_slope'],
                ds_le_llc_mean=bool(d_s <= lam_mean), ds_le_llc_final=bool(d_s <= lam_final),
                R_final=float(net.R.iloc[-1]))
-    for col in [c for c in net.columns if c.startswith('volume/')]:
+    for col in [c for c in net.columns if c.startswith('volume/') and net[c].notna().any()]:
         v = pos[col].to_numpy()
         vol = spectral_dimension_from_volume(t[v > 0], v[v > 0], n_boot=n_boot, seed=seed)
         every_step_new = v[-1] >= 0.9 * (t[-1] + 1)                     # V ~ t: a new cell at (almost) every step

@@ -33,6 +33,7 @@ from fracsgd.studies.mnist_runs import MNISTRun, analyse_nets, train_run
 import torch
 torch.set_num_threads(1)   # two cores shared with other work
 
+
 # %% [markdown]
 # **What the paper did** (appendix G.1, table 8): 50 nets of one architecture, fully connected with ReLU and
 # batch norm, each from its own random initialisation, trained by SGD (lr 0.001, batch 256) for 100 epochs on
@@ -82,6 +83,7 @@ def sweep(cfg: MNISTSeedsConfig, device=None) -> Sweep:
     "The study as a sweep for the runner."
     return Sweep('mnist-seeds', train_run, runs(cfg, device), device=device)
 
+
 # %%
 assert [(r.first_seed, r.n_nets, r.n_steps) for r in runs(FULL)] == [(0, 50, 2000)]
 assert runs(FULL)[0].llc_every == 100 and runs(FULL)[0].lr == 1e-3 and runs(FULL)[0].batch_size == 256
@@ -112,6 +114,7 @@ assert round(PAPER_TABLE8.d_s.mean(), 2) == 7.25 and round(PAPER_TABLE8.d_s.std(
 assert round(PAPER_TABLE8.llc.mean(), 2) == 21.16 and (PAPER_TABLE8.d_s < 0).sum() == 2
 assert round((PAPER_TABLE8.d_s / PAPER_TABLE8.llc).max(), 2) == 0.67
 PAPER_TABLE8.describe().loc[['mean', 'std', 'min', 'max']].round(3)
+
 
 # %% [markdown]
 # ## From the study folder to one row per net
@@ -145,6 +148,7 @@ def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     nets = study.tables['nets'].drop(columns='key')
     rows = analyse_nets(traj, ds_llc=cfg.ds_llc, n_boot=cfg.n_boot).assign(llc_setting=cfg.llc)
     return rows.merge(nets, on='run', how='left'), traj
+
 
 # %% [markdown]
 # ## The summary
@@ -184,6 +188,7 @@ def _max_ratio_row(quantity, nets, lam, note):
     v = ratio.max()
     return _row(quantity, v, min(np.nanmax(ends[0]), v), max(np.nanmax(ends[1]), v), note)
 
+
 # %%
 #| export
 def _final_weight_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
@@ -202,6 +207,7 @@ def _final_weight_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
     rows += [_stat_row(f'{name} minus calibrated, final weights', (v - nets.llc_calibrated)[cal], mean, n_boot,
                        f'same {cal.sum()} nets, same weights') for name, v in ends.items()]
     return rows
+
 
 # %%
 #| export
@@ -223,12 +229,13 @@ def summarize(nets: pd.DataFrame, n_boot: int = 100) -> pd.DataFrame:
                       f'{nets.late_slope.notna().sum()} of {len(nets)} nets have a crossover'),
             _stat_row('mean test accuracy', nets.test_accuracy, mean, n_boot)]
     for col in [c for c in nets if c.startswith('d_s_volume/')]:
-        sat = nets[f'saturated_{col[4:]}'].astype(bool).sum()
+        sat, counted = (nets[f'saturated_{col[4:]}'] == True).sum(), nets[col].notna().sum()
         rows.append(_stat_row(f'median d_s from explored volume, ε = {col.split("/")[1]}', nets[col], median,
-                              n_boot, f'{sat} of {len(nets)} saturated (d_s ≥ 2 only)'))
+                              n_boot, f'{sat} of the {counted} nets counted saturated (d_s ≥ 2 only)'))
     rows += _final_weight_rows(nets, n_boot)
     rows.append(_row('nets', len(nets)))
     return pd.DataFrame(rows)
+
 
 # %% [markdown]
 # ## Figures
@@ -277,6 +284,7 @@ def plot_trajectories(traj: pd.DataFrame, title: str = ''):
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
 
 # %% [markdown]
 # ## One function runs the study
@@ -327,6 +335,7 @@ def save_full(folder, ledger=None, compact_dir=None) -> Path:
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
     return dest
+
 
 # %% [markdown]
 # ## Results at the paper's scale (full configuration)
