@@ -73,6 +73,12 @@ def test_smoke_run_resume_and_report(tmp_path, mnist_files, monkeypatch):
         assert (folder / name).exists(), name
     data = read_meta(folder)['data']
     assert data['warnings'] == [] and str(mnist_files) in data['sources'][0]
+    dest = study.save_full(folder, ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
+    assert dest.name.startswith('custom-')                             # neither the quick nor the full plan
+    for name in ('summary.csv', 'per_net.csv', 'trajectory_compact.parquet', 'timing.json', 'provenance.json'):
+        assert (dest / name).exists(), name
+    ledger = pd.read_csv(tmp_path / 'ledger.csv')
+    assert {'tab8-ds-mean', 'fig2a-ds-le-llc', 'fig18-r2', 'fig21-ds-le-mean-llc'} <= set(ledger.claim_id)
 
 
 def test_analysis_of_a_known_power_law():

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 from ..core import atomic_path, full_mode, read_table, results_dir, write_table
 from ..data import DataSourceWarning
 from ..displacement import runs_matrix
-from ..ledger import COMPACT, record_claims
+from ..ledger import COMPACT, record_claims, study_configuration
 from ..store import load_study, read_meta
 from ..sweep import Sweep, run_sweep
 from .mnist_runs import MNISTRun, analyse_nets, train_run
@@ -239,9 +239,15 @@ def run(cfg: MNISTSeedsConfig | None = None, out_dir=None, progress: bool = True
 
 def save_full(folder, ledger=None, compact_dir=None) -> Path:
     "Record a finished, reported study's claims; copy its per-net table and compact trajectories beside them."
-    rows = record_claims(folder, ledger=ledger, compact_dir=compact_dir)
-    dest = Path(compact_dir or COMPACT) / 'mnist-seeds' / rows.config.iloc[0]
+    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
+    cfg = study_configuration(folder)                  # the label record_claims filed the summary under
+    label = cfg['config'] if cfg['config'] != 'custom' else f"custom-{cfg['config_hash']}"
+    dest = Path(compact_dir or COMPACT) / 'mnist-seeds' / label
     for name in ('per_net.csv', 'trajectory_compact.parquet'):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
+    runs = load_study(folder).runs
+    timing = {k: round(float(runs[k].sum()), 1) for k in ('seconds', 'seconds_train', 'seconds_calibrated')}
+    with atomic_path(dest / 'timing.json') as tmp:
+        tmp.write_text(json.dumps(timing, indent=1) + '\n')
     return dest

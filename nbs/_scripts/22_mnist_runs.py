@@ -101,6 +101,7 @@ def llc_setting(name: str) -> SGLDSettings:
         raise ValueError(f"unknown LLC setting {name!r}; known: {sorted(LLC_SETTINGS)}")
     return LLC_SETTINGS[name]
 
+
 # %% [markdown]
 # Our own calibrated setting (`calibrate`, [LLC chapter](llc.html)) is 4 chains × (5,000 burn-in + 5,000
 # draws) per net, 25 times the SGLD steps of the paper's whole LLC trajectory. It runs once, at the final
@@ -115,6 +116,7 @@ CALIBRATED_SETTINGS = {'full': {},
                        '10nets-1x5000': dict(n_nets=10, n_chains=1),
                        '2nets-1x200': dict(n_nets=2, n_chains=1, n_burnin=200, n_draws=200),
                        'smoke': dict(n_chains=1, n_burnin=20, n_draws=20)}
+
 
 # %% [markdown]
 # ## One run
@@ -177,6 +179,7 @@ class MNISTRun:
                                 seed=self.first_seed, every=every, groups='layer', llc_every=self.llc_every,
                                 llc=llc_setting(self.llc))
 
+
 # %%
 r = MNISTRun()
 assert r.n_train == 5000 and r.n_steps == 2000 and MNISTRun(steps_per_epoch='floor').n_steps == 1900
@@ -235,6 +238,7 @@ def run_data(run: MNISTRun, device=None):
     train, test = (flatten(d.X_train), d.y_train), (flatten(d.X_test), d.y_test)
     return train, test, d.source, warning
 
+
 # %% [markdown]
 # ## Training one run
 #
@@ -286,6 +290,7 @@ def _train(nets, train, settings, run, device) -> pd.DataFrame:
     trainer.write_back()
     return table
 
+
 # %%
 #| export
 @torch.no_grad()
@@ -325,6 +330,7 @@ def other_paper_llcs(nets, train, run: MNISTRun, device) -> pd.DataFrame:
                 cols[f'llc_end/{name}'] = np.atleast_1d(res.llc)
     return pd.DataFrame(cols)
 
+
 # %%
 #| export
 def train_run(run: MNISTRun) -> dict:
@@ -352,6 +358,7 @@ def train_run(run: MNISTRun) -> dict:
         result['seconds_calibrated'] = time.perf_counter() - t0
     return result
 
+
 # %% [markdown]
 # Two nets, a few steps, the LLC three times (20 draws, a setting for examples), the smallest calibrated setting
 # and one volume count: the table has
@@ -369,6 +376,7 @@ assert (traj.groupby('run')['volume/0.001'].apply(lambda v: v.is_monotonic_incre
 assert out['nets'].test_accuracy.between(0, 1).all()
 assert 'llc_calibrated' in out['nets']
 out['nets']
+
 
 # %% [markdown]
 # ## One net's numbers
@@ -411,6 +419,7 @@ def _late(t, R, n_boot, seed) -> dict:
         return dict(t_c=np.nan, late_slope=np.nan, late_ci_low=np.nan, late_ci_high=np.nan,
                     crossover_note=str(e)[:120])
 
+
 # %%
 #| export
 DS_READINGS = ('mean', 'final', 'pointwise')
@@ -448,6 +457,7 @@ def analyse_net(net: pd.DataFrame, ds_llc: str = 'mean', n_boot: int = 100, seed
 def analyse_nets(table: pd.DataFrame, **kw) -> pd.DataFrame:
     "`analyse_net` for every net (`run`) of a trajectory table: one row per net."
     return pd.DataFrame([dict(run=r, **analyse_net(g, **kw)) for r, g in table.groupby('run')])
+
 
 # %% [markdown]
 # Checks with numbers nobody chose: a curve $R = 3t^{0.3}$ with a constant LLC of 12 has slope 0.3 exactly, so
