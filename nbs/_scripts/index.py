@@ -82,6 +82,8 @@
 # | [Clusters of solutions](clusters.html) | `fracsgd.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
 # | [Posterior tempering](tempering.html) | `fracsgd.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
+# | [MNIST protocol](mnist_runs.html) | `fracsgd.studies.mnist_runs` | appendix G.1 as one sweep run; one net's eq.-17 numbers |
+# | [Study: MNIST seeds](mnist_seeds.html) | `fracsgd.studies.mnist_seeds` | paper table 8, fig. 2a, 18, 21 |
 # | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |
 # | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench_llc` | LLC speed against devinterp and against loops |
