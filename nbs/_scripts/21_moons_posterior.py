@@ -315,9 +315,13 @@ def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict
     X, y, probe = _data(cfg, device)
     nets = list(dict.fromkeys(seeds.values()))                # one chain set per distinct seed net
     weights = study.tables['weights'].set_index('net').w
-    t0 = time.perf_counter()
-    draws = sample_posterior([_net(weights[i], cfg.hidden) for i in nets], (X, y), probe, cfg.posterior,
-                             device=device)                    # [nets, chains, draws, probe, 2]
+    t0, threads = time.perf_counter(), torch.get_num_threads()
+    torch.set_num_threads(1)             # two chains of a tiny net: threads only spin against other jobs' work
+    try:
+        draws = sample_posterior([_net(weights[i], cfg.hidden) for i in nets], (X, y), probe, cfg.posterior,
+                                 device=device)                # [nets, chains, draws, probe, 2]
+    finally:
+        torch.set_num_threads(threads)
     seconds = time.perf_counter() - t0
     n, c, d = draws.shape[:3]
     ids = pd.MultiIndex.from_product([nets, range(c), range(d)], names=['net', 'chain', 'draw']).to_frame(index=False)
