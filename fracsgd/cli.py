@@ -16,7 +16,9 @@ from .sweep import run_sweep
 __all__ = ['STUDIES', 'BENCHMARKS', 'INPUT_ERRORS', 'results_folder', 'main']
 
 # %% ../nbs/99_cli.ipynb #e066f4c7
-STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion', 'mnist-seeds': 'fracsgd.studies.mnist_seeds'}
+STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
+           'moons-posterior': 'fracsgd.studies.moons_posterior',
+           'mnist-seeds': 'fracsgd.studies.mnist_seeds'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
@@ -90,6 +92,8 @@ def _run(args) -> int:
         out = results_folder(args.out, args.study, full)
         run_sweep(study.sweep(cfg, args.device), out, backend=args.backend, workers=args.workers,
                   address=args.address, progress=not args.no_progress)
+        if hasattr(study, 'finish'):
+            study.finish(out, cfg, args.device)
     except INPUT_ERRORS as e:
         return _fail(e)
     _print_summary(study.report(out, cfg))

@@ -258,6 +258,9 @@ def _slope_crossover(t, ym, window):
         raise ValueError(f"no crossover through 1/2: the local slope stays {'above' if above.all() else 'below'} "
                          f"1/2 (range {ls.slope.min():.2f}–{ls.slope.max():.2f})")
     i = np.flatnonzero(above)[-1]                      # last window still super-diffusive
+    if i == len(ls) - 1:
+        raise ValueError(f"no last crossover through 1/2: the local slope ends above 1/2 ({ls.slope.iloc[-1]:.2f} "
+                         f"at t = {ls.t.iloc[-1]:.0f}) after having been below it")
     s0, s1, t0, t1 = ls.slope[i], ls.slope[i + 1], np.log(ls.t[i]), np.log(ls.t[i + 1])
     t_c = float(np.exp(t0 + (s0 - 0.5) / (s0 - s1) * (t1 - t0)))   # linear interpolation in log t
     early, late = ls[ls.t <= t_c].slope, ls[ls.t > t_c].slope

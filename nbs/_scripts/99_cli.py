@@ -33,15 +33,19 @@ from fracsgd.sweep import run_sweep
 #
 # Studies register here by name and module. A study module exposes `config(full)`, `sweep(cfg, device)` (the
 # sweep the runner runs) and `report(folder, cfg)` (a dict with a `summary` table); adding a study is one line in
-# `STUDIES`. `--full` sets the one documented switch, `FRACSGD_FULL=1`, for the whole process. Bad input (an
-# unknown study, a `FRACSGD_FULL` that is neither 0 nor 1, an `--out` that is a file or cannot be created,
-# `--backend ray` without Ray, a folder holding another study, a configuration that cannot be stored) ends with
-# one line naming the problem and exit status 2, no traceback. Warnings (for instance that a folder held a sweep
-# of another configuration) are printed as one line each. `python -m fracsgd` is the same command.
+# `STUDIES`. A study with a second stage that needs every run of its sweep (the posterior chains of
+# moons-posterior) also exposes `finish(folder, cfg, device)`, which `run` calls after the sweep. `--full` sets
+# the one documented switch, `FRACSGD_FULL=1`, for the whole process. Bad input (an unknown study, a
+# `FRACSGD_FULL` that is neither 0 nor 1, an `--out` that is a file or cannot be created, `--backend ray` without
+# Ray, a folder holding another study, a configuration that cannot be stored) ends with one line naming the
+# problem and exit status 2, no traceback. Warnings (for instance that a folder held a sweep of another
+# configuration) are printed as one line each. `python -m fracsgd` is the same command.
 
 # %%
 #| export
-STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion', 'mnist-seeds': 'fracsgd.studies.mnist_seeds'}
+STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
+           'moons-posterior': 'fracsgd.studies.moons_posterior',
+           'mnist-seeds': 'fracsgd.studies.mnist_seeds'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
@@ -121,6 +125,8 @@ def _run(args) -> int:
         out = results_folder(args.out, args.study, full)
         run_sweep(study.sweep(cfg, args.device), out, backend=args.backend, workers=args.workers,
                   address=args.address, progress=not args.no_progress)
+        if hasattr(study, 'finish'):
+            study.finish(out, cfg, args.device)
     except INPUT_ERRORS as e:
         return _fail(e)
     _print_summary(study.report(out, cfg))

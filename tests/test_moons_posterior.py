@@ -1,0 +1,136 @@
+"""The moons posterior study: both stages run and resume, the report works from the folder's tables alone, the
+analysis agrees with numbers nobody chose, and bad input is refused with a clear error."""
+import contextlib, io, json, shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import fracsgd.studies.moons_posterior as study
+from fracsgd.clusters import cluster_masses
+from fracsgd.store import load_study
+from fracsgd.sweep import run_key, run_sweep
+from fracsgd.tempering import tempered_masses, kl_divergence, xi_scan
+
+SMOKE = study.SMOKE
+torch.set_num_threads(1)   # forking the sweep's workers after multi-threaded torch work in this process can hang them
+
+
+def _quiet(f, *a, **kw):
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        res = f(*a, **kw)
+    return res, out.getvalue()
+
+
+@pytest.fixture(scope='module')
+def finished(tmp_path_factory):
+    folder = tmp_path_factory.mktemp('posterior')
+    res, _ = _quiet(study.run, SMOKE, folder, progress=False, workers=1)
+    return folder, res
+
+
+def test_run_writes_tables_figures_and_resumes(finished):
+    folder, res = finished
+    written = {p.name for p in folder.iterdir()}
+    assert {'summary.csv', 'scan.csv', 'solutions.csv', 'masses.csv', 'timing.csv', 'fig3.png', 'fig4.png',
+            'chains.parquet', 'chains.json', 'wall.json'} <= written, written
+    summary = res['summary'].set_index('quantity')
+    assert summary.value['nets trained'] == SMOKE.n_models
+    # a rerun trains nothing and samples no chain again: stage 2's inputs are unchanged
+    before = (folder / 'chains.parquet').stat().st_mtime_ns
+    _, printed = _quiet(run_sweep, study.sweep(SMOKE), folder, progress=False, workers=1)
+    assert '0 done, 0 failed, 2 skipped' in printed
+    study.finish(folder, SMOKE)
+    assert (folder / 'chains.parquet').stat().st_mtime_ns == before
+
+
+def test_a_killed_run_is_redone_and_gives_the_same_tables(finished, tmp_path):
+    folder, _ = finished
+    copy = tmp_path / 'copy'
+    shutil.copytree(folder, copy)
+    lost = run_key(study.runs(SMOKE)[1])                        # as if this run had been killed before storing
+    shutil.rmtree(copy / 'runs' / lost)
+    (copy / 'chains.json').unlink()                             # and stage 2 had not finished
+    with pytest.raises(ValueError, match='1 pending'):
+        study.finish(copy, SMOKE)
+    _, printed = _quiet(run_sweep, study.sweep(SMOKE), copy, progress=False, workers=1)
+    assert '1 done, 0 failed, 1 skipped' in printed
+    study.finish(copy, SMOKE)
+    old, new = load_study(folder).tables['solutions'], load_study(copy).tables['solutions']
+    pd.testing.assert_frame_equal(old.drop(columns='key').sort_values('net').reset_index(drop=True),
+                                  new.drop(columns='key').sort_values('net').reset_index(drop=True))
+    a, b = pd.read_parquet(folder / 'chains.parquet'), pd.read_parquet(copy / 'chains.parquet')
+    pd.testing.assert_frame_equal(a, b)                          # same seeds, same chains
+
+
+def test_report_reads_the_folder_alone(finished):
+    folder, res = finished
+    again = study.report(folder, SMOKE)
+    pd.testing.assert_frame_equal(again['summary'], res['summary'])
+    tables = study.read_results(folder)
+    pd.testing.assert_frame_equal(tables['summary'], pd.read_csv(folder / 'summary.csv'))
+    # the per-net table holds every net once, with its cluster for the analysed ones
+    sol = tables['solutions']
+    assert sorted(sol.net) == list(range(SMOKE.n_models))
+    assert (sol.cluster[sol.analysed] >= 0).all()
+
+
+def test_analysis_agrees_with_numbers_nobody_chose(finished):
+    folder, res = finished
+    k, p_sgd, p_post = res['k'], res['p_sgd'], res['p_post']
+    # the SGD masses are the cluster fractions of the analysed nets; the masses table holds them as they are
+    assert np.allclose(p_sgd, cluster_masses(res['labels'], k)) and np.isclose(p_sgd.sum(), 1)
+    assert np.allclose(res['masses'].SGD, p_sgd) and np.allclose(res['masses']['posterior (SGLD)'], p_post)
+    # ξ = 1 makes D_ξ = 1 for every choice: tempering with m = 1 gives the SGD masses exactly, so the scan's
+    # KL(Bayes‖tempered SGD) at ξ = 1 is KL(Bayes‖SGD), the raw-SGD baseline of table 2
+    scan = res['scan']
+    at1 = scan[(scan.xi == 1.0) & (scan.m == 1) & (scan.comparison == 'tempered')]
+    assert len(at1) == len(res['choices']) and np.allclose(at1.D_xi, 1)
+    assert np.allclose(at1['KL(Bayes‖tempered SGD) [nats]'], kl_divergence(p_post, p_sgd))
+    for kw in res['choices'].values():
+        assert np.allclose(tempered_masses(p_sgd, 1.0, 1, **kw), p_sgd)
+    raw = res['table2'].set_index(['comparison', 'metric']).value
+    assert np.isclose(raw[('Q = raw SGD', 'KL(Bayes‖Q) [nats]')], kl_divergence(p_post, p_sgd))
+    # identical distributions are at distance 0 on every metric
+    same = xi_scan(p_sgd, p_sgd, [1.0], slope=0.3)
+    assert np.allclose(same.drop(columns=['xi', 'D_xi']).to_numpy(float), 0)
+
+
+def test_bayes_accuracy_of_the_moons_distribution():
+    # the Bayes rule of make_moons: 97% on noise 0.2 (the moons overlap; 20 000 points, seed 1, ± 0.5% covers the
+    # sampling error of a 3% error rate), 100% with almost no noise
+    X, y, _ = study.load_moons(20000, 0.2, seed=1, device='cpu')
+    assert abs(study.bayes_accuracy(X, y, 0.2) - 0.97) < 0.005
+    X, y, _ = study.load_moons(500, 0.01, seed=2, device='cpu')
+    assert study.bayes_accuracy(X, y, 0.01) == 1.0
+
+
+def test_convergence_criterion_and_fallback_to_all_nets():
+    sol = pd.DataFrame({'net': [0, 1, 2], 'accuracy': [0.96, 0.90, 0.955], 'loss': [.1, .3, .1]})
+    epochs = pd.DataFrame({'net': np.repeat([0, 1, 2], 4), 'epoch': np.tile([1, 2, 3, 4], 3),
+                           'loss': [4, 4, 2, 2, 1, 1, 1, 1, 3, 3, 3, 3.]})
+    cfg = study.replace(SMOKE, loss_window=2, accuracy_gap=0.02, min_kept=2)
+    out = study.convergence(sol, epochs, cfg, bayes=0.97)
+    assert out.converged.tolist() == [True, False, True] and out.analysed.tolist() == [True, False, True]
+    assert np.allclose(out.loss_drop, [1.0, 0.0, 0.0])             # (mean of epochs 1-2 − of 3-4) / of 3-4
+    few = study.convergence(sol, epochs, study.replace(cfg, min_kept=3), bayes=0.97)
+    assert few.analysed.all()                                     # too few pass: all nets analysed
+
+
+def test_bad_input_is_refused(tmp_path, finished):
+    folder, _ = finished
+    with pytest.raises(ValueError, match='noise > 0'):
+        study.bayes_accuracy(np.zeros((2, 2)), [0, 1], 0.0)
+    with pytest.raises(ValueError, match='no posterior chains'):
+        empty = tmp_path / 'no-chains'
+        shutil.copytree(folder, empty)
+        (empty / 'chains.parquet').unlink()
+        study.report(empty, SMOKE)
+    with pytest.raises(ValueError, match='has no summary.csv'):
+        study.read_results(tmp_path)
+    other = tmp_path / 'other'
+    other.mkdir()
+    (other / 'meta.json').write_text(json.dumps({'study': 'moons-diffusion', 'sessions': []}))
+    with pytest.raises(ValueError, match="holds study 'moons-diffusion'"):
+        study.finish(other, SMOKE)
