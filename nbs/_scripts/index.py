@@ -82,6 +82,8 @@
 # | [Clusters of solutions](clusters.html) | `fracsgd.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
 # | [Posterior tempering](tempering.html) | `fracsgd.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
+# | [Comparing SGD with the posterior](posterior_comparison.html) | `fracsgd.studies.posterior_comparison` | the moons posterior study's analysis from its stored tables: clusters, exponents, $D_\xi$, ξ scan, table 2, figures |
+# | [Study: moons posterior](moons_posterior.html) | `fracsgd.studies.moons_posterior` | paper §4.2: fig. 3–4, table 2 |
 # | [MNIST protocol](mnist_runs.html) | `fracsgd.studies.mnist_runs` | appendix G.1 as one sweep run; one net's eq.-17 numbers |
 # | [Study: MNIST seeds](mnist_seeds.html) | `fracsgd.studies.mnist_seeds` | paper table 8, fig. 2a, 18, 21 |
 # | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |

@@ -24,23 +24,22 @@ import matplotlib.pyplot as plt
 from torch.nn.utils import vector_to_parameters
 
 import fracsgd
-from fracsgd.core import atomic_path, default_device, full_mode, read_table, results_dir, write_table
+from fracsgd.core import atomic_path, default_device, full_mode, results_dir, write_table
 from fracsgd.datasets.moons import load_moons
 from fracsgd.models import make_mlp
 from fracsgd.ensemble import EnsembleSettings, train_ensemble
 from fracsgd.llc import estimate_llc
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
-from fracsgd.store import load_study, read_plan, status
+from fracsgd.store import read_plan
 from fracsgd.sweep import Sweep, config_record, run_sweep
-from fracsgd.spectral import fit_power_law
-from fracsgd.theory import spectral_dimension_from_slope
-from fracsgd.clusters import (POSTERIOR_PAPER, cluster_centroids, cluster_masses, cluster_solutions,
-                              clustering_reports, draw_labels, function_features, posterior_masses,
-                              predict_on_probe, predictions_from_table, probe_grid, sample_posterior,
-                              seed_solutions)
-from fracsgd.tempering import (accessibility_factor, compare_to_posterior, comparison_verdicts, kl_divergence,
-                               resample_labels, temper, tempered_masses, xi_scan)
-from fracsgd.studies.moons_diffusion import analyse as analyse_displacement
+from fracsgd.clusters import POSTERIOR_PAPER, predict_on_probe, probe_grid, sample_posterior, seed_solutions
+from fracsgd.studies.posterior_comparison import (FIG3_KL, FIGURES, LEDGER_CHOICE, LEDGER_M, TAB2_KL, AnalysisSettings,
+                                                  analyse, best_xi, centroid_table, exponents, loss_curves,
+                                                  plot_clusters, plot_fig3, plot_fig4, plot_loss, read_results,
+                                                  read_tables, stored_study, tempering_choices)
+
+_all_ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponents', 'tempering_choices', 'best_xi',
+         'analyse', 'plot_fig3', 'plot_fig4', 'plot_clusters', 'plot_loss', 'read_results']   # importable from here too
 
 # %%
 torch.set_num_threads(1)   # one thread in this process: forking the sweep's workers after a multi-threaded
@@ -62,7 +61,9 @@ torch.set_num_threads(1)   # one thread in this process: forking the sweep's wor
 # and localization of the posterior chains, $m$ in $p^{mD_\xi}$, whether $D_\xi$ is one number or one per
 # cluster, the direction of the KL divergence in fig. 3, the ground metric of the Wasserstein distance and the
 # base of the Jensen–Shannon divergence. The [clusters](clusters.html) and [tempering](tempering.html) chapters
-# build the pieces; this chapter runs them on the paper's protocol.
+# build the pieces and [Comparing SGD with the posterior](posterior_comparison.html) assembles them into the
+# analysis of the stored tables; this chapter trains the nets, samples the posterior, runs that analysis on the
+# paper's protocol and shows the results.
 #
 # **Configurations.** `FULL` is the paper's protocol as printed (500 nets). `QUICK` trains 100 nets, everything
 # else the same. The paper's 200 epochs leave the nets unconverged (below), so each has a **converged variant**
@@ -274,18 +275,6 @@ assert bayes_accuracy(Xc, yc, 0.01) == 1.0                              # nearly
 
 # %%
 #| export
-def _solutions(folder, cfg: MoonsPosteriorConfig, study=None) -> pd.DataFrame:
-    "The per-net table with the convergence columns, from the stored runs."
-    study = study or load_study(folder)
-    if study.name != 'moons-posterior':
-        raise ValueError(f"{folder} holds study {study.name!r}, not moons-posterior")
-    counts = status(folder)
-    if counts['failed'] or counts['pending'] or not counts['done']:
-        raise ValueError(f"{folder}: stage 1 is not finished ({counts['done']} done, {counts['failed']} failed, "
-                         f"{counts['pending']} pending runs; failures are in {Path(folder) / 'errors'})")
-    return convergence(study.tables['solutions'].drop(columns='key'), study.tables['epoch_loss'], cfg,
-                       _bayes(cfg)).sort_index()
-
 def _bayes(cfg: MoonsPosteriorConfig) -> float:
     X, y, _ = load_moons(cfg.n_samples, cfg.noise, seed=cfg.data_seed, device='cpu')
     return bayes_accuracy(X, y, cfg.noise)
@@ -298,8 +287,9 @@ def _net(w: np.ndarray, hidden) -> torch.nn.Module:
 def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict:
     "Stage 2: the posterior chains from the seed solutions of the finished stage 1 in `folder`; skipped if done."
     cfg, folder = cfg or config(), Path(folder)
-    study = load_study(folder)
-    sol = _solutions(folder, cfg, study)
+    study = stored_study(folder)
+    sol = convergence(study.tables['solutions'].drop(columns='key'), study.tables['epoch_loss'], cfg,
+                      _bayes(cfg)).sort_index()
     pool = sol[sol.analysed & (sol.llc > 0)]
     if pool.empty:
         raise ValueError(f"{folder}: no analysed net has a positive LLC to start a posterior chain from")
@@ -334,306 +324,42 @@ def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict
 
 
 # %% [markdown]
-# ## Analysis, from the tables
+# ## The analysis, from the tables
 #
-# `read_study(folder, cfg)` reads everything the analysis uses, as tables and arrays; `analyse` never sees a
-# net. The steps, each a function of an earlier chapter:
-#
-# 1. **Clusters** of the analysed nets in function space (their predictions on the probe grid), for each $k$ in
-#    `cfg.ks`, with the stability report; $k$ is the one with the best silhouette, and the report's verdict is
-#    printed beside every result that depends on it.
-# 2. **Posterior masses**: every draw is assigned to the nearest cluster centre; the fraction of each chain's
-#    draws outside its start cluster says whether the chains explored at all.
-# 3. **Exponents**: the late exponent $s$ of the mean displacement of the analysed nets (the [moons
-#    diffusion](moons_diffusion.html) study's analysis: crossover, then the log–log slope after $t_c$ with a
-#    bootstrap interval; a run too short to have a crossover gets the slope of its last half decade, labelled
-#    so), each cluster's own slope $s_k$ on the same window, the mean LLC $\bar\lambda$ and
-#    each cluster's mean LLC $\lambda_k$ (over nets with a positive LLC), and $d_s=2\bar\lambda s$ (eq. 17).
-# 4. **Tempering** choices: $D_\xi$ from one slope (global), per cluster from $\lambda_k$ and
-#    $d_{s,k}=2\lambda_k s_k$, or per cluster from $\lambda_k$ with the global $d_s$, which is eq. 13 as printed
-#    ($D_\xi(w)$ depends on $\lambda(w)$, $d_s$ is one property of SGD); $m = 1$ or $m = n$.
-# 5. **Fig. 3**: the KL divergence against $\xi$ for every choice, both for the text's comparison (empirical SGD
-#    against the theoretical SGD distribution, i.e. the posterior tempered back by $1/(mD_\xi)$) and for table 2's
-#    (posterior against tempered SGD); $\xi^*$, the minimiser of the text's curve, with a bootstrap interval.
-# 6. **Table 2** at the paper's $\xi=0.5$: KL both ways, W1, JS with bootstrap intervals, the noise floor and
-#    the baselines (raw SGD and uniform).
-#
-# **Which choice feeds the ledger** was fixed before any result was seen: eq. 13 as printed (per-cluster
-# $\lambda_k$, global $d_s$) with $m=1$, since $m=n$ puts all mass on one cluster (the [tempering
-# chapter](tempering.html)). Every other choice is in the tables beside it. (Eq. 13 needs a positive mean LLC in
-# every cluster; where a cluster has none, as in runs far too short, the global slope is used and the notes say so.)
+# Everything after the two stages works on their stored tables and is the chapter [Comparing SGD with the
+# posterior](posterior_comparison.html): clusters in function space, the posterior masses, the exponents, the
+# three ways to form $D_\xi$, the fig.-3 scan of $\xi$ and table 2's distances, the study's summary and its
+# figures. What the study adds is its convergence criterion: `read_study(folder, cfg)` reads both stages' tables
+# with that chapter's `read_tables` and adds the columns `converged` and `analysed` and the Bayes-rule accuracy.
+# `analyse(read_study(folder, cfg), cfg)` is then the whole analysis (the configuration has every number the
+# analysis reads), and it never sees a net.
 
 # %%
 #| export
-LEDGER_CHOICE, LEDGER_M = 'per cluster: λ_k, global d_s (eq. 13)', 1
-
 def read_study(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
-    "The tables the analysis reads: per-net solutions, predictions, trajectories, epochs, posterior draws."
-    cfg, folder = cfg or config(), Path(folder)
-    if not (folder / 'chains.parquet').exists():
-        raise ValueError(f"{folder} has no posterior chains (chains.parquet): run stage 2, finish(folder), first")
-    study = load_study(folder)
-    sol = _solutions(folder, cfg, study)
-    chains = read_table(folder / 'chains.parquet')
-    seeds = json.loads((folder / 'chains.json').read_text())['seeds']
-    nets = list(dict.fromkeys(seeds.values()))
-    P = predictions_from_table(study.tables['predictions'], ['p0', 'p1'], solution='net')   # [nets, probe, 2]
-    D = predictions_from_table(chains, ['p0', 'p1'], solution='sample')                      # [samples, probe, 2]
-    n_chains, n_draws = chains.chain.max() + 1, chains.draw.max() + 1
-    return dict(solutions=sol, predictions=P, trajectory=study.tables['trajectory'], epochs=study.tables['epoch_loss'],
-                draws=D.reshape(len(nets), n_chains, n_draws, *D.shape[1:]), seeds=seeds, seed_nets=nets,
-                runs=study.runs, bayes=_bayes(cfg), chains_seconds=json.loads((folder / 'chains.json').read_text())['seconds'])
-
-def exponents(trajectory: pd.DataFrame, nets, labels, k: int, n_boot: int) -> dict:
-    """Late slope s of the mean R(t) of `nets` after the crossover t_c, with its interval, and each cluster's slope
-    on the same window; without a crossover (too short a run), the log-log slope of the last half decade."""
-    table = trajectory[trajectory.net.isin(nets)].rename(columns={'net': 'run'})[['run', 'step', 'R']]
-    R = table[table.step > 0].pivot(index='run', columns='step', values='R').loc[list(nets)]
-    t = R.columns.to_numpy(float)
-    try:
-        late = analyse_displacement(table, n_boot=n_boot)['late']
-        out = dict(slope=late.slope, ci_low=late.ci_low, ci_high=late.ci_high, t_c=late.t_c,
-                   note=f'log-log slope after t_c ≈ {late.t_c:.0f} steps, {late.late_decades:.2f} decades'
-                        + (' (SHORT: < 1 decade)' if late.short_late_window else ''))
-    except ValueError as e:                                  # no crossover: report it, fit the last half decade
-        fit = fit_power_law(t, R.to_numpy(), t_min=t.max() / 10 ** 0.5, n_boot=n_boot)
-        out = dict(slope=fit.slope, ci_low=fit.ci_low, ci_high=fit.ci_high, t_c=t.max() / 10 ** 0.5,
-                   note=f'NO crossover ({e}); log-log slope of the last half decade')
-    late = t >= out['t_c']
-    out['slope_k'] = np.array([fit_power_law(t[late], R.to_numpy()[labels == c][:, late], n_boot=0).slope
-                               for c in range(k)])
-    return out
-
-def tempering_choices(s: float, lam: float, lam_k, s_k) -> dict:
-    "The three ways to form D_ξ (keyword arguments of `tempered_masses`); a choice with a non-positive input is left out."
-    d_s = spectral_dimension_from_slope(s, lam)
-    choices = {'global: one slope s': dict(slope=s),
-               'per cluster: λ_k, d_s,k = 2 λ_k s_k': dict(llc=np.asarray(lam_k), d_s=2 * np.asarray(lam_k) * s_k),
-               LEDGER_CHOICE: dict(llc=np.asarray(lam_k), d_s=d_s)}
-    ok = lambda kw: all(np.all(np.isfinite(v)) and np.all(np.asarray(v) > 0) for v in kw.values())
-    return {name: kw for name, kw in choices.items() if ok(kw)}
-
-FIG3_KL = 'KL(SGD‖theoretical SGD) [nats]'          # fig. 3, the text's comparison: empirical vs theoretical SGD
-TAB2_KL = 'KL(Bayes‖tempered SGD) [nats]'           # table 2's comparison: posterior vs tempered SGD
-
-def best_xi(labels_sgd, labels_post, k: int, xis, m: float = 1, *, n_boot: int = 200, seed: int = 0,
-            block: int = 1, **factor) -> tuple[float, float, float]:
-    """ξ minimising KL(SGD‖posterior tempered back by 1/(m D_ξ)) on the grid `xis`, with a percentile
-    bootstrap interval (SGD labels resampled singly, posterior labels in blocks); NaN where undefined."""
-    xis = np.asarray(xis, float)
-    exps = [m * np.asarray(accessibility_factor(x, **factor)) for x in xis]
-    def argmin(p, q):
-        kl = np.array([kl_divergence(p, temper(q, 1 / e)) for e in exps])
-        return xis[np.nanargmin(np.where(np.isfinite(kl), kl, np.nan))] if np.isfinite(kl).any() else np.nan
-    value = argmin(cluster_masses(labels_sgd, k), cluster_masses(labels_post, k))
-    rng = np.random.default_rng(seed)
-    boots = np.array([argmin(cluster_masses(resample_labels(labels_sgd, rng), k),
-                             cluster_masses(resample_labels(labels_post, rng, block), k)) for _ in range(n_boot)])
-    boots = boots[np.isfinite(boots)]
-    lo, hi = (np.quantile(boots, [0.025, 0.975], method='inverted_cdf') if len(boots) else (np.nan, np.nan))
-    return float(value), float(lo), float(hi)
-
-def _boot_stat(f, labels_sgd, labels_post, n_boot, seed, block) -> tuple[float, float]:
-    "Percentile 95% interval of f(SGD labels, posterior labels) over joint resamples."
-    rng = np.random.default_rng(seed)
-    v = [f(resample_labels(labels_sgd, rng), resample_labels(labels_post, rng, block)) for _ in range(n_boot)]
-    return tuple(float(x) for x in np.quantile(v, [0.025, 0.975], method='inverted_cdf'))
-
-def _row(quantity, value, lo=np.nan, hi=np.nan, note=''):
-    return dict(quantity=quantity, value=float(value), ci_low=float(lo), ci_high=float(hi), note=note)
-
-def _interval(values) -> tuple[float, float]:
-    return tuple(float(x) for x in np.quantile(values, [0.025, 0.975], method='inverted_cdf'))
-
-def analyse(data: dict, cfg: MoonsPosteriorConfig) -> dict:
-    "Clusters, posterior masses, exponents, tempering, fig.-3 scan and table-2 distances from `read_study`'s tables."
-    sol, rng = data['solutions'], np.random.default_rng(0)
-    keep = sol.analysed.to_numpy()
-    F = function_features(data['predictions'][keep])
-    reports = clustering_reports(F, ks=[k for k in cfg.ks if k < len(F)], n_boot=30)
-    k = int(reports.loc[reports.silhouette.idxmax(), 'k'])
-    labels = cluster_solutions(F, k)
-    centroids = cluster_centroids(F, labels, k)
-    pool = sol[keep].assign(cluster=labels)
-    labels_post = draw_labels(data['draws'], centroids)                       # [seed nets, chains, draws]
-    p_post, chains = posterior_masses(labels_post, k, pool.cluster.loc[data['seed_nets']].to_numpy())
-    chains.insert(0, 'seed', [' and '.join(s for s, i in data['seeds'].items() if i == n)
-                              for n in np.asarray(data['seed_nets'])[chains.model]])
-    p_sgd = cluster_masses(labels, k)
-    ex = exponents(data['trajectory'], pool.index, labels, k, cfg.n_boot)
-    positive = pool[pool.llc > 0]
-    lam_k = positive.groupby('cluster').llc.mean().reindex(range(k)).to_numpy()
-    choices = tempering_choices(ex['slope'], positive.llc.mean(), lam_k, ex['slope_k'])
-    used = LEDGER_CHOICE if LEDGER_CHOICE in choices else 'global: one slope s'   # eq. 13 needs every λ_k > 0
-    factor, n = choices[used], cfg.n_samples
-    scan = pd.concat([xi_scan(p_sgd, p_post, cfg.xis, m, compare=how, **kw).assign(choice=name, m=m, comparison=how)
-                      for name, kw in choices.items() for m in (1, n) for how in ('untempered', 'tempered')],
-                     ignore_index=True)
-    xi_star = best_xi(labels, labels_post, k, cfg.xis, LEDGER_M, n_boot=cfg.n_boot, block=cfg.block, **factor)
-    table2 = compare_to_posterior(labels, labels_post, k, cfg.xi_paper, LEDGER_M, n_boot=cfg.n_boot,
-                                  block=cfg.block, **factor)
-    each = pd.DataFrame([dict(choice=name, m=m, D_xi=np.round(np.atleast_1d(accessibility_factor(cfg.xi_paper, **kw)), 3).tolist(),
-                              tempered=np.round(tempered_masses(p_sgd, cfg.xi_paper, m, **kw), 3).tolist(),
-                              KL_bayes_tempered=kl_divergence(p_post, tempered_masses(p_sgd, cfg.xi_paper, m, **kw)))
-                         for name, kw in choices.items() for m in (1, n)])
-    masses = pd.DataFrame({'cluster': [f'C{c + 1}' for c in range(k)], 'SGD': p_sgd, 'posterior (SGLD)': p_post,
-                           **{f'tempered SGD, ξ = {cfg.xi_paper}, {name}, m = 1':
-                              tempered_masses(p_sgd, cfg.xi_paper, 1, **kw) for name, kw in choices.items()}})
-    res = dict(k=k, choice=used, labels=labels, centroids=centroids, reports=reports, pool=pool, labels_post=labels_post,
-               p_sgd=p_sgd, p_post=p_post, chains=chains, exponents=ex, lam_k=lam_k, choices=choices, scan=scan,
-               xi_star=xi_star, table2=table2, verdicts=comparison_verdicts(table2), each_choice=each, masses=masses)
-    res['summary'] = _summary(res, data, cfg, rng)
-    return res
-
-def _summary(res: dict, data: dict, cfg: MoonsPosteriorConfig, rng) -> pd.DataFrame:
-    "The study's table; the ledger reads the rows named in claims.csv."
-    sol, pool, k, ex = data['solutions'], res['pool'], res['k'], res['exponents']
-    rep = res['reports'].set_index('k').loc[k]
-    lab, post, B, blk = res['labels'], res['labels_post'], cfg.n_boot, cfg.block
-    xi, factor = cfg.xi_paper, res['choices'][res['choice']]
-    kept = f"{int(sol.converged.sum())} of {len(sol)} pass; " + (
-        'analysed: the converged nets' if not sol.analysed.all() or sol.converged.all() else
-        f'fewer than {cfg.min_kept}: ALL nets analysed, unconverged ones included')
-    llc = pool.llc[pool.llc > 0].to_numpy()
-    position = lambda v: (np.median(v) - v.min()) / (v.max() - v.min())
-    t2 = res['table2'].set_index(['comparison', 'metric'])
-    def tab2(comparison, metric):
-        r = t2.loc[(comparison, metric)]
-        return r.value, r.ci_low, r.ci_high
-    wide = res['verdicts']
-    gain = lambda ls, lp: (kl_divergence(cluster_masses(lp, k), tempered_masses(cluster_masses(ls, k), xi, LEDGER_M, **factor))
-                           - kl_divergence(cluster_masses(lp, k), cluster_masses(ls, k)))
-    where = f"ξ = {xi}, m = {LEDGER_M}, D_ξ {res['choice']}" + ('' if res['choice'] == LEDGER_CHOICE else
-                                                              f' (NOT eq. 13: a cluster has no positive LLC)')
-    rows = [
-        _row('nets trained', len(sol)),
-        _row('nets passing the convergence criterion', sol.converged.sum(), note=f'train accuracy ≥ Bayes-rule '
-             f'accuracy − {cfg.accuracy_gap}; {kept}'),
-        _row('nets analysed', len(pool)),
-        _row('Bayes-rule accuracy on the training points', data['bayes']),
-        _row('train accuracy (mean over nets)', sol.accuracy.mean(), *_interval(sol.accuracy)),
-        _row('train loss (mean over nets)', sol.loss.mean(), *_interval(sol.loss)),
-        _row(f'relative loss drop over the last {cfg.loss_window} epochs (mean)', sol.loss_drop.mean(),
-             *_interval(sol.loss_drop), 'interval: 2.5–97.5% of nets'),
-        _row('clusters k (best silhouette)', k, note=f"stability verdict '{rep.verdict}'"),
-        _row('silhouette', rep.silhouette), _row('ARI k-means vs Ward', rep.ari_methods),
-        _row('bootstrap stability (mean ARI)', rep.stability),
-        _row('smallest cluster (nets)', rep.smallest),
-        _row('LLC (mean over analysed nets, LLC > 0)', llc.mean(), *_interval([rng.choice(llc, len(llc)).mean() for _ in range(B)]),
-             f'{int((pool.llc <= 0).sum())} nets with LLC ≤ 0; {int(pool.llc_flagged.sum())} flagged by the diagnostics'),
-        _row('LLC position of the median, (median − min)/(max − min)', position(llc),
-             *_interval([position(rng.choice(llc, len(llc))) for _ in range(B)]), 'below 0.5: concentrated at the low end'),
-        _row('late exponent s (log-log slope after t_c)', ex['slope'], ex['ci_low'], ex['ci_high'], ex['note']),
-        _row('d_s = 2 λ̄ s', spectral_dimension_from_slope(ex['slope'], llc.mean())),
-        _row(f'D_ξ at ξ = {xi}, one slope: ξ^(2 − 1/s)', accessibility_factor(xi, slope=ex['slope']),
-             accessibility_factor(xi, slope=ex['ci_high']), accessibility_factor(xi, slope=ex['ci_low'])),
-        _row('posterior draws outside their start cluster (mean over chains)', res['chains'].left_start.mean()),
-        _row('raw SGD mass of cluster C1', res['p_sgd'][0], *_interval([cluster_masses(resample_labels(lab, rng), k)[0] for _ in range(B)])),
-        _row('posterior mass of cluster C1', res['p_post'][0], *_interval([cluster_masses(resample_labels(post, rng, blk), k)[0] for _ in range(B)])),
-        _row('posterior minus SGD mass of cluster C1', res['p_post'][0] - res['p_sgd'][0],
-             *_boot_stat(lambda a, b: cluster_masses(b, k)[0] - cluster_masses(a, k)[0], lab, post, B, 1, blk)),
-        _row('ξ minimising KL(SGD‖theoretical SGD)', *res['xi_star'],
-             f"{where.split(', ', 1)[1]}; grid {min(cfg.xis)}–{max(cfg.xis)}"
-             + ('; AT THE GRID EDGE: the curve falls towards it' if res['xi_star'][0] in (min(cfg.xis), max(cfg.xis)) else '')),
-        _row(f'KL(Bayes‖tempered SGD) minus KL(Bayes‖raw SGD), ξ = {xi}', gain(lab, post),
-             *_boot_stat(gain, lab, post, B, 2, blk), 'negative: tempering brings SGD closer to the posterior'),
-    ]
-    for metric in wide.index:
-        rows.append(_row(f'{metric}, tempered SGD vs Bayes, ξ = {xi}', *tab2('Q = tempered SGD', metric), where))
-        rows.append(_row(f'{metric}, raw SGD vs Bayes (baseline)', *tab2('Q = raw SGD', metric)))
-        rows.append(_row(f'{metric}, uniform vs Bayes (baseline)', *tab2('Q = uniform', metric)))
-        floor = t2.loc[('noise floor: Q = Bayes resample', metric)]
-        rows.append(_row(f'{metric}, noise floor (two resamples of Bayes)', floor.value, np.nan, floor.ci_high,
-                         'value: median; ci_high: 95% quantile'))
-    return pd.DataFrame(rows)
-
-
-# %% [markdown]
-# ## Figures, from the written tables
-#
-# `report` writes the analysis as small csv files beside the runs (the summary, the fig.-3 scan, the per-net
-# table, the cluster masses, the cluster centres on the probe grid, the loss curves, the timing); the figures
-# are drawn from those files alone, so the page can draw them again from committed results.
+    "`read_tables(folder)` with the convergence columns of `cfg` on the solutions and the Bayes-rule accuracy."
+    cfg = cfg or config()
+    data, bayes = read_tables(folder), _bayes(cfg)
+    return dict(data, solutions=convergence(data['solutions'], data['epochs'], cfg, bayes).sort_index(), bayes=bayes)
 
 # %%
-#| export
-def plot_fig3(scan: pd.DataFrame, summary: pd.DataFrame, xi_paper: float = 0.5):
-    "KL against ξ (paper fig. 3), m = 1: the text's comparison (left) and table 2's (right), one line per D_ξ choice."
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    one = scan[scan.m == 1]
-    for ax, (how, col) in zip(axes, [('untempered', FIG3_KL), ('tempered', TAB2_KL)]):
-        for name, part in one[one.comparison == how].groupby('choice', sort=False):
-            ax.plot(part.xi, part[col], marker='.', ms=3, label=name)
-        ax.axvline(xi_paper, color='gray', ls=':', label=f'paper: ξ = {xi_paper}')
-        ax.set(xlabel='length scale ξ', ylabel=col, yscale='log')
-    best = summary.set_index('quantity').loc['ξ minimising KL(SGD‖theoretical SGD)']
-    axes[0].axvspan(best.ci_low, best.ci_high, color='C2', alpha=.15, label=f'ξ* = {best.value:g} (95% interval)')
-    axes[0].set_title('fig. 3: empirical vs theoretical SGD (m = 1)', fontsize=10)
-    axes[1].set_title('table 2\'s comparison: posterior vs tempered SGD (m = 1)', fontsize=10)
-    for ax in axes:
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-def plot_fig4(solutions: pd.DataFrame, masses: pd.DataFrame):
-    "(a) LLC histogram of the analysed SGD solutions by cluster (fig. 4a); (b) cluster masses (fig. 4b)."
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
-    s = solutions[solutions.analysed]
-    k = len(masses)
-    a.hist([s.llc[s.cluster == c] for c in range(k)], bins=25, stacked=True, label=[f'C{c + 1}' for c in range(k)])
-    a.set(xlabel='LLC of the SGD solution (paper preset)', ylabel='nets', title=f'fig. 4a: {len(s)} solutions')
-    a.legend(fontsize=8)
-    cols = [c for c in masses.columns if c != 'cluster']
-    width = 0.8 / len(cols)
-    for i, c in enumerate(cols):
-        b.bar(np.arange(k) + (i - (len(cols) - 1) / 2) * width, masses[c], width, label=c.replace(', m = 1', ''))
-    b.set(xticks=np.arange(k), xticklabels=masses.cluster, ylabel='mass', title='fig. 4b: cluster masses')
-    b.legend(fontsize=6)
-    fig.tight_layout()
-    return fig
-
-def plot_clusters(centroids: pd.DataFrame, masses: pd.DataFrame):
-    "The mean predicted P(class 1) of each cluster on the probe grid, with its SGD and posterior mass."
-    k = len(masses)
-    fig, axes = plt.subplots(1, k, figsize=(2.4 * k, 2.4), squeeze=False)
-    for c, ax in enumerate(axes[0]):
-        g = centroids[centroids.cluster == c]
-        ax.tricontourf(g.x, g.y, g.p1, levels=np.linspace(0, 1, 11), cmap='RdBu_r')
-        ax.set_title(f"C{c + 1}: SGD {masses.SGD[c]:.0%}, posterior {masses['posterior (SGLD)'][c]:.0%}", fontsize=8)
-        ax.set_xticks([]); ax.set_yticks([])
-    fig.suptitle('mean predicted P(class 1) of each function-space cluster', fontsize=9)
-    fig.tight_layout()
-    return fig
-
-def plot_loss(curves: pd.DataFrame):
-    "Epoch-mean training loss: median and 10–90% of nets, log-log."
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.fill_between(curves.epoch, curves.q10, curves.q90, alpha=.3)
-    ax.loglog(curves.epoch, curves['median'], lw=2)
-    ax.set(xlabel='epoch', ylabel='epoch-mean training loss', title='training loss of the nets')
-    fig.tight_layout()
-    return fig
-
+assert isinstance(QUICK, AnalysisSettings) and isinstance(SMOKE, AnalysisSettings)
 
 # %% [markdown]
 # ## One function runs the study
 #
 # `run` runs stage 1 through the sweep runner (resuming; `runner` options such as `workers` go to `run_sweep`),
 # then stage 2, then `report`, and records the wall-clock time of the whole call in `wall.json`. `report` reads
-# the folder back (tables only), writes the csv files and figures and returns them with the analysis. The
-# command line does the same: `fracsgd run moons-posterior [--full]`, and `fracsgd report FOLDER` again later.
+# the folder back (tables only), writes the analysis as small csv files beside the runs (the summary, the fig.-3
+# scan, the per-net table with each net's cluster, the cluster masses and centres, the loss curves, the timing),
+# draws the figures from those tables and returns them with the analysis. The command line does the same:
+# `fracsgd run moons-posterior [--full]`, and `fracsgd report FOLDER` again later.
 
 # %%
 #| export
 def result_tables(res: dict, data: dict, cfg: MoonsPosteriorConfig, wall: float | None = None) -> dict:
     "The small tables `report` writes and the page draws from."
     sol = data['solutions'].assign(cluster=res['pool'].cluster).fillna({'cluster': -1})
-    probe = _data(cfg, 'cpu')[2].numpy()
-    p1 = res['centroids'].reshape(res['k'], len(probe), 2)[..., 1]               # [clusters, probe points]
-    cent = pd.DataFrame({'cluster': np.repeat(np.arange(res['k']), len(probe)), 'probe': np.tile(np.arange(len(probe)), res['k']),
-                         'x': np.tile(probe[:, 0], res['k']), 'y': np.tile(probe[:, 1], res['k']), 'p1': p1.ravel()})
-    q = data['epochs'].groupby('epoch').loss
-    curves = pd.DataFrame({'median': q.median(), 'q10': q.quantile(0.1), 'q90': q.quantile(0.9)}).reset_index()
     runs = data['runs']
     timing = pd.DataFrame([
         ('stage 1: training, summed over runs', runs.train_seconds.sum()),
@@ -643,13 +369,9 @@ def result_tables(res: dict, data: dict, cfg: MoonsPosteriorConfig, wall: float 
         ('whole study, wall clock (run, last call)', np.nan if wall is None else wall)], columns=['what', 'seconds'])
     return dict(summary=res['summary'], clusters=res['reports'], scan=res['scan'], table2=res['table2'],
                 choices=res['each_choice'].astype({'D_xi': str, 'tempered': str}), masses=res['masses'],
-                chains=res['chains'], solutions=sol.reset_index().astype({'cluster': int}), centroids=cent,
-                curves=curves, timing=timing)
-
-FIGURES = {'fig3': lambda t, cfg: plot_fig3(t['scan'], t['summary'], cfg.xi_paper),
-           'fig4': lambda t, cfg: plot_fig4(t['solutions'], t['masses']),
-           'clusters': lambda t, cfg: plot_clusters(t['centroids'], t['masses']),
-           'loss': lambda t, cfg: plot_loss(t['curves'])}
+                chains=res['chains'], solutions=sol.reset_index().astype({'cluster': int}),
+                centroids=centroid_table(res['centroids'], _data(cfg, 'cpu')[2].numpy()),
+                curves=loss_curves(data['epochs']), timing=timing)
 
 def report(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
     "Analyse the study in `folder` (tables only); write its csv files and figures there; return them."
@@ -667,15 +389,6 @@ def report(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
         plt.close(fig)
         res[f'fig_{name}'] = fig
     return dict(res, tables=tables, summary=tables['summary'], out=out)
-
-def read_results(folder) -> dict:
-    "The csv tables a `report` wrote to `folder` (or a copy of them), by name."
-    folder = Path(folder)
-    names = [n for n in ('summary', 'clusters', 'scan', 'table2', 'choices', 'masses', 'chains', 'solutions',
-                         'centroids', 'curves', 'timing') if (folder / f'{n}.csv').exists()]
-    if 'summary' not in names:
-        raise ValueError(f"{folder} has no summary.csv: run the study's report on it first")
-    return {n: read_table(folder / f'{n}.csv') for n in names}
 
 def run(cfg: MoonsPosteriorConfig | None = None, out_dir=None, progress: bool = True, device=None, **runner) -> dict:
     "Run both stages of the study with `cfg` into `out_dir` (resuming), then `report`; time the whole call."
@@ -717,6 +430,7 @@ def save_results(folder, label: str, dest=None) -> Path:
 
 # %%
 import tempfile, contextlib, io
+from fracsgd.tempering import kl_divergence, tempered_masses
 smoke_dir = Path(tempfile.mkdtemp())
 with contextlib.redirect_stdout(io.StringIO()):
     smoke = run(SMOKE, smoke_dir, progress=False, workers=1)
@@ -968,6 +682,7 @@ pd.DataFrame({label: results[label]['timing'].set_index('what').seconds.round(1)
 # settings (400 SGLD steps, full batch), measured twice in one process (`#| heavy` cell below; loaded machine):
 
 # %%
+from fracsgd.core import read_table
 speed = read_table(RESULTS / 'speed.csv')
 assert (speed.ratio > 1).all(), speed
 speed.round(2)
