@@ -31,6 +31,7 @@ from fracsgd.tempering import (accessibility_factor, compare_to_posterior, compa
                                resample_labels, temper, tempered_masses, xi_scan)
 from fracsgd.studies.moons_diffusion import analyse as analyse_displacement
 
+
 # %% [markdown]
 # The [moons posterior study](moons_posterior.html) needs networks for two things only: SGD trains 500 of them
 # (stage 1) and SGLD samples the local posterior around two of them (stage 2). Whether the claims of paper §4.2
@@ -85,12 +86,14 @@ class AnalysisSettings(Protocol):
     min_kept: int        # its fallback (fewer converged nets than this: all nets analysed)
     loss_window: int     # and the window of the reported loss drop, as the summary names them
 
+
 # %%
 from types import SimpleNamespace
 SETTINGS = SimpleNamespace(ks=(2, 3, 4), xis=tuple(round(0.05 * i, 2) for i in range(1, 41)), xi_paper=0.5,
                            n_samples=512, n_boot=50, block=5, accuracy_gap=0.02, min_kept=20, loss_window=20)
 assert isinstance(SETTINGS, AnalysisSettings)
 assert not isinstance(SimpleNamespace(ks=(2, 3)), AnalysisSettings)
+
 
 # %% [markdown]
 # ## Reading a study folder
@@ -131,6 +134,7 @@ def read_tables(folder) -> dict:
                 draws=D.reshape(len(nets), n_chains, n_draws, *D.shape[1:]), seeds=meta['seeds'], seed_nets=nets,
                 runs=study.runs, chains_seconds=meta['seconds'])
 
+
 # %%
 import tempfile
 try:
@@ -138,6 +142,7 @@ try:
     raise AssertionError('should have raised')
 except ValueError as e:
     assert 'no posterior chains' in str(e)
+
 
 # %% [markdown]
 # ## Exponents
@@ -174,6 +179,7 @@ def exponents(trajectory: pd.DataFrame, nets, labels, k: int, n_boot: int) -> di
     out['slope_k'] = np.array([fit_power_law(t[late], R.to_numpy()[labels == c][:, late], n_boot=0).slope
                                for c in range(k)])
     return out
+
 
 # %%
 steps = np.unique(np.round(np.logspace(0, 4, 120))).astype(int)
@@ -221,6 +227,7 @@ def tempering_choices(s: float, lam: float, lam_k, s_k) -> dict:
     ok = lambda kw: all(np.all(np.isfinite(v)) and np.all(np.asarray(v) > 0) for v in kw.values())
     return {name: kw for name, kw in choices.items() if ok(kw)}
 
+
 # %%
 choices = tempering_choices(0.25, 2.0, [1.0, 3.0], np.array([0.2, 0.3]))
 D = {name: accessibility_factor(0.5, **kw) for name, kw in choices.items()}
@@ -260,6 +267,7 @@ def best_xi(labels_sgd, labels_post, k: int, xis, m: float = 1, *, n_boot: int =
     lo, hi = (np.quantile(boots, [0.025, 0.975], method='inverted_cdf') if len(boots) else (np.nan, np.nan))
     return float(value), float(lo), float(hi)
 
+
 # %% [markdown]
 # Labels built so that the answer is known: the posterior puts $16/17$ of its draws in cluster 0, SGD $2/3$ of
 # its solutions. With one slope $s = ¼$, $D_\xi = \xi^{-2}$, which is 4 at $\xi = ½$, and tempering the posterior
@@ -272,6 +280,7 @@ labels_post = np.repeat([0, 1], [160, 10]).reshape(1, 2, 85)          # [seed ne
 xi_star = best_xi(labels_sgd, labels_post, 2, SETTINGS.xis, n_boot=50, block=5, slope=0.25)
 assert xi_star[0] == 0.5 and xi_star[1] <= 0.5 <= xi_star[2], xi_star
 xi_star
+
 
 # %% [markdown]
 # ## The analysis in one call
@@ -398,6 +407,7 @@ def _summary(res: dict, data: dict, cfg: AnalysisSettings, rng) -> pd.DataFrame:
                          'value: median; ci_high: 95% quantile'))
     return pd.DataFrame(rows)
 
+
 # %% [markdown]
 # ### A synthetic study whose answers are known
 #
@@ -445,6 +455,7 @@ res['summary'].set_index('quantity').loc[['clusters k (best silhouette)', 'late 
                                           'ξ minimising KL(SGD‖theoretical SGD)',
                                           'KL(Bayes‖Q) [nats], tempered SGD vs Bayes, ξ = 0.5',
                                           'KL(Bayes‖Q) [nats], raw SGD vs Bayes (baseline)']]
+
 
 # %% [markdown]
 # ## Figures, from the written tables
@@ -540,6 +551,7 @@ def read_results(folder) -> dict:
     if 'summary' not in names:
         raise ValueError(f"{folder} has no summary.csv: run the study's report on it first")
     return {n: read_table(folder / f'{n}.csv') for n in names}
+
 
 # %% [markdown]
 # The synthetic study's figures. Its cluster centres must be the two functions it was built from, $\sigma(3x)$

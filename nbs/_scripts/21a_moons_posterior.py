@@ -45,6 +45,7 @@ _all_ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponent
 torch.set_num_threads(1)   # one thread in this process: forking the sweep's workers after a multi-threaded
                            # torch parallel region here can hang them (the GNU OpenMP runtime is not fork-safe)
 
+
 # %% [markdown]
 # **What the paper did** (§4.2 and appendix G.4 of Hennick & De Baerdemacker, ICLR 2026): 500 nets with two
 # hidden ReLU layers of 64 units, trained by SGD (learning rate 0.01, batch 128, 200 epochs) from 500 random
@@ -342,8 +343,10 @@ def read_study(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
     data, bayes = read_tables(folder), _bayes(cfg)
     return dict(data, solutions=convergence(data['solutions'], data['epochs'], cfg, bayes).sort_index(), bayes=bayes)
 
+
 # %%
 assert isinstance(QUICK, AnalysisSettings) and isinstance(SMOKE, AnalysisSettings)
+
 
 # %% [markdown]
 # ## One function runs the study
@@ -494,6 +497,7 @@ conv = pd.DataFrame({label: results[label]['solutions'].groupby('converged').siz
 conv.index = [f'converged: {v}' for v in conv.index]
 conv
 
+
 # %% [markdown]
 # ### Clusters, posterior, tempering: the paper's protocol and the converged variant
 #
@@ -548,6 +552,7 @@ def table2_view(label: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 pd.concat([table2_view(label) for label in LABELS], ignore_index=True)
+
 
 # %% [markdown]
 # ### In plain words
