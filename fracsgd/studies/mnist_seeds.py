@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 from ..core import atomic_path, full_mode, read_table, results_dir, write_table
 from ..data import DataSourceWarning
 from ..displacement import runs_matrix
-from ..ledger import COMPACT, record_claims, study_configuration
+from ..ledger import COMPACT, compact_label, mark_stand_in, record_claims, study_configuration
 from ..store import load_study, read_meta
 from ..sweep import Sweep, run_sweep
 from .mnist_runs import MNISTRun, analyse_nets, train_run
@@ -79,6 +79,8 @@ def record_data_source(folder, runs: pd.DataFrame) -> dict:
         meta['data'] = data
         with atomic_path(Path(folder) / 'meta.json') as tmp:
             tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+    if data['warnings']:                                 # the ledger labels the study's rows as a stand-in's
+        mark_stand_in(folder, '; '.join(data['warnings']))
     for w in data['warnings']:
         import warnings
         warnings.warn(f"{folder}: these results are not from the real MNIST test set: {w}", DataSourceWarning)
@@ -241,8 +243,7 @@ def save_full(folder, ledger=None, compact_dir=None) -> Path:
     "Record a finished, reported study's claims; copy its per-net table and compact trajectories beside them."
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     cfg = study_configuration(folder)                  # the label record_claims filed the summary under
-    label = cfg['config'] if cfg['config'] != 'custom' else f"custom-{cfg['config_hash']}"
-    dest = Path(compact_dir or COMPACT) / 'mnist-seeds' / label
+    dest = Path(compact_dir or COMPACT) / 'mnist-seeds' / compact_label(cfg)
     for name in ('per_net.csv', 'trajectory_compact.parquet'):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 from fracsgd.core import atomic_path, full_mode, read_table, results_dir, write_table
 from fracsgd.data import DataSourceWarning
 from fracsgd.displacement import runs_matrix
-from fracsgd.ledger import COMPACT, record_claims, study_configuration
+from fracsgd.ledger import COMPACT, compact_label, mark_stand_in, record_claims, study_configuration
 from fracsgd.store import load_study, read_meta
 from fracsgd.sweep import Sweep, run_sweep
 from fracsgd.studies.mnist_runs import MNISTRun, analyse_nets, train_run
@@ -135,6 +135,8 @@ def record_data_source(folder, runs: pd.DataFrame) -> dict:
         meta['data'] = data
         with atomic_path(Path(folder) / 'meta.json') as tmp:
             tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+    if data['warnings']:                                 # the ledger labels the study's rows as a stand-in's
+        mark_stand_in(folder, '; '.join(data['warnings']))
     for w in data['warnings']:
         import warnings
         warnings.warn(f"{folder}: these results are not from the real MNIST test set: {w}", DataSourceWarning)
@@ -331,8 +333,7 @@ def save_full(folder, ledger=None, compact_dir=None) -> Path:
     "Record a finished, reported study's claims; copy its per-net table and compact trajectories beside them."
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     cfg = study_configuration(folder)                  # the label record_claims filed the summary under
-    label = cfg['config'] if cfg['config'] != 'custom' else f"custom-{cfg['config_hash']}"
-    dest = Path(compact_dir or COMPACT) / 'mnist-seeds' / label
+    dest = Path(compact_dir or COMPACT) / 'mnist-seeds' / compact_label(cfg)
     for name in ('per_net.csv', 'trajectory_compact.parquet'):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
@@ -374,9 +375,13 @@ if have_full:
                            'λ̄': ranked.llc_mean, 'r²': ranked.r2, 'test acc.': ranked.test_accuracy,
                            'paper d_s (same rank)': PAPER_TABLE8.d_s, 'paper LLC (same rank)': PAPER_TABLE8.llc})
     display(table8.round(3))
-    for fig in (plot_ds_vs_llc(full_nets, 'llc_final', 'FULL: fig. 2a'),
-                plot_ds_vs_llc(full_nets, 'llc_mean', 'FULL: fig. 21'), plot_r2(full_nets, 'FULL: fig. 18'),
-                plot_trajectories(read_table(full_dir / 'trajectory_compact.parquet'), 'FULL')):
+    figs = [plot_ds_vs_llc(full_nets, 'llc_final', 'FULL: fig. 2a'),
+            plot_ds_vs_llc(full_nets, 'llc_mean', 'FULL: fig. 21'), plot_r2(full_nets, 'FULL: fig. 18')]
+    if (full_dir / 'trajectory_compact.parquet').exists():
+        figs.append(plot_trajectories(read_table(full_dir / 'trajectory_compact.parquet'), 'FULL'))
+    else:
+        print('(the down-sampled trajectories of the full run are not in this checkout)')
+    for fig in figs:
         plt.show()
 
 # %% [markdown]
