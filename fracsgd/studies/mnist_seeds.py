@@ -22,8 +22,8 @@ from .mnist_runs import MNISTRun, analyse_nets, train_run
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'PAPER_TABLE8', 'MNISTSeedsConfig', 'config', 'runs', 'sweep', 'record_data_source', 'per_net',
-           'summarize', 'plot_ds_vs_llc', 'plot_r2', 'plot_trajectories', 'compact_trajectories', 'report', 'run',
-           'save_full']
+           'bootstrap_interval', 'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2',
+           'plot_trajectories', 'compact_trajectories', 'report', 'run', 'save_full']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rows.merge(nets, on='run', how='left'), traj
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #2be4ff94
-def _boot(x, stat, n_boot: int, seed: int = 0) -> tuple[float, float]:
+def bootstrap_interval(x, stat, n_boot: int, seed: int = 0) -> tuple[float, float]:
     "95% percentile-bootstrap interval of `stat` over the entries of `x` (resampled whole)."
     x = np.asarray(x, float)
     x = x[np.isfinite(x)]
@@ -108,20 +108,20 @@ def _boot(x, stat, n_boot: int, seed: int = 0) -> tuple[float, float]:
     v = stat(x)
     return float(min(lo, v)), float(max(hi, v))
 
-def _row(quantity, value, lo=np.nan, hi=np.nan, note=''):
+def summary_row(quantity, value, lo=np.nan, hi=np.nan, note=''):
     return dict(quantity=quantity, value=float(value), ci_low=float(lo), ci_high=float(hi), note=note)
 
-def _stat_row(quantity, x, stat, n_boot, note=''):
+def stat_row(quantity, x, stat, n_boot, note=''):
     x = np.asarray(x, float)
     x = x[np.isfinite(x)]
-    return _row(quantity, stat(x) if len(x) else np.nan, *_boot(x, stat, n_boot), note)
+    return summary_row(quantity, stat(x) if len(x) else np.nan, *bootstrap_interval(x, stat, n_boot), note)
 
 def _max_ratio_row(quantity, nets, lam, note):
     "max over nets of d_s / λ (column `lam`), with the interval from each net's d_s interval."
     ratio = nets.d_s / nets[lam]
     ends = np.sort(np.vstack([nets.d_s_ci_low / nets[lam], nets.d_s_ci_high / nets[lam]]), axis=0)
     v = ratio.max()
-    return _row(quantity, v, min(np.nanmax(ends[0]), v), max(np.nanmax(ends[1]), v), note)
+    return summary_row(quantity, v, min(np.nanmax(ends[0]), v), max(np.nanmax(ends[1]), v), note)
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #211ff37c
 def _final_weight_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
@@ -133,11 +133,11 @@ def _final_weight_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
     ends = {f'{setting} (along training)': nets.llc_last,
             **{c.split('/', 1)[1]: nets[c] for c in nets if c.startswith('llc_end/')}}
     cal = nets.llc_calibrated.notna()
-    rows = [_stat_row(f'mean LLC at the final weights, {name}', v, mean, n_boot, f'{len(v)} nets')
+    rows = [stat_row(f'mean LLC at the final weights, {name}', v, mean, n_boot, f'{len(v)} nets')
             for name, v in ends.items()]
-    rows.append(_stat_row('mean LLC at the final weights, calibrated', nets.llc_calibrated[cal], mean, n_boot,
+    rows.append(stat_row('mean LLC at the final weights, calibrated', nets.llc_calibrated[cal], mean, n_boot,
                           f'{cal.sum()} nets; {int(nets.calibrated_flagged[cal].astype(bool).sum())} flagged'))
-    rows += [_stat_row(f'{name} minus calibrated, final weights', (v - nets.llc_calibrated)[cal], mean, n_boot,
+    rows += [stat_row(f'{name} minus calibrated, final weights', (v - nets.llc_calibrated)[cal], mean, n_boot,
                        f'same {cal.sum()} nets, same weights') for name, v in ends.items()]
     return rows
 
@@ -145,26 +145,26 @@ def _final_weight_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
 def summarize(nets: pd.DataFrame, n_boot: int = 100) -> pd.DataFrame:
     "The study's summary table: one row per reported quantity, with 95% intervals."
     mean, sd, median = np.mean, lambda v: np.std(v, ddof=1), np.median
-    rows = [_stat_row('mean d_s', nets.d_s, mean, n_boot, f'eq. 17, λ read as {nets.ds_reading.iloc[0]!r}'),
-            _stat_row('sd d_s', nets.d_s, sd, n_boot),
-            _stat_row('mean final LLC', nets.llc_final, mean, n_boot, 'mean of the last 10 estimates'),
-            _stat_row('mean time-averaged LLC', nets.llc_mean, mean, n_boot),
-            _stat_row('mean eq.-17 slope (whole run)', nets.slope, mean, n_boot),
-            _stat_row('median r² of eq. 17', nets.r2, median, n_boot, 'fig. 18'),
-            _row('nets with r² > 0.9', (nets.r2 > 0.9).sum(), (nets.r2 > 0.9).sum(), (nets.r2 > 0.9).sum()),
+    rows = [stat_row('mean d_s', nets.d_s, mean, n_boot, f'eq. 17, λ read as {nets.ds_reading.iloc[0]!r}'),
+            stat_row('sd d_s', nets.d_s, sd, n_boot),
+            stat_row('mean final LLC', nets.llc_final, mean, n_boot, 'mean of the last 10 estimates'),
+            stat_row('mean time-averaged LLC', nets.llc_mean, mean, n_boot),
+            stat_row('mean eq.-17 slope (whole run)', nets.slope, mean, n_boot),
+            stat_row('median r² of eq. 17', nets.r2, median, n_boot, 'fig. 18'),
+            summary_row('nets with r² > 0.9', (nets.r2 > 0.9).sum(), (nets.r2 > 0.9).sum(), (nets.r2 > 0.9).sum()),
             _max_ratio_row('max d_s / final LLC', nets, 'llc_final', 'fig. 2a, Lemma 3.4'),
             _max_ratio_row('max d_s / time-averaged LLC', nets, 'llc_mean',
                            'fig. 21, Cor. 3.3; = 2 × max slope when λ is read as the mean: circular'),
-            _row('nets with negative d_s', (nets.d_s < 0).sum(), (nets.d_s < 0).sum(), (nets.d_s < 0).sum()),
-            _stat_row('mean late slope (after t_c)', nets.late_slope, mean, n_boot,
+            summary_row('nets with negative d_s', (nets.d_s < 0).sum(), (nets.d_s < 0).sum(), (nets.d_s < 0).sum()),
+            stat_row('mean late slope (after t_c)', nets.late_slope, mean, n_boot,
                       f'{nets.late_slope.notna().sum()} of {len(nets)} nets have a crossover'),
-            _stat_row('mean test accuracy', nets.test_accuracy, mean, n_boot)]
+            stat_row('mean test accuracy', nets.test_accuracy, mean, n_boot)]
     for col in [c for c in nets if c.startswith('d_s_volume/')]:
         sat, counted = (nets[f'saturated_{col[4:]}'] == True).sum(), nets[col].notna().sum()
-        rows.append(_stat_row(f'median d_s from explored volume, ε = {col.split("/")[1]}', nets[col], median,
+        rows.append(stat_row(f'median d_s from explored volume, ε = {col.split("/")[1]}', nets[col], median,
                               n_boot, f'{sat} of the {counted} nets counted saturated (d_s ≥ 2 only)'))
     rows += _final_weight_rows(nets, n_boot)
-    rows.append(_row('nets', len(nets)))
+    rows.append(summary_row('nets', len(nets)))
     return pd.DataFrame(rows)
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #4774b2fb

