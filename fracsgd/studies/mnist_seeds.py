@@ -23,7 +23,7 @@ from .mnist_runs import MNISTRun, analyse_nets, train_run
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'PAPER_TABLE8', 'MNISTSeedsConfig', 'config', 'runs', 'sweep', 'record_data_source', 'per_net',
            'bootstrap_interval', 'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2',
-           'plot_trajectories', 'compact_trajectories', 'report', 'run', 'save_full']
+           'plot_trajectories', 'compact_trajectories', 'report', 'run', 'save_full', 'plot_layers']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
 @dataclass(frozen=True)
@@ -239,12 +239,12 @@ def run(cfg: MNISTSeedsConfig | None = None, out_dir=None, progress: bool = True
     run_sweep(sweep(cfg), out, progress=progress, **runner)
     return dict(report(out, cfg), config=cfg)
 
-def save_full(folder, ledger=None, compact_dir=None) -> Path:
-    "Record a finished, reported study's claims; copy its per-net table and compact trajectories beside them."
+def save_full(folder, ledger=None, compact_dir=None, files=('per_net.csv', 'trajectory_compact.parquet')) -> Path:
+    "Record a finished, reported MNIST study's claims; copy `files` and the measured times beside them."
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     cfg = study_configuration(folder)                  # the label record_claims filed the summary under
-    dest = Path(compact_dir or COMPACT) / 'mnist-seeds' / compact_label(cfg)
-    for name in ('per_net.csv', 'trajectory_compact.parquet'):
+    dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
+    for name in files:
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
     runs = load_study(folder).runs
@@ -252,3 +252,16 @@ def save_full(folder, ledger=None, compact_dir=None) -> Path:
     with atomic_path(dest / 'timing.json') as tmp:
         tmp.write_text(json.dumps(timing, indent=1) + '\n')
     return dest
+
+# %% ../../nbs/22a_mnist_seeds.ipynb #512276e8
+def plot_layers(traj: pd.DataFrame, run: int, title: str = ''):
+    "R(t) of each parameter group of one net (`R/<group>` columns), with the total, log-log."
+    g = traj[(traj.run == run) & (traj.step > 0)].sort_values('step')
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    ax.loglog(g.step, g.R, 'k', lw=2, label='total')
+    for col in [c for c in g if c.startswith('R/')]:
+        ax.loglog(g.step, g[col], lw=1, label=col[2:])
+    ax.set(xlabel='t (SGD steps)', ylabel='R(t)', title=title or f'net {run}: displacement per layer')
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

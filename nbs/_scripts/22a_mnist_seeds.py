@@ -329,12 +329,12 @@ def run(cfg: MNISTSeedsConfig | None = None, out_dir=None, progress: bool = True
     run_sweep(sweep(cfg), out, progress=progress, **runner)
     return dict(report(out, cfg), config=cfg)
 
-def save_full(folder, ledger=None, compact_dir=None) -> Path:
-    "Record a finished, reported study's claims; copy its per-net table and compact trajectories beside them."
+def save_full(folder, ledger=None, compact_dir=None, files=('per_net.csv', 'trajectory_compact.parquet')) -> Path:
+    "Record a finished, reported MNIST study's claims; copy `files` and the measured times beside them."
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     cfg = study_configuration(folder)                  # the label record_claims filed the summary under
-    dest = Path(compact_dir or COMPACT) / 'mnist-seeds' / compact_label(cfg)
-    for name in ('per_net.csv', 'trajectory_compact.parquet'):
+    dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
+    for name in files:
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
     runs = load_study(folder).runs
@@ -464,6 +464,32 @@ assert (end['llc_end/paper'] < 0).all() and (end.llc_calibrated < 0).all() and (
 
 # %%
 res['figures']['trajectories']
+
+# %% [markdown]
+# The displacement of each parameter group for the first net: the recorder's `R/<group>` columns, one for each
+# linear layer (`layer1.0`, weight and bias), each batch norm (`layer1.1`, scale and shift) and the output layer.
+# The groups partition the parameters, so their squared displacements add up to the total's.
+
+# %%
+#| export
+def plot_layers(traj: pd.DataFrame, run: int, title: str = ''):
+    "R(t) of each parameter group of one net (`R/<group>` columns), with the total, log-log."
+    g = traj[(traj.run == run) & (traj.step > 0)].sort_values('step')
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    ax.loglog(g.step, g.R, 'k', lw=2, label='total')
+    for col in [c for c in g if c.startswith('R/')]:
+        ax.loglog(g.step, g[col], lw=1, label=col[2:])
+    ax.set(xlabel='t (SGD steps)', ylabel='R(t)', title=title or f'net {run}: displacement per layer')
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+# %%
+traj_q = load_study(quick_dir).trajectories
+layers = [c for c in traj_q if c.startswith('R/')]
+last = traj_q[traj_q.run == 0].sort_values('step').iloc[-1]
+assert len(layers) == 2 * len(QUICK.hidden) + 1 and np.isclose((last[layers] ** 2).sum(), last.R ** 2, rtol=1e-6)
+plot_layers(traj_q, 0);
 
 # %%
 res['figures']['fig2a']

@@ -292,6 +292,36 @@ def run(cfg: MNISTArchitecturesConfig | None = None, out_dir=None, progress: boo
 
 
 # %% [markdown]
+# ## Results at the paper's scale (full configuration)
+#
+# The committed compact results of the full configuration (17 architectures × 5,000 steps), with the time the run
+# took, when they are in the repository; otherwise the command that makes them.
+
+# %%
+import json
+from IPython.display import display
+from fracsgd.core import read_table
+from fracsgd.ledger import COMPACT
+full_dir = COMPACT / 'mnist-architectures' / 'full'
+have_full = (full_dir / 'per_architecture.csv').exists()
+if have_full:
+    prov, timing = (json.loads((full_dir / f).read_text()) for f in ('provenance.json', 'timing.json'))
+    print(f"FULL configuration, {prov['config_hash']}: {timing['seconds'] / 60:.1f} min of runs "
+          f"({prov['session']['time']}, {prov['session']['device']})")
+    full_arch = read_table(full_dir / 'per_architecture.csv')
+    display(full_arch[['architecture', 'params', 'slope', 'r2', 'llc_final', 'd_s', 'paper_d_s', 'paper_llc',
+                       'test_accuracy']].round(3))
+    display(read_table(full_dir / 'summary.csv'))
+    traj = read_table(full_dir / 'trajectory_compact.parquet')
+    plt.show(plot_architectures(full_arch, traj, 'FULL: table 7'))
+else:
+    print("The full configuration has not been run into this repository. Run it with\n"
+          "  FRACSGD_DATA=/path/to/data fracsgd run mnist-architectures --full --out results/mnist-architectures-full\n"
+          "(add --backend ray --address ... for a cluster), then\n"
+          "  save_full('results/mnist-architectures-full', files=('per_architecture.csv', 'trajectory_compact.parquet'))\n"
+          "from fracsgd.studies.mnist_seeds, and commit nbs/ledger.")
+
+# %% [markdown]
 # ## Results of the quick configuration (computed here)
 #
 # Four architectures, 300 steps each: the protocol cut to 6% of its length. The time is printed.

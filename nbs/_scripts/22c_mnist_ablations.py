@@ -270,6 +270,21 @@ def run(cfg: MNISTAblationsConfig | None = None, out_dir=None, progress: bool = 
 
 
 # %% [markdown]
+# ## The full configuration
+#
+# Not run here: 81 nets, and the small batches dominate (at batch 32 a net takes 15,700 SGD steps and 157 LLC
+# estimates of 400 SGLD steps). In all about 2.7 million single-net SGD and SGLD steps: 2 to 4 hours of this
+# 2-core CPU at the 3–5 ms per step measured here for 784-128-64-32-10. On a GPU or a cluster:
+#
+# ```
+# FRACSGD_DATA=/path/to/data fracsgd run mnist-ablations --full --out results/mnist-ablations-full \
+#     --backend ray --address <head>:6379
+# ```
+#
+# then `save_full('results/mnist-ablations-full')` (`fracsgd.studies.mnist_seeds`) records the claims and keeps
+# the per-net table and compact trajectories under `nbs/ledger/compact/mnist-ablations/full/`.
+
+# %% [markdown]
 # ## Results of the quick configuration (computed here)
 #
 # Five nets, 300 steps each. With one net per point the Spearman intervals span most of [−1, 1]: the quick run

@@ -86,6 +86,8 @@
 # | [Study: moons posterior](moons_posterior.html) | `fracsgd.studies.moons_posterior` | paper §4.2: fig. 3–4, table 2 |
 # | [MNIST protocol](mnist_runs.html) | `fracsgd.studies.mnist_runs` | appendix G.1 as one sweep run; one net's eq.-17 numbers |
 # | [Study: MNIST seeds](mnist_seeds.html) | `fracsgd.studies.mnist_seeds` | paper table 8, fig. 2a, 18, 21 |
+# | [Study: MNIST architectures](mnist_architectures.html) | `fracsgd.studies.mnist_architectures` | paper table 7: 17 architectures, parameter counts checked |
+# | [Study: MNIST ablations](mnist_ablations.html) | `fracsgd.studies.mnist_ablations` | paper appendix H: SGD vs Adam, lr / batch / momentum, fig. 7–17 |
 # | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |
 # | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench_llc` | LLC speed against devinterp and against loops |
