@@ -63,6 +63,7 @@ def operation_table(p: int, operation: str = 'division') -> tuple[torch.Tensor, 
     inverse = torch.tensor([pow(k, p - 2, p) for k in range(p)])    # inverse[0] is unused
     return torch.stack([a, b], 1), (a * inverse[b]) % p
 
+
 # %%
 X, y = operation_table(7, 'division')
 assert X.shape == (42, 2) and len(y) == 42
@@ -79,6 +80,7 @@ assert [p for p in range(20) if is_prime(p)] == [2, 3, 5, 7, 11, 13, 17, 19]
 grid = torch.full((7, 7), -1)
 grid[X[:, 0], X[:, 1]] = y
 grid
+
 
 # %% [markdown]
 # ## Train/test split
@@ -116,6 +118,7 @@ def load_modular(p: int = 53, operation: str = 'division', train_fraction: float
     to = lambda t: t.to(device)
     source = f"{operation} mod {p}, {n_train} of {len(X)} pairs for training (split seed {seed})"
     return ModularSplit(to(X[tr]), to(y[tr]), to(X[te]), to(y[te]), p, source)
+
 
 # %%
 s = load_modular(53, 'division', 0.5, seed=0, device='cpu')

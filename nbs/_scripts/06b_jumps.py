@@ -102,6 +102,7 @@ def detect_jumps(t, y, window: int = 1, threshold: float = 6.0, min_size: float 
         rows.append(dict(time=t[step], size=y[b] - y[a], z=float(np.max(z[group])), t_start=t[a], t_end=t[b]))
     return pd.DataFrame(rows, columns=JUMP_COLUMNS)
 
+
 # %% [markdown]
 # **Checks on curves with known answers.** A noisy power law (slope 0.3, 0.5% multiplicative noise, 4,000 steps)
 # with two jumps put in at steps 900 and 2,500 gives those two jumps and nothing else; the same curve without the
@@ -137,6 +138,7 @@ for j in found.time:
 ax.set(xlabel='t', ylabel='y', title='detected jumps (dotted)')
 ax.legend(fontsize=8)
 plt.show()
+
 
 # %% [markdown]
 # ## Do jumps coincide?
@@ -179,6 +181,7 @@ def all_at_once(jumps: dict, reference: str, layers: list[str], tol: float) -> p
     return pd.DataFrame({reference: c[reference], 'layers jumping': hits.sum(1).astype(int), 'layers': len(layers),
                          'all': hits.all(1)})
 
+
 # %%
 j = dict(R=[900., 2500.], llc=[1000., 3500.], acc=[880.])
 c = coincidences(j, 'R', tol=150)
@@ -186,6 +189,7 @@ assert c['llc within tol'].tolist() == [True, False] and c['acc within tol'].tol
 layers = all_at_once(dict(R=[900.], a=[905.], b=[950.], c=[2000.]), 'R', ['a', 'b', 'c'], tol=100)
 assert layers['layers jumping'].item() == 2 and not layers['all'].item()
 c
+
 
 # %% [markdown]
 # ## Power laws between jumps
@@ -223,11 +227,13 @@ def fits_between_jumps(t, R, jumps: pd.DataFrame, min_points: int = 20, min_deca
         rows.append(row)
     return pd.DataFrame(rows)
 
+
 # %%
 t, y = synthetic(jumps=(900,), slope=0.3, size=0.5)
 fits = fits_between_jumps(t, y, detect_jumps(t, y), n_boot=100)
 assert len(fits) == 2 and abs(fits.slope[0] - 0.3) < 0.02 and fits.ci_low[0] <= fits.slope[0] <= fits.ci_high[0]
 fits.round(3)
+
 
 # %% [markdown]
 # ## Heavy-tailed steps?
@@ -311,6 +317,7 @@ def step_statistics(x, standardize: bool = True, scale_window: int = 100, tail_f
             dict(sample='Gaussian, same n and variance', **_tail_stats(gauss, tail_fraction, block, n_boot, rng))]
     return pd.DataFrame(rows).set_index('sample')
 
+
 # %% [markdown]
 # On Gaussian steps the two rows agree; on Student-t steps with 1.5 degrees of freedom (tail index 1.5, Lévy-like)
 # the Hill index lands near 1.5, far below the Gaussian's, and the kurtosis and the 4-sd fraction are far above.
@@ -329,6 +336,7 @@ drifting = rng.standard_normal(20000) * np.geomspace(1, 0.1, 20000)
 assert step_statistics(drifting, standardize=False).excess_kurtosis['steps'] > 1
 assert abs(step_statistics(drifting).excess_kurtosis['steps']) < 0.3
 heavy.round(4)
+
 
 # %% [markdown]
 # ## The rate of change of the LLC and the local exponent
@@ -367,6 +375,7 @@ def rate_correlation(t, R, t_llc, llc, n_boot: int = 500, seed: int = 0) -> dict
     lo, hi = np.nanquantile(reps, [0.025, 0.975])
     return dict(rho=rho, ci_low=float(min(lo, rho)), ci_high=float(max(hi, rho)), n=len(alpha),
                 alpha=alpha, rate=rate)
+
 
 # %% [markdown]
 # A check with a known answer: a curve whose local exponent is high exactly where a made-up LLC changes fast gives
