@@ -24,7 +24,7 @@ from ..datasets.modular import load_modular
 from ..displacement import Recorder
 from ..jumps import (all_at_once, coincidences, detect_jumps, fits_between_jumps, rate_correlation,
                            step_statistics)
-from ..ledger import record_claims
+from ..ledger import record_claims, study_configuration
 from ..llc import LLCMeasurement
 from ..sgld import PAPER_PRESET
 from ..store import load_study
@@ -33,8 +33,8 @@ from ..sweep import Sweep, run_sweep
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'MODELS', 'GrokkingConfig', 'config', 'EmbedMLP', 'OneLayerTransformer', 'make_model',
            'Accuracy', 'StepProjections', 'GrokkingRun', 'runs', 'train_run', 'sweep', 'transition_times', 'run_jumps',
-           'analyse_run', 'per_run', 'summarize', 'plot_run', 'plot_sweep', 'plot_steps', 'compact_trajectories',
-           'report', 'run', 'save_compact_results']
+           'analyse_run', 'per_run', 'summarize', 'plot_run', 'plot_sweep', 'compact_analysis', 'plot_steps',
+           'compact_trajectories', 'report', 'run', 'save_compact_results']
 
 # %% ../../nbs/27_grokking.ipynb #bc1542ac
 @dataclass(frozen=True)
@@ -314,6 +314,7 @@ def per_run(traj: pd.DataFrame, cfg: GrokkingConfig) -> tuple[pd.DataFrame, dict
                          jumps_R=len(a['jumps']['R']), jumps_layers=sum(len(a['jumps'][c]) for c in a['jumps']
                                                                       if c.startswith('R/')),
                          jumps_llc=len(a['jumps']['llc']), jumps_acc=len(a['jumps']['acc/test']),
+                         jump_times_R=' '.join(f'{x:.0f}' for x in a['jumps']['R'].time),
                          t_acc=tr['acc/test'], t_llc=tr['llc'], t_R=tr['R'], layer_spread=max(lay) - min(lay) if lay else np.nan,
                          kurtosis=st.excess_kurtosis, hill=st.hill_index,
                          rho=a['rate']['rho'] if a['rate'] else np.nan))
@@ -413,6 +414,12 @@ def plot_sweep(traj: pd.DataFrame):
     fig.tight_layout()
     return fig
 
+def compact_analysis(row) -> dict:
+    "What `plot_run` needs, rebuilt from one row of `per_run.csv` (transition times and R's jump times)."
+    times = [float(x) for x in str(row.jump_times_R).split()] if isinstance(row.jump_times_R, str) else []
+    return dict(jumps={'R': pd.DataFrame({'time': times})},
+                transitions={'R': row.t_R, 'llc': row.t_llc, 'acc/test': row.t_acc})
+
 def plot_steps(run: pd.DataFrame, title: str = ''):
     "Histogram (log scale) of the standardized projected steps against the standard normal density."
     from fracsgd.jumps import _standardize
@@ -467,13 +474,17 @@ def run(cfg: GrokkingConfig | None = None, out_dir=None, progress: bool = True, 
 
 def save_compact_results(folder, ledger=None, compact_dir=None) -> Path:
     "Record a finished, reported study's claims; copy its per-run table, compact trajectories and times beside them."
-    from fracsgd.ledger import COMPACT, compact_label, study_configuration
+    from fracsgd.ledger import COMPACT, compact_label
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     dest = Path(compact_dir or COMPACT) / 'grokking' / compact_label(study_configuration(folder))
     for name in ('per_run.csv', 'trajectory_compact.parquet'):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
-    info = load_study(folder).tables['run_info']
+    study = load_study(folder)
+    cfg = config(study_configuration(folder)['config'].startswith('full'))
+    ref = _reference(study.trajectories.drop(columns='key'), cfg)[['step', 'dw/u0']]
+    write_table(ref.reset_index(drop=True), dest / 'reference_steps.parquet')     # every step: the step statistics
+    info = study.tables['run_info']
     with atomic_path(dest / 'timing.json') as tmp:
         tmp.write_text(json.dumps(dict(seconds_train=round(float(info.seconds_train.sum()), 1),
                                        runs=int(len(info))), indent=1) + '\n')
