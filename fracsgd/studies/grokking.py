@@ -315,7 +315,8 @@ def per_run(traj: pd.DataFrame, cfg: GrokkingConfig) -> tuple[pd.DataFrame, dict
                                                                       if c.startswith('R/')),
                          jumps_llc=len(a['jumps']['llc']), jumps_acc=len(a['jumps']['acc/test']),
                          jump_times_R=' '.join(f'{x:.0f}' for x in a['jumps']['R'].time),
-                         t_acc=tr['acc/test'], t_llc=tr['llc'], t_R=tr['R'], layer_spread=max(lay) - min(lay) if lay else np.nan,
+                         t_acc=tr['acc/test'], t_llc=tr['llc'], t_R=tr['R'],
+                         layer_spread=max(lay) - min(lay) if len(lay) > 1 else np.nan,
                          kurtosis=st.excess_kurtosis, hill=st.hill_index,
                          rho=a['rate']['rho'] if a['rate'] else np.nan))
     return pd.DataFrame(rows), full
@@ -339,7 +340,8 @@ def _reference_rows(a: dict, cfg: GrokkingConfig, n_test: int) -> list[dict]:
                  'interval: resolution of the two curves, not a statistical interval'),
             _row(f'{ref}: steepest test-accuracy rise minus steepest growth of R (steps)', tr['acc/test'] - tr['R'],
                  tr['acc/test'] - tr['R'] - 100, tr['acc/test'] - tr['R'] + 100, 'interval: 200-step windows'),
-            _row(f'{ref}: spread of the layers\' steepest-growth steps', max(lay) - min(lay) if lay else np.nan, note=str(
+            _row(f'{ref}: spread of the layers\' steepest-growth steps', max(lay) - min(lay) if len(lay) > 1 else np.nan,
+                 note='NaN: fewer than two layers have a transition; ' * (len(lay) < 2) + str(
                 {k[2:]: v for k, v in tr.items() if k.startswith('R/')})),
             _row(f'{ref}: sudden jumps in R', len(a['jumps']['R'])),
             _row(f'{ref}: sudden jumps in the LLC', len(a['jumps']['llc'])),
