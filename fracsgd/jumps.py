@@ -14,7 +14,7 @@ from .spectral import fit_power_law
 
 # %% auto #0
 __all__ = ['JUMP_COLUMNS', 'GAUSS_BEYOND_4SD', 'detect_jumps', 'coincidences', 'all_at_once', 'fits_between_jumps',
-           'step_statistics', 'rate_correlation']
+           'step_statistics', 'rate_correlation', 'transition_times']
 
 # %% ../nbs/06b_jumps.ipynb #d3d01914
 JUMP_COLUMNS = ('time', 'size', 'z', 't_start', 't_end')
@@ -194,3 +194,32 @@ def rate_correlation(t, R, t_llc, llc, n_boot: int = 500, seed: int = 0) -> dict
     lo, hi = np.nanquantile(reps, [0.025, 0.975])
     return dict(rho=rho, ci_low=float(min(lo, rho)), ci_high=float(max(hi, rho)), n=len(alpha),
                 alpha=alpha, rate=rate)
+
+# %% ../nbs/06b_jumps.ipynb #18a9b4f0
+def _steepest_slope(t, R, window, skip=0.1):
+    "Step of the largest log-log slope of R over `window` steps, after the first `skip` of the run."
+    keep = (t >= max(skip * t[-1], window)) & (R > 0)
+    t, R = t[keep], R[keep]
+    if len(t) <= window:
+        return np.nan
+    slope = np.log(R[window:] / R[:-window]) / np.log(t[window:] / t[:-window])
+    top = int(np.argmax(slope))
+    return float(t[top + window // 2]) if 0 < top < len(slope) - 1 else np.nan   # at an edge: only slowing
+
+def transition_times(run: pd.DataFrame, window: int = 200, acc: str = 'acc/test', llc: str = 'llc/llc') -> dict:
+    """Steps of the steepest rise of the accuracy column `acc` over `window` steps, the steepest fall of the LLC
+    column `llc` between records and the steepest log-log growth of R and of each R/<layer> (NaN: none inside)."""
+    for c in (acc, llc, 'R', 'step'):
+        if c not in run:
+            raise ValueError(f"the table has no column {c!r}; it has {list(run.columns)}")
+    rows = run.dropna(subset=[acc])
+    ta, a = rows.step.to_numpy(float), rows[acc].to_numpy()
+    k = max(1, int(round(window / max(np.diff(ta).min(), 1)))) if len(ta) > 1 else 1
+    out = {'acc/test': float(ta[np.argmax(a[k:] - a[:-k]) + k // 2]) if len(a) > k else np.nan}
+    rows = run.dropna(subset=[llc])
+    tl, lam = rows.step.to_numpy(float), rows[llc].to_numpy()
+    out['llc'] = float((tl[1:] + tl[:-1])[np.argmin(np.diff(lam))] / 2) if len(lam) > 1 else np.nan
+    steps = run.step.to_numpy(float)
+    for c in [c for c in run if c == 'R' or c.startswith('R/')]:
+        out[c] = _steepest_slope(steps, run[c].to_numpy(), window)
+    return out

@@ -23,16 +23,16 @@ from ..data import batches
 from ..datasets.modular import load_modular
 from ..displacement import Recorder
 from ..jumps import (all_at_once, coincidences, detect_jumps, fits_between_jumps, rate_correlation,
-                           step_statistics)
+                           step_statistics, transition_times)
 from ..ledger import record_claims, study_configuration
 from ..llc import LLCMeasurement
 from ..sgld import PAPER_PRESET
 from ..store import load_study
 from ..sweep import Sweep, run_sweep
+from .grokking_models import Accuracy, StepProjections, make_model
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'SMOKE', 'MODELS', 'GrokkingConfig', 'config', 'EmbedMLP', 'OneLayerTransformer', 'make_model',
-           'Accuracy', 'StepProjections', 'GrokkingRun', 'runs', 'train_run', 'sweep', 'transition_times', 'run_jumps',
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'GrokkingConfig', 'config', 'GrokkingRun', 'runs', 'train_run', 'sweep', 'run_jumps',
            'analyse_run', 'per_run', 'summarize', 'plot_run', 'plot_sweep', 'compact_analysis', 'plot_steps',
            'compact_trajectories', 'report', 'run', 'save_compact_results']
 
@@ -68,71 +68,6 @@ SMOKE = replace(QUICK, p=11, batch_sizes=(16,), weight_decays=(1.0,), n_steps=30
 def config(full: bool | None = None) -> GrokkingConfig:
     "The quick configuration, or the paper-length one when `full` (or `FRACSGD_FULL=1`)."
     return FULL if full_mode(full) else QUICK
-
-# %% ../../nbs/27_grokking.ipynb #ecabc671
-class EmbedMLP(nn.Module):
-    "Token embeddings of the two operands, concatenated, then ReLU layers to `p` logits."
-    def __init__(self, p: int, embed: int = 32, hidden: int = 128):
-        super().__init__()
-        self.emb = nn.Embedding(p, embed)
-        self.fc1, self.fc2, self.out = nn.Linear(2 * embed, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, p)
-    def forward(self, x):                                        # x: [batch, 2] int64
-        h = self.emb(x).flatten(1)                               # [batch, 2·embed]
-        return self.out(F.relu(self.fc2(F.relu(self.fc1(h)))))
-
-class OneLayerTransformer(nn.Module):
-    "One attention block (one head) and an MLP over the tokens a, b, '='; the logits are read at '='."
-    def __init__(self, p: int, embed: int = 32, hidden: int = 128):
-        super().__init__()
-        self.emb, self.pos = nn.Embedding(p + 1, embed), nn.Parameter(torch.randn(3, embed) * 0.02)
-        self.qkv, self.proj = nn.Linear(embed, 3 * embed), nn.Linear(embed, embed)
-        self.fc1, self.fc2, self.out = nn.Linear(embed, hidden), nn.Linear(hidden, embed), nn.Linear(embed, p)
-        self.p = p
-    def forward(self, x):                                        # x: [batch, 2] int64
-        eq = torch.full_like(x[:, :1], self.p)
-        h = self.emb(torch.cat([x, eq], 1)) + self.pos           # [batch, 3, embed]
-        q, k, v = self.qkv(h).chunk(3, -1)
-        att = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[-1]), -1)   # [batch, 3, 3]
-        h = h + self.proj(att @ v)
-        h = h + self.fc2(F.relu(self.fc1(h)))
-        return self.out(h[:, -1])
-
-MODELS = {'mlp': EmbedMLP, 'transformer': OneLayerTransformer}
-
-def make_model(name: str, p: int, embed: int, hidden: int, seed: int) -> nn.Module:
-    "The named model (`MODELS`), initialised from `seed`."
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)}")
-    torch.manual_seed(seed)
-    return MODELS[name](p, embed, hidden)
-
-# %% ../../nbs/27_grokking.ipynb #192224cd
-class Accuracy:
-    "Recorder measurement: accuracy on each named (X, y) pair, every `every` steps."
-    def __init__(self, every: int, **data):
-        self.every, self.data = every, data
-    @torch.no_grad()
-    def __call__(self, model):
-        mode = model.training
-        model.eval()
-        out = {k: float((model(X).argmax(1) == y).double().mean()) for k, (X, y) in self.data.items()}
-        model.train(mode)
-        return out
-
-class StepProjections:
-    "Recorder measurement: the step w_t − w_prev projected on `n` fixed random unit directions, and its norm."
-    def __init__(self, model: nn.Module, n: int = 4, seed: int = 0):
-        self.prev = self._flat(model)
-        g = torch.Generator().manual_seed(seed)
-        u = torch.randn(n, len(self.prev), generator=g, dtype=torch.float64)
-        self.u = (u / u.norm(dim=1, keepdim=True)).to(self.prev.device)    # [n, params]
-    @staticmethod
-    def _flat(model):
-        return torch.cat([p.detach().reshape(-1) for p in model.parameters() if p.requires_grad]).double()
-    def __call__(self, model):
-        w = self._flat(model)
-        dw, self.prev = w - self.prev, w
-        return {'norm': float(dw.norm()), **{f'u{i}': float(v) for i, v in enumerate(self.u @ dw)}}
 
 # %% ../../nbs/27_grokking.ipynb #48e0d79a
 @dataclass(frozen=True)
@@ -227,31 +162,6 @@ def _first(t, x, level):
     hit = np.flatnonzero(x >= level)
     return float(t[hit[0]]) if len(hit) else np.nan
 
-def _steepest_slope(t, R, window, skip=0.1):
-    "Step of the largest log-log slope of R over `window` steps, after the first `skip` of the run."
-    keep = (t >= max(skip * t[-1], window)) & (R > 0)
-    t, R = t[keep], R[keep]
-    if len(t) <= window:
-        return np.nan
-    slope = np.log(R[window:] / R[:-window]) / np.log(t[window:] / t[:-window])
-    top = int(np.argmax(slope))
-    return float(t[top + window // 2]) if 0 < top < len(slope) - 1 else np.nan   # at an edge: only slowing
-
-def transition_times(run: pd.DataFrame, window: int = 200) -> dict:
-    "Steps of the steepest rise of test accuracy, the steepest fall of the LLC and the steepest growth of each R."
-    acc = run.dropna(subset=['acc/test'])
-    ta, a = acc.step.to_numpy(float), acc['acc/test'].to_numpy()
-    k = max(1, int(round(window / max(np.diff(ta).min(), 1))))
-    out = {'acc/test': float(ta[np.argmax(a[k:] - a[:-k]) + k // 2]) if len(a) > k else np.nan}
-    llc = run.dropna(subset=['llc/llc'])
-    tl, lam = llc.step.to_numpy(float), llc['llc/llc'].to_numpy()
-    out['llc'] = float((tl[1:] + tl[:-1])[np.argmin(np.diff(lam))] / 2) if len(lam) > 1 else np.nan
-    steps = run.step.to_numpy(float)
-    for c in [c for c in run if c == 'R' or c.startswith('R/')]:
-        out[c] = _steepest_slope(steps, run[c].to_numpy(), window)
-    return out
-
-# %% ../../nbs/27_grokking.ipynb #f8b81342
 def run_jumps(run: pd.DataFrame, llc_every: int, acc_every: int) -> dict:
     "Sudden jumps (time, size, z) of R, each layer's R, the LLC and the test accuracy of one run."
     t = run.step.to_numpy(float)

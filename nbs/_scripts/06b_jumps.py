@@ -393,6 +393,60 @@ llc_random = 10 + np.cumsum(np.random.default_rng(0).standard_normal(len(t_llc))
 assert rate_correlation(t, R, t_llc, llc_random)['ci_low'] < 0
 round(r['rho'], 3), round(r['ci_low'], 3)
 
+# %% [markdown]
+# ## Transition times
+#
+# A grokking transition can be fast without being a step, and then `detect_jumps` rightly finds nothing. The softer
+# question is whether weights, LLC and accuracy change most at the same time. `transition_times` reads a run's
+# trajectory table and returns the step of the largest rise of test accuracy over `window` steps, of the largest
+# fall of the LLC between two records, and of the largest local log-log slope of R and of each layer's R over
+# `window` steps, after the first 10% of the run (whose fast start is no transition). When R's local slope only
+# falls, its largest value sits at the edge of the window and the time is NaN: R has no transition.
+#
+# Checked on a made-up run: accuracy rising as a logistic centred at step 1,500, an LLC falling fastest at step
+# 1,200, and an R that grows as $t^{0.3}$ with an extra burst of growth around step 2,000.
+
+# %%
+#| export
+def _steepest_slope(t, R, window, skip=0.1):
+    "Step of the largest log-log slope of R over `window` steps, after the first `skip` of the run."
+    keep = (t >= max(skip * t[-1], window)) & (R > 0)
+    t, R = t[keep], R[keep]
+    if len(t) <= window:
+        return np.nan
+    slope = np.log(R[window:] / R[:-window]) / np.log(t[window:] / t[:-window])
+    top = int(np.argmax(slope))
+    return float(t[top + window // 2]) if 0 < top < len(slope) - 1 else np.nan   # at an edge: only slowing
+
+def transition_times(run: pd.DataFrame, window: int = 200, acc: str = 'acc/test', llc: str = 'llc/llc') -> dict:
+    """Steps of the steepest rise of the accuracy column `acc` over `window` steps, the steepest fall of the LLC
+    column `llc` between records and the steepest log-log growth of R and of each R/<layer> (NaN: none inside)."""
+    for c in (acc, llc, 'R', 'step'):
+        if c not in run:
+            raise ValueError(f"the table has no column {c!r}; it has {list(run.columns)}")
+    rows = run.dropna(subset=[acc])
+    ta, a = rows.step.to_numpy(float), rows[acc].to_numpy()
+    k = max(1, int(round(window / max(np.diff(ta).min(), 1)))) if len(ta) > 1 else 1
+    out = {'acc/test': float(ta[np.argmax(a[k:] - a[:-k]) + k // 2]) if len(a) > k else np.nan}
+    rows = run.dropna(subset=[llc])
+    tl, lam = rows.step.to_numpy(float), rows[llc].to_numpy()
+    out['llc'] = float((tl[1:] + tl[:-1])[np.argmin(np.diff(lam))] / 2) if len(lam) > 1 else np.nan
+    steps = run.step.to_numpy(float)
+    for c in [c for c in run if c == 'R' or c.startswith('R/')]:
+        out[c] = _steepest_slope(steps, run[c].to_numpy(), window)
+    return out
+
+# %%
+t = np.arange(0, 3001, dtype=float)
+made_up = pd.DataFrame({'step': t, 'acc/test': np.where(t % 10 == 0, 1 / (1 + np.exp(-(t - 1500) / 60)), np.nan),
+                        'llc/llc': np.where(t % 100 == 0, 20 - 10 * np.tanh((t - 1200) / 150), np.nan),
+                        'R': (1 + t) ** 0.3 * (1 + 0.3 / (1 + np.exp(-(t - 2000) / 50)))})
+made_up['R/a'], made_up['R/b'] = made_up.R * 0.6, (1 + t) ** 0.3
+tt = transition_times(made_up)
+assert abs(tt['acc/test'] - 1500) <= 20 and abs(tt['llc'] - 1200) <= 50 and abs(tt['R'] - 2000) <= 100
+assert np.isnan(tt['R/b'])                                  # a plain power law: its slope only falls
+tt
+
 # %%
 #| hide
 import nbdev
