@@ -102,3 +102,14 @@ def test_study_end_to_end(tmp_path):
     for name in ('summary.csv', 'per_run.csv', 'trajectory_compact.parquet', 'reference.png', 'sweep.png'):
         assert (tmp_path / 'smoke' / name).exists()
     assert len(res['per_run']) == 1
+
+
+@pytest.mark.parametrize('changes,layers', [
+    (dict(model='transformer'), {'pos', 'emb', 'qkv', 'proj', 'fc1', 'fc2', 'out'}),
+    (dict(optimizer='sgd', lr=0.1), {'emb', 'fc1', 'fc2', 'out'}),
+])
+def test_options_train(changes, layers):
+    cfg = G.replace(G.SMOKE, n_steps=50, llc_every=50, **changes)
+    tab = G.train_run(G.runs(cfg, 'cpu')[0])['trajectory']
+    assert {c[2:] for c in tab if c.startswith('R/')} == layers
+    assert tab['llc/llc'].notna().sum() == 1 and tab['acc/test'].notna().sum() == 50 // cfg.acc_every

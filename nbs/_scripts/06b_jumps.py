@@ -393,6 +393,7 @@ llc_random = 10 + np.cumsum(np.random.default_rng(0).standard_normal(len(t_llc))
 assert rate_correlation(t, R, t_llc, llc_random)['ci_low'] < 0
 round(r['rho'], 3), round(r['ci_low'], 3)
 
+
 # %% [markdown]
 # ## Transition times
 #
@@ -435,6 +436,7 @@ def transition_times(run: pd.DataFrame, window: int = 200, acc: str = 'acc/test'
     for c in [c for c in run if c == 'R' or c.startswith('R/')]:
         out[c] = _steepest_slope(steps, run[c].to_numpy(), window)
     return out
+
 
 # %%
 t = np.arange(0, 3001, dtype=float)

@@ -227,12 +227,11 @@ tab.dropna(subset=['llc/llc'])[['step', 'R', 'loss', 'acc/train', 'acc/test', 'l
 #   in R and each layer's R (every step), in the LLC (every `llc_every` steps, judged against 3 records on each
 #   side) and in the test accuracy (every `acc_every` steps, a rise of at least 0.1 over 5 records). Jumps of
 #   the LLC and the accuracy are set beside those of R within a tolerance of two LLC intervals.
-# * **Transition times**, a softer reading for a grokking transition that is fast but not a step: the step of the
-#   largest rise of test accuracy over `window` steps, of the largest fall of the LLC between records, and of the
-#   largest local log-log slope of R and of each layer's R over `window` steps (after the first 10% of the run,
-#   whose fast start is not a transition). If weights, LLC and accuracy change together, these times agree.
-#   When R's local slope only falls (its largest value at the edge of the window), R has no transition and the
-#   time is NaN.
+# * **Transition times** (`transition_times` of the jumps chapter), a softer reading for a grokking transition that
+#   is fast but not a step: the step of the largest rise of test accuracy over 200 steps, of the largest fall of
+#   the LLC between records, and of the largest local log-log slope of R and of each layer's R over 200 steps
+#   (after the first 10% of the run). If weights, LLC and accuracy change together, these times agree. When R's
+#   local slope only falls, R has no transition and its time is NaN.
 # * **Between jumps**, power-law fits of R(t) with bootstrap intervals; the **step statistics** of the first
 #   random projection of the weights' steps; and the correlation of the local exponent α(t) with |dλ/dt|.
 

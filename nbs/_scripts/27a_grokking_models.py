@@ -22,6 +22,7 @@ import torch.nn.functional as F
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
 
+
 # %% [markdown]
 # ## Models
 #
@@ -66,11 +67,13 @@ def make_model(name: str, p: int, embed: int, hidden: int, seed: int) -> nn.Modu
     torch.manual_seed(seed)
     return MODELS[name](p, embed, hidden)
 
+
 # %%
 for name in MODELS:
     m = make_model(name, 7, 8, 16, seed=0)
     assert m(torch.tensor([[1, 2], [3, 4]])).shape == (2, 7)
 [n for n, _ in make_model('mlp', 53, 32, 128, 0).named_parameters()]
+
 
 # %% [markdown]
 # ## Measurements along training
