@@ -149,7 +149,8 @@ def train_run(run: GrokkingRun) -> dict:
     table.insert(0, 'weight_decay', run.weight_decay)
     table.insert(0, 'batch_size', run.batch_size)
     info = pd.DataFrame([dict(run=run.seed, batch_size=run.batch_size, weight_decay=run.weight_decay,
-                              n_train=len(train[0]), n_test=len(data.X_test), train_accuracy=final['acc/train'], test_accuracy=final['acc/test'],
+                              n_train=len(train[0]), n_test=len(data.X_test), train_accuracy=final['acc/train'],
+                              test_accuracy=final['acc/test'],
                               seconds_train=time.perf_counter() - t0, source=data.source)])
     return dict(trajectory=table, run_info=info)
 
@@ -250,7 +251,8 @@ def _reference_rows(a: dict, cfg: GrokkingConfig, n_test: int) -> list[dict]:
                  'interval: resolution of the two curves, not a statistical interval'),
             _row(f'{ref}: steepest test-accuracy rise minus steepest growth of R (steps)', tr['acc/test'] - tr['R'],
                  tr['acc/test'] - tr['R'] - 100, tr['acc/test'] - tr['R'] + 100, 'interval: 200-step windows'),
-            _row(f'{ref}: spread of the layers\' steepest-growth steps', max(lay) - min(lay) if len(lay) > 1 else np.nan,
+            _row(f'{ref}: spread of the layers\' steepest-growth steps',
+                 max(lay) - min(lay) if len(lay) > 1 else np.nan,
                  note='NaN: fewer than two layers have a transition; ' * (len(lay) < 2) + str(
                 {k[2:]: v for k, v in tr.items() if k.startswith('R/')})),
             _row(f'{ref}: sudden jumps in R', len(a['jumps']['R'])),
@@ -279,9 +281,11 @@ def summarize(runs_df: pd.DataFrame, full: dict, cfg: GrokkingConfig, n_test: in
     which = lambda mask: '; '.join(name(r) for r in runs_df[mask].itertuples()) or 'none'
     n = len(runs_df)
     rows = [_row('runs', n),
-            _row('runs that grok (test accuracy from < 0.1 to ≥ 0.9)', runs_df.grokked.sum(), note=which(runs_df.grokked)),
+            _row('runs that grok (test accuracy from < 0.1 to ≥ 0.9)', runs_df.grokked.sum(),
+                 note=which(runs_df.grokked)),
             _row('runs with a sudden jump in R', (runs_df.jumps_R > 0).sum(), note=which(runs_df.jumps_R > 0)),
-            _row('runs with a sudden jump in the LLC', (runs_df.jumps_llc > 0).sum(), note=which(runs_df.jumps_llc > 0)),
+            _row('runs with a sudden jump in the LLC', (runs_df.jumps_llc > 0).sum(),
+                 note=which(runs_df.jumps_llc > 0)),
             _row('runs with a sudden jump in test accuracy', (runs_df.jumps_acc > 0).sum(),
                  note=which(runs_df.jumps_acc > 0))]
     key = (*cfg.reference, cfg.seeds[0])

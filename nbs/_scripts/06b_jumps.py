@@ -54,7 +54,8 @@ import matplotlib.pyplot as plt
 # and $|d_i| \ge$ `min_size`. The MAD is the robust spread of noisy steps; the term $\rho|m_i|$ (`rel`, default
 # ½) keeps a smooth, noiseless trend from counting as a jump, since on a smooth curve the MAD can be tiny while
 # the changes still drift (a power law's early steps shrink fast). The first and last `scale_window` records
-# are not judged, since their window would be one-sided (a power law's steep start would pass for a jump). Runs of neighbouring candidates form one jump;
+# are not judged, since their window would be one-sided (a power law's steep start would pass for a jump). Runs
+# of neighbouring candidates form one jump;
 # its time is where its largest single-record change happens, its size is the change of $y$ across the run.
 # `min_size` is for curves that sit on a plateau (an accuracy of exactly 1.0 has MAD 0): there a change must also
 # be large in absolute terms.

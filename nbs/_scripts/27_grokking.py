@@ -56,13 +56,14 @@ torch.set_num_threads(1)   # two cores shared with other work
 # **Our setting.** Division mod 53 as in the paper. Each operand is a token with a 32-dimensional embedding;
 # the two embeddings are concatenated and go through two ReLU layers of 128 units to 53 logits (`model='mlp'`;
 # a one-layer transformer over the tokens `a`, `b`, `=` is `model='transformer'`). AdamW with learning rate
-# 3·10⁻³, betas (0.9, 0.98) as Power et al., 40% of the table (1,102 pairs) for training. The displacement is recorded at
-# every step, total and per layer; train and test accuracy every `acc_every` steps; the LLC every `llc_every`
-# steps (150 in the quick configuration, 100 in the full one, as the paper's other studies) in the paper's setting (table 3: SGLD step 10⁻⁵, localization 100, one chain of 400 draws,
-# $n\beta = n/\log n$), on the training pairs. And at every step the weights' step $w_t - w_{t-1}$ is projected
-# on `n_directions` fixed random unit vectors, for the step statistics of the [jumps chapter](jumps.html).
+# 3·10⁻³, betas (0.9, 0.98) as Power et al., 40% of the table (1,102 pairs) for training. The displacement is
+# recorded at every step, total and per layer; train and test accuracy every `acc_every` steps; the LLC every
+# `llc_every` steps (150 in the quick configuration, 100 in the full one as in the paper's other studies) in the
+# paper's setting (table 3: SGLD step 10⁻⁵, localization 100, one chain of 400 draws, $n\beta = n/\log n$), on
+# the training pairs. At every step the weights' step $w_t - w_{t-1}$ is projected on `n_directions` fixed
+# random unit vectors, for the step statistics of the [jumps chapter](jumps.html).
 #
-# **Quick vs full.** Quick: 3,000 steps (174 epochs at batch 64, 1,500 at batch 512), a sweep of batch sizes 16,
+# **Quick vs full.** Quick: 3,000 steps (167 epochs at batch 64, 1,000 at batch 512), a sweep of batch sizes 16,
 # 64 and 512 and weight decays 0.1 and 1, one seed. Full: the paper's length, 10,000 epochs for every batch size
 # (690,000 steps at batch 16), the same grid, three seeds; that is a GPU job. The quick setting was chosen by a
 # handful of trial runs (division mod 53 at train fractions 0.3–0.5, learning rates 10⁻³ and 3·10⁻³) as one in
@@ -195,7 +196,8 @@ def train_run(run: GrokkingRun) -> dict:
     table.insert(0, 'weight_decay', run.weight_decay)
     table.insert(0, 'batch_size', run.batch_size)
     info = pd.DataFrame([dict(run=run.seed, batch_size=run.batch_size, weight_decay=run.weight_decay,
-                              n_train=len(train[0]), n_test=len(data.X_test), train_accuracy=final['acc/train'], test_accuracy=final['acc/test'],
+                              n_train=len(train[0]), n_test=len(data.X_test), train_accuracy=final['acc/train'],
+                              test_accuracy=final['acc/test'],
                               seconds_train=time.perf_counter() - t0, source=data.source)])
     return dict(trajectory=table, run_info=info)
 
@@ -349,7 +351,8 @@ def _reference_rows(a: dict, cfg: GrokkingConfig, n_test: int) -> list[dict]:
                  'interval: resolution of the two curves, not a statistical interval'),
             _row(f'{ref}: steepest test-accuracy rise minus steepest growth of R (steps)', tr['acc/test'] - tr['R'],
                  tr['acc/test'] - tr['R'] - 100, tr['acc/test'] - tr['R'] + 100, 'interval: 200-step windows'),
-            _row(f'{ref}: spread of the layers\' steepest-growth steps', max(lay) - min(lay) if len(lay) > 1 else np.nan,
+            _row(f'{ref}: spread of the layers\' steepest-growth steps',
+                 max(lay) - min(lay) if len(lay) > 1 else np.nan,
                  note='NaN: fewer than two layers have a transition; ' * (len(lay) < 2) + str(
                 {k[2:]: v for k, v in tr.items() if k.startswith('R/')})),
             _row(f'{ref}: sudden jumps in R', len(a['jumps']['R'])),
@@ -378,9 +381,11 @@ def summarize(runs_df: pd.DataFrame, full: dict, cfg: GrokkingConfig, n_test: in
     which = lambda mask: '; '.join(name(r) for r in runs_df[mask].itertuples()) or 'none'
     n = len(runs_df)
     rows = [_row('runs', n),
-            _row('runs that grok (test accuracy from < 0.1 to ≥ 0.9)', runs_df.grokked.sum(), note=which(runs_df.grokked)),
+            _row('runs that grok (test accuracy from < 0.1 to ≥ 0.9)', runs_df.grokked.sum(),
+                 note=which(runs_df.grokked)),
             _row('runs with a sudden jump in R', (runs_df.jumps_R > 0).sum(), note=which(runs_df.jumps_R > 0)),
-            _row('runs with a sudden jump in the LLC', (runs_df.jumps_llc > 0).sum(), note=which(runs_df.jumps_llc > 0)),
+            _row('runs with a sudden jump in the LLC', (runs_df.jumps_llc > 0).sum(),
+                 note=which(runs_df.jumps_llc > 0)),
             _row('runs with a sudden jump in test accuracy', (runs_df.jumps_acc > 0).sum(),
                  note=which(runs_df.jumps_acc > 0))]
     key = (*cfg.reference, cfg.seeds[0])
