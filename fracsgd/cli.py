@@ -20,7 +20,8 @@ STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
            'moons-posterior': 'fracsgd.studies.moons_posterior',
            'mnist-seeds': 'fracsgd.studies.mnist_seeds',
            'mnist-architectures': 'fracsgd.studies.mnist_architectures',
-           'mnist-ablations': 'fracsgd.studies.mnist_ablations'}
+           'mnist-ablations': 'fracsgd.studies.mnist_ablations',
+           'grokking': 'fracsgd.studies.grokking'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
