@@ -48,8 +48,9 @@ def conv_net(channels: Sequence[int], n_classes: int = 10, in_channels: int = 3,
         torch.manual_seed(seed)
     layers, prev = [], int(in_channels)
     for i, c in enumerate(ch, 1):
-        block = ([nn.MaxPool2d(2)] if pool and i > 1 else []) + [nn.Conv2d(prev, c, 3, padding=1, bias=False), nn.ReLU()]
-        layers.append((f'conv{i}', nn.Sequential(*block)))
+        block = ([('pool', nn.MaxPool2d(2))] if pool and i > 1 else []) + [
+            ('conv', nn.Conv2d(prev, c, 3, padding=1, bias=False)), ('relu', nn.ReLU())]
+        layers.append((f'conv{i}', nn.Sequential(OrderedDict(block))))
         prev = c
     layers.append(('head', _Head(prev, n_classes)))
     return xavier_init_(nn.Sequential(OrderedDict(layers)))
@@ -70,7 +71,8 @@ def residual_net(channels: Sequence[int], n_classes: int = 10, in_channels: int 
     ch = _check_channels(channels)
     if seed is not None:
         torch.manual_seed(seed)
-    layers = [('stem', nn.Sequential(nn.Conv2d(in_channels, ch[0], 3, padding=1, bias=True), nn.ReLU()))]
+    stem = [('conv', nn.Conv2d(in_channels, ch[0], 3, padding=1, bias=True)), ('relu', nn.ReLU())]
+    layers = [('stem', nn.Sequential(OrderedDict(stem)))]
     for i, (a, b) in enumerate(zip(ch[:-1], ch[1:]), 1):
         stage = [('transition', nn.Conv2d(a, b, 3, stride=stride, padding=1, bias=False)), ('relu', nn.ReLU())]
         stage += [(f'block{k}', ResidualBlock(b)) for k in range(1, blocks + 1)]

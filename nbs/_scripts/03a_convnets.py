@@ -79,8 +79,9 @@ def conv_net(channels: Sequence[int], n_classes: int = 10, in_channels: int = 3,
         torch.manual_seed(seed)
     layers, prev = [], int(in_channels)
     for i, c in enumerate(ch, 1):
-        block = ([nn.MaxPool2d(2)] if pool and i > 1 else []) + [nn.Conv2d(prev, c, 3, padding=1, bias=False), nn.ReLU()]
-        layers.append((f'conv{i}', nn.Sequential(*block)))
+        block = ([('pool', nn.MaxPool2d(2))] if pool and i > 1 else []) + [
+            ('conv', nn.Conv2d(prev, c, 3, padding=1, bias=False)), ('relu', nn.ReLU())]
+        layers.append((f'conv{i}', nn.Sequential(OrderedDict(block))))
         prev = c
     layers.append(('head', _Head(prev, n_classes)))
     return xavier_init_(nn.Sequential(OrderedDict(layers)))
@@ -103,7 +104,8 @@ def residual_net(channels: Sequence[int], n_classes: int = 10, in_channels: int 
     ch = _check_channels(channels)
     if seed is not None:
         torch.manual_seed(seed)
-    layers = [('stem', nn.Sequential(nn.Conv2d(in_channels, ch[0], 3, padding=1, bias=True), nn.ReLU()))]
+    stem = [('conv', nn.Conv2d(in_channels, ch[0], 3, padding=1, bias=True)), ('relu', nn.ReLU())]
+    layers = [('stem', nn.Sequential(OrderedDict(stem)))]
     for i, (a, b) in enumerate(zip(ch[:-1], ch[1:]), 1):
         stage = [('transition', nn.Conv2d(a, b, 3, stride=stride, padding=1, bias=False)), ('relu', nn.ReLU())]
         stage += [(f'block{k}', ResidualBlock(b)) for k in range(1, blocks + 1)]
@@ -120,6 +122,7 @@ w = net.stage1.block1.conv1.weight
 bound = (6 / (w.shape[1] * 9 + w.shape[0] * 9)) ** 0.5          # Xavier-uniform: U(-b, b), b = sqrt(6 / (fan_in + fan_out))
 assert w.abs().max() <= bound and w.abs().max() > 0.9 * bound
 assert conv_net((32, 64, 128))(torch.randn(2, 3, 32, 32)).shape == (2, 10)
+assert [n for n, _ in conv_net((8, 8)).named_parameters()] == ['conv1.conv.weight', 'conv2.conv.weight', 'head.fc.weight']
 [n for n, _ in net.named_parameters()]
 
 # %% [markdown]
