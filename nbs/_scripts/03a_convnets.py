@@ -23,6 +23,7 @@ from torch import nn
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
 
+
 # %% [markdown]
 # Appendix I.3 of the ICLR version trains four convolutional nets (table 5) and five residual nets (table 6) on a
 # 10,000-image subset of CIFAR-10, "Xavier initialization, with 0 bias and ReLU activations". Each row gives only
