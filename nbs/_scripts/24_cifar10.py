@@ -118,6 +118,7 @@ class CIFARRun:
 assert CIFARRun().n_steps == 3950 and CIFARRun().settings().llc.n_draws == 400
 assert CIFARRun().settings().llc.step_size == 1e-5 and CIFARRun().settings().llc.localization == 100
 
+
 # %% [markdown]
 # ## Configurations
 
@@ -171,6 +172,7 @@ def sweep(cfg: CIFARConfig, device=None) -> Sweep:
 
 # %%
 assert len(runs(FULL)) == 9 and {r.n_steps for r in runs(FULL)} == {3950} and runs(QUICK)[0].n_steps == 320
+
 
 # %% [markdown]
 # ## Training one net
@@ -229,6 +231,7 @@ traj = smoke['trajectory']
 assert traj.step.max() == runs(SMOKE)[2].n_steps == 20 and 'R/stage1.block1.conv1' in traj and 'R/head.fc' in traj
 assert sorted(traj.dropna(subset=['llc']).step) == [5, 10, 15, 20] and smoke['nets'].stand_in.iloc[0] == STAND_IN
 smoke['nets']
+
 
 # %% [markdown]
 # ## One net's numbers, and the super-diffusion test
@@ -445,13 +448,18 @@ def run(cfg: CIFARConfig | None = None, out_dir=None, progress: bool = True, **r
 # %%
 import tempfile
 t0 = time.perf_counter()
-res = run(SMOKE, Path(tempfile.mkdtemp()) / 'cifar10-smoke', progress=False, workers=1)
+smoke_dir = Path(tempfile.mkdtemp()) / 'cifar10-smoke'
+res = run(SMOKE, smoke_dir, progress=False, workers=1)
 print(f'SMOKE: {time.perf_counter() - t0:.1f} s')
 s = res['summary'].set_index('quantity')
 assert (s.ci_low <= s.value).all() and (s.value <= s.ci_high).all()
 assert {'conv-8: d_s', 'residual-8-16: final LLC', 'Spearman rho: parameters vs early slope'} <= set(s.index)
 assert (res['tables']['data'] == 'STAND-IN (MNIST)').all()
+stacked = load_study(smoke_dir).trajectories                     # every run keeps its own per-layer columns
+assert stacked[stacked.run == 'residual-8-16']['R/stage1.block2.conv2'].notna().all()
+assert stacked[stacked.run == 'conv-8-16']['R/conv2.conv'].notna().all()
 res['tables']
+
 
 # %% [markdown]
 # ## Into the ledger
