@@ -117,3 +117,16 @@ def test_superdiffusive_time():
     R = np.where(t < 200, t, 200 * (t / 200) ** 0.25)
     ts, censored = superdiffusive_time(t, R)
     assert 120 < ts < 330 and not censored
+
+
+def test_rank_interval_covers_the_true_spearman_rho():
+    "Nine Gaussian pairs with correlation r: population Spearman rho = (6/pi) asin(r/2); the 95% interval covers it."
+    rng = np.random.default_rng(0)
+    r = 0.6
+    truth = 6 / np.pi * np.arcsin(r / 2)
+    hits = []
+    for k in range(150):
+        z = rng.multivariate_normal([0, 0], [[1, r], [r, 1]], 9)
+        t = rank_test(z[:, 0], z[:, 1], n_boot=1000, n_perm=100, seed=k)
+        hits.append(t['ci_low'] <= truth <= t['ci_high'])
+    assert 0.9 <= np.mean(hits) <= 1.0            # measured 0.98 over 300 sets (0.96 at r = 0)

@@ -248,7 +248,9 @@ smoke['nets']
 # "Larger nets show more super-diffusion" then predicts a positive rank correlation of both with the parameter
 # count. `rank_test` gives Spearman's ρ over the architectures, a 95% bootstrap interval (architectures
 # resampled) and a one-sided permutation p-value. With nine nets and one seed each, ρ must exceed about 0.6 to
-# reach p < 0.05: the test can find a strong trend and nothing weaker.
+# reach p < 0.05: the test can find a strong trend and nothing weaker. On nine Gaussian pairs with known population
+# ρ the interval covered it in 98% (ρ = 0.58) and 96% (ρ = 0) of 300 sets, so at this size it is, if anything,
+# conservative (`tests/test_cifar10.py` checks the coverage).
 
 # %%
 #| export
