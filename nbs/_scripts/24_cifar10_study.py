@@ -527,10 +527,11 @@ if have_quick:
         plt.show()
 
 # %% [markdown]
-# **What the quick stand-in run shows** (run here on 2026-11-24 with `--workers 1`). The nine runs took 11.5 min of
-# wall-clock time (656 s summed over runs, 3.9 min of CPU): other sessions' jobs kept the 2-core machine at a load
-# average of about 12, so the issue's 5-minute target was not met here; `timing.json` holds each run's time
-# (the slowest, residual-32-64-128, 156 s).
+# **What the quick stand-in run shows** (run here on 2026-11-24 with `--workers 1`). The nine runs took 9.5 min of
+# wall-clock time (555 s summed over runs, 3.9 min of CPU): other sessions' jobs kept the 2-core machine at a load
+# average of 8–12, so the issue's 5-minute target was not met here, and we could not time it on an idle machine;
+# `timing.json` holds each run's time (the slowest, residual-32-64-128, 147 s). A first run under heavier load
+# took 11.5 min and gave the same numbers to the last digit.
 #
 # * **The parameter counts** of all nine nets equal the paper's (column `params`).
 # * **No net learned anything.** Test accuracy is 0.07–0.15, chance being 0.10: at the paper's lr 0.001, plain SGD
