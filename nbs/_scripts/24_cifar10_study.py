@@ -59,9 +59,10 @@ torch.set_num_threads(1)   # two cores shared with other work
 # labelled MNIST stand-in of the [CIFAR-10 chapter](cifar10.html) (real digits, padded to 32×32, three planes),
 # shrunk to 16×16, 2,000 images, 20 epochs (320 steps) and 50-draw LLCs every 40 steps: all nine architectures,
 # a protocol cut to fit a shared 2-core CPU in minutes. Its numbers are **not** CIFAR-10 numbers and are never
-# filed as a reproduction. The full configuration is the paper's, on the real files:
-# `FRACSGD_DATA=/path/with/cifar-10-batches-py/.. fracsgd run cifar10 --full --out results/cifar10-full`
-# (add `--stand-in` to run the paper's protocol on the stand-in).
+# filed as a reproduction. The full configuration is the paper's, on the real files (`FRACSGD_DATA` names the
+# folder that holds `cifar-10-batches-py`; the [CIFAR-10 chapter](cifar10.html) shows the download):
+# `fracsgd run cifar10 --full --out results/cifar10-full`, then `save_compact_results('results/cifar10-full')`
+# (below). Add `--stand-in` to run the paper's protocol on the stand-in instead.
 
 # %%
 #| export
@@ -172,6 +173,13 @@ def sweep(cfg: CIFARConfig, device=None) -> Sweep:
 
 # %%
 assert len(runs(FULL)) == 9 and {r.n_steps for r in runs(FULL)} == {3950} and runs(QUICK)[0].n_steps == 320
+assert with_stand_in(FULL).data == 'stand-in' and with_stand_in(FULL).epochs == 50
+check_data(QUICK)                                    # the stand-in needs only the MNIST files: no error
+try:
+    check_data(FULL)                                 # here: no CIFAR-10 on disk
+    print('CIFAR-10 files found: the full configuration can run')
+except FileNotFoundError as e:
+    print(e)
 
 
 # %% [markdown]
