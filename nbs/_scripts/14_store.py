@@ -558,8 +558,8 @@ def _tables(folder, keys) -> dict:
     for key in keys:
         for path in sorted((_runs(folder) / key).glob('*.parquet')):
             parts.setdefault(path.stem, []).append(read_table(path).assign(key=key))
-    return {name: pd.concat(dfs, ignore_index=True)[['key', *dfs[0].columns.drop('key')]]
-            for name, dfs in parts.items()}
+    columns = lambda dfs: list(dict.fromkeys(c for df in dfs for c in df.columns if c != 'key'))  # all runs' columns
+    return {name: pd.concat(dfs, ignore_index=True)[['key', *columns(dfs)]] for name, dfs in parts.items()}
 
 def load_study(folder, everything: bool = False) -> Study:
     "The study in `folder`: runs table, tables (trajectories) and meta, all in one call."

@@ -465,6 +465,7 @@ assert (end['llc_end/paper'] < 0).all() and (end.llc_calibrated < 0).all() and (
 # %%
 res['figures']['trajectories']
 
+
 # %% [markdown]
 # The displacement of each parameter group for the first net: the recorder's `R/<group>` columns, one for each
 # linear layer (`layer1.0`, weight and bias), each batch norm (`layer1.1`, scale and shift) and the output layer.
@@ -483,6 +484,7 @@ def plot_layers(traj: pd.DataFrame, run: int, title: str = ''):
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
 
 # %%
 traj_q = load_study(quick_dir).trajectories

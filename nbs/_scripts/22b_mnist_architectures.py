@@ -87,6 +87,7 @@ assert sum(w.numel() for n, w in net.named_parameters() if w.dim() == 2) == weig
 assert round((PAPER_TABLE7.d_s / PAPER_TABLE7.llc).max(), 2) == 0.68
 PAPER_TABLE7.assign(architecture=PAPER_TABLE7.hidden.map(architecture_name), ours=counts).drop(columns='hidden')
 
+
 # %% [markdown]
 # ## Configurations
 #
@@ -129,6 +130,7 @@ def sweep(cfg: MNISTArchitecturesConfig, device=None) -> Sweep:
 # %%
 assert [r.n_steps for r in runs(FULL)] == [5000] * 17 and len({r.hidden for r in runs(FULL)}) == 17
 assert runs(QUICK)[0].n_steps == 300 and runs(QUICK)[0].lr == 1e-3 and runs(QUICK)[0].batch_size == 256
+
 
 # %% [markdown]
 # ## One row per architecture

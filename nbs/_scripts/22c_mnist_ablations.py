@@ -33,6 +33,7 @@ from fracsgd.studies.mnist_architectures import spearman_interval
 import torch
 torch.set_num_threads(1)   # two cores shared with other work
 
+
 # %% [markdown]
 # **What the paper says** (appendix H of the ICLR version; the arXiv version shows ablations as figures only): a
 # fully connected net on MNIST trained with SGD and with Adam over grids of learning rate, batch size and momentum;
@@ -113,6 +114,7 @@ assert len(grid(QUICK)) == 5 and len(grid(FULL)) == 2 * 3 * 4 + 3 and sum(r.n_ne
 assert {r.n_steps for r in runs(QUICK)} == {15 * 20}                 # batch 256: 20 steps an epoch
 assert {r.n_steps for r in runs(FULL)} == {100 * s for s in (157, 79, 40, 20)}
 assert len({r.first_seed for r in runs(FULL)}) == 27
+
 
 # %% [markdown]
 # ## One row per net

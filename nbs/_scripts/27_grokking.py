@@ -44,6 +44,7 @@ from fracsgd.studies.grokking_models import Accuracy, StepProjections, make_mode
 import torch
 torch.set_num_threads(1)   # two cores shared with other work
 
+
 # %% [markdown]
 # **What the paper did.** The arXiv version (appendix E, fig. 11, 13–14) trains a fully connected network with
 # embedding layers on modular division mod 53, the task of Power et al. (2022), with AdamW and "very drastic"
@@ -103,6 +104,7 @@ def config(full: bool | None = None) -> GrokkingConfig:
     "The quick configuration, or the paper-length one when `full` (or `FRACSGD_FULL=1`)."
     return FULL if full_mode(full) else QUICK
 
+
 # %% [markdown]
 # The models (an embedding MLP, a one-layer transformer) and the two measurements (accuracy, projected steps) are
 # in the [grokking models chapter](grokking_models.html).
@@ -161,6 +163,7 @@ def _optimizer(run: GrokkingRun, params):
         return torch.optim.SGD(params, lr=run.lr, weight_decay=run.weight_decay)
     raise ValueError(f"unknown optimizer {run.optimizer!r}: use 'adamw' or 'sgd'")
 
+
 # %%
 #| export
 def _loop(run, model, opt, train, gen, rec):
@@ -205,6 +208,7 @@ def sweep(cfg: GrokkingConfig, device=None) -> Sweep:
     "The study as a sweep for the runner."
     return Sweep('grokking', train_run, runs(cfg, device), device=device)
 
+
 # %%
 t0 = time.perf_counter()
 smoke = train_run(runs(SMOKE, 'cpu')[0])
@@ -217,6 +221,7 @@ lay = tab[[c for c in tab if c.startswith('R/')]]
 assert np.allclose((lay ** 2).sum(1), tab.R ** 2)               # the layers' squares add up to the total
 print(f'{smoke_seconds:.1f} s;', smoke['run_info'].iloc[0].to_dict())
 tab.dropna(subset=['llc/llc'])[['step', 'R', 'loss', 'acc/train', 'acc/test', 'llc/llc']]
+
 
 # %% [markdown]
 # ## Analysis of one run
@@ -276,11 +281,13 @@ def analyse_run(run: pd.DataFrame, cfg: GrokkingConfig, n_boot: int | None = Non
                 fits=fits_between_jumps(t, R, jumps['R'], n_boot=n_boot),
                 steps=step_statistics(run['dw/u0'].to_numpy()[1:], n_boot=n_boot))
 
+
 # %%
 smoke_res = analyse_run(tab, SMOKE)
 assert smoke_res['acc_start'] < 0.5 and smoke_res['steps'].n.iloc[0] > 0.9 * SMOKE.n_steps
 assert set(smoke_res['jumps']) == {'R', 'R/emb', 'R/fc1', 'R/fc2', 'R/out', 'llc', 'acc/test'}
 {k: smoke_res[k] for k in ('t_train99', 't_test90', 'acc_start', 'acc_final', 'transitions')}
+
 
 # %% [markdown]
 # ## The sweep and the summary
@@ -330,6 +337,7 @@ def per_run(traj: pd.DataFrame, cfg: GrokkingConfig) -> tuple[pd.DataFrame, dict
                          kurtosis=st.excess_kurtosis, hill=st.hill_index,
                          rho=a['rate']['rho'] if a['rate'] else np.nan))
     return pd.DataFrame(rows), full
+
 
 # %%
 #| export
@@ -393,12 +401,14 @@ def summarize(runs_df: pd.DataFrame, full: dict, cfg: GrokkingConfig, n_test: in
         raise ValueError(f"the reference run {key} (batch, weight decay, seed) is not in the study")
     return pd.DataFrame(rows + _reference_rows(full[key], cfg, n_test))
 
+
 # %%
 smoke_runs, smoke_full = per_run(tab, SMOKE)
 smoke_summary = summarize(smoke_runs, smoke_full, SMOKE, int(smoke['run_info'].n_test.iloc[0]))
 finite = smoke_summary.dropna(subset=['value'])      # a threshold never reached is NaN (the ledger: not run yet)
 assert (finite.ci_low <= finite.value).all() and (finite.value <= finite.ci_high).all()
 smoke_summary.head(8)
+
 
 # %% [markdown]
 # ## Figures
@@ -467,9 +477,11 @@ def plot_steps(run: pd.DataFrame, title: str = ''):
     fig.tight_layout()
     return fig
 
+
 # %%
 fig = plot_run(tab, smoke_res, 'SMOKE run (division mod 11, 300 steps)')
 plt.show()
+
 
 # %% [markdown]
 # ## One function runs the study
@@ -534,6 +546,7 @@ def save_compact_results(folder, ledger=None, compact_dir=None) -> Path:
         tmp.write_text(json.dumps(dict(seconds_train=round(float(info.seconds_train.sum()), 1),
                                        runs=int(len(info))), indent=1) + '\n')
     return dest
+
 
 # %% [markdown]
 # ## Results (quick configuration)

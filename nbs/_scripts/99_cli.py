@@ -48,7 +48,8 @@ STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
            'mnist-seeds': 'fracsgd.studies.mnist_seeds',
            'mnist-architectures': 'fracsgd.studies.mnist_architectures',
            'mnist-ablations': 'fracsgd.studies.mnist_ablations',
-           'grokking': 'fracsgd.studies.grokking'}
+           'grokking': 'fracsgd.studies.grokking',
+           'cifar10': 'fracsgd.studies.cifar10'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
@@ -73,6 +74,8 @@ def _parser():
     r.add_argument('--address', help='a Ray cluster to join (default: start a local Ray)')
     r.add_argument('--device', help='cpu, cuda, cuda:1, ... (default: cuda when available)')
     r.add_argument('--out', help='results folder (default: results/<study>/<quick|full>)')
+    r.add_argument('--stand-in', action='store_true',
+                   help="run on the study's labelled stand-in data (studies that offer one: cifar10)")
     r.add_argument('--no-progress', action='store_true')
     for name, text in [('status', 'done / failed / pending runs of a study folder'),
                        ('report', "a study folder's summary table")]:
@@ -125,6 +128,12 @@ def _run(args) -> int:
     try:
         full = full_mode()
         cfg = study.config(full)
+        if args.stand_in:
+            if not hasattr(study, 'with_stand_in'):
+                raise ValueError(f"study {args.study} has no stand-in data (--stand-in)")
+            cfg = study.with_stand_in(cfg)
+        if hasattr(study, 'check_data'):                 # missing data: say how to get it, before any run
+            study.check_data(cfg)
         out = results_folder(args.out, args.study, full)
         run_sweep(study.sweep(cfg, args.device), out, backend=args.backend, workers=args.workers,
                   address=args.address, progress=not args.no_progress)
