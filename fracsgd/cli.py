@@ -18,7 +18,8 @@ __all__ = ['STUDIES', 'BENCHMARKS', 'INPUT_ERRORS', 'results_folder', 'main']
 # %% ../nbs/99_cli.ipynb #e066f4c7
 STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
            'moons-posterior': 'fracsgd.studies.moons_posterior',
-           'mnist-seeds': 'fracsgd.studies.mnist_seeds'}
+           'mnist-seeds': 'fracsgd.studies.mnist_seeds',
+           'tinystories': 'fracsgd.studies.tinystories'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}

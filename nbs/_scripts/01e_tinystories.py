@@ -115,6 +115,7 @@ print(corpus_source)
 assert len(stories) > 500 and all(len(s.split()) >= 12 for s in stories)
 stories[:2]
 
+
 # %% [markdown]
 # ## Tokenizer
 #
@@ -148,6 +149,7 @@ assert len(tokenizer) == 2048 and tokenizer.eos_token_id == tokenizer.pad_token_
 text = stories[0][:80]
 assert tokenizer.decode(tokenizer(text)['input_ids']) == text                 # byte-level: lossless
 print(len(tokenizer(text)['input_ids']), 'tokens:', tokenizer.convert_ids_to_tokens(tokenizer(text)['input_ids'])[:12])
+
 
 # %% [markdown]
 # ## Token blocks, with the padding masked
@@ -232,6 +234,7 @@ assert torch.equal(tgt[:, :-1][real[:, :-1]], ids[:, 1:][real[:, :-1]])      # a
 assert (ids[~real & (ids != tokenizer.pad_token_id)].numel() <= len(ids))    # masked: padding, or a block's end
 print(f"{len(ids)} blocks of 64 tokens, {blocks.n_tokens:,} predicted tokens "
       f"({blocks.n_tokens / ids.numel():.0%} of the positions; the rest is padding or a block's last position)")
+
 
 # %% [markdown]
 # ## The loss on token blocks, and what $n$ counts

@@ -45,7 +45,8 @@ from fracsgd.sweep import run_sweep
 #| export
 STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
            'moons-posterior': 'fracsgd.studies.moons_posterior',
-           'mnist-seeds': 'fracsgd.studies.mnist_seeds'}
+           'mnist-seeds': 'fracsgd.studies.mnist_seeds',
+           'tinystories': 'fracsgd.studies.tinystories'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
