@@ -149,6 +149,11 @@ class CausalLMLogits(nn.Module):
     def get_input_embeddings(self):
         return self.lm.get_input_embeddings()
 
+    @property
+    def config(self):
+        "The wrapped model's configuration (context length, vocabulary)."
+        return self.lm.config
+
 def token_loss(tokens_per_block: float):
     "Per-block loss `(logits, targets) -> (B,)`: summed token NLL (−100 masked) / `tokens_per_block`."
     if not tokens_per_block > 0:

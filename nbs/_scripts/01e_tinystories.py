@@ -267,6 +267,11 @@ class CausalLMLogits(nn.Module):
     def get_input_embeddings(self):
         return self.lm.get_input_embeddings()
 
+    @property
+    def config(self):
+        "The wrapped model's configuration (context length, vocabulary)."
+        return self.lm.config
+
 def token_loss(tokens_per_block: float):
     "Per-block loss `(logits, targets) -> (B,)`: summed token NLL (−100 masked) / `tokens_per_block`."
     if not tokens_per_block > 0:
@@ -318,7 +323,7 @@ from transformers import GPTNeoConfig, GPTNeoForCausalLM
 tiny = GPTNeoForCausalLM(GPTNeoConfig(vocab_size=1000, hidden_size=8, num_layers=2, num_heads=2,
                                       attention_types=[[['global', 'local'], 1]], max_position_embeddings=32))
 for bad in (lambda: token_blocks(stories[:5], tokenizer, 16, model=tiny),
-            lambda: check_context(64, tiny)):
+            lambda: check_context(64, CausalLMLogits(tiny))):
     try:
         bad()
         raise AssertionError('should have raised')

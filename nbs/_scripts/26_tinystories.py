@@ -303,6 +303,7 @@ assert [(r.model, r.optimizer, r.steps, r.batch_size, r.lr, r.llc_every, r.llc_d
     (m, 'sgd', 1000, 16, 1e-5, 100, 400) for m in PAPER_MODELS]
 assert all(r.stand_in for r in runs(QUICK)) and not any(r.stand_in for r in runs(FULL))
 
+
 # %% [markdown]
 # ## From a trajectory to table 1's numbers
 #
@@ -430,6 +431,7 @@ p = PAPER_TABLES
 assert (abs(p.d_s / (2 * p.llc) - p.alpha) < 0.01).all()              # α = d_s/(2λ) to the last printed digit
 assert round((p.d_s / p.llc)[p.optimizer == 'sgd'].max(), 2) == 0.98
 assert (p.d_s > p.llc).sum() == 1                                      # table 4's TinyStories-1M row: d_s > λ
+
 
 # %%
 #| export
