@@ -77,6 +77,7 @@ class LMRun:
     stand_in_lr: float = 3e-3
     seed: int = 0
     device: str | None = None
+    cpu_threads: int = 1               # torch threads on a CPU (2 threads on 2 busy cores ran ~5x slower here)
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -166,6 +167,8 @@ def _optimizer(run: LMRun, params):
 def train_run(run: LMRun) -> dict:
     "Train `run.model` on `run.steps` steps; its trajectory (R, R/<group>, loss, LLC every `llc_every`)."
     device = torch.device(run.device) if run.device else default_device()
+    if device.type == 'cpu':
+        torch.set_num_threads(run.cpu_threads)
     t0 = time.perf_counter()
     model, blocks, llc_data, source = prepare(run)
     model.to(device).train()
