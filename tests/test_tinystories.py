@@ -137,3 +137,27 @@ def test_matches_devinterp_on_a_language_model():
     # independent chains, same target: 3 combined standard errors (fixed seeds: deterministic)
     assert abs(ours.llc - dev_llc) < 3 * math.hypot(ours.llc_se, dev_se), (ours.llc, ours.llc_se, dev_llc, dev_se)
     assert ours.llc > 0 and ours.llc_se < 0.2 * ours.llc
+
+
+def test_hub_loading_code_on_local_files_in_the_hub_formats(tmp_path, tokenizer, monkeypatch):
+    """The non-stand-in path (`from_pretrained`, `datasets.load_dataset`) on a model folder written by
+    `save_pretrained` and a dataset folder holding a parquet shard with a `text` column, as on the hub."""
+    import functools
+    import pandas as pd
+    from fracsgd.studies import tinystories as study
+    model_dir, data_dir = tmp_path / 'model', tmp_path / 'TinyStories'
+    _gpt_neo(vocab=len(tokenizer), ctx=64).lm.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    stories, _ = stand_in_stories()
+    (data_dir / 'data').mkdir(parents=True)
+    pd.DataFrame({'text': stories[:60]}).to_parquet(data_dir / 'data' / 'train-00000-of-00001.parquet')
+    got, where = load_stories(str(data_dir), n_stories=50)
+    assert got == stories[:50] and 'hub dataset' in where
+    monkeypatch.setattr(study, 'load_stories', functools.partial(load_stories, str(data_dir)))
+    run = study.LMRun(model=str(model_dir), steps=12, llc_every=6, llc_draws=3, llc_blocks=8, block_size=16,
+                      batch_size=4, n_stories=40, device='cpu')
+    with pytest.warns(UserWarning):                      # a 3-draw LLC is flagged, as it should be
+        out = study.train_run(run)
+    traj = out['trajectory']
+    assert len(traj) == 13 and traj.llc.notna().sum() == 2 and 'from the hub' in out['data_source']
+    assert 'STAND-IN' not in out['data_source'] and traj.R.iloc[-1] > 0

@@ -72,7 +72,9 @@ torch.set_num_threads(1)   # two cores shared with other work
 # stand-in tokenizer (2,048 byte-level BPE tokens instead of GPT-Neo's 50,257), and the weights are not
 # TinyStories' but come from a short training here (Adam, lr $3\cdot10^{-3}$, a few hundred steps) on the stand-in
 # corpus. The paper's protocol then starts from that model. Because its pretraining is short, the stand-in sits
-# much less deep in a minimum than the real TinyStories-1M.
+# much less deep in a minimum than the real TinyStories-1M. The hub path is tested offline
+# (`tests/test_tinystories.py`) on files in the hub's formats that the test writes: a model folder from
+# `save_pretrained` and a dataset folder with a parquet shard of stories.
 
 # %%
 #| export
