@@ -687,7 +687,8 @@ else:
 #   At the paper's 400 draws the scatter would shrink about three-fold; the negative estimate says the stand-in is
 #   not at a local minimum, which is the same finding as the near-ballistic slope. The LLC sample holds 256
 #   blocks with 10,885 predicted tokens, so $n\beta$ = 10,885 / log 10,885 = 1,171 with $n$ in tokens; counted in
-#   blocks it would be 256 / log 256 = 46, and every LLC 25 times smaller.
+#   blocks it would be 256 / log 256 = 46, a posterior 25 times hotter and a different LLC (not simply 25 times
+#   smaller: the chains would also wander further from $w^*$).
 #
 # To test tables 1 and 4 and fig. 20, run the full configuration where the hub is reachable (command above): it
 # loads the three real models and TinyStories with the same code.
