@@ -22,7 +22,8 @@ STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
            'mnist-architectures': 'fracsgd.studies.mnist_architectures',
            'mnist-ablations': 'fracsgd.studies.mnist_ablations',
            'grokking': 'fracsgd.studies.grokking',
-           'cifar10': 'fracsgd.studies.cifar10'}
+           'cifar10': 'fracsgd.studies.cifar10',
+           'tinystories': 'fracsgd.studies.tinystories'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}

@@ -452,7 +452,7 @@ def stale_rows(ledger=None, claims=None) -> list[str]:
                 problems.append(f'{r.claim_id} ({source}): the claims table no longer maps it to this study')
                 continue
             f = fresh.loc[r.claim_id]
-            same = all(np.isclose(getattr(r, k), f[k], rtol=1e-12, atol=0) for k in ('value', 'ci_low', 'ci_high'))
+            same = all(np.isclose(getattr(r, k), f[k], rtol=1e-12, atol=0, equal_nan=True) for k in ('value', 'ci_low', 'ci_high'))
             if not same or (r.verdict, r.config, r.config_hash) != (f.verdict, f.config, f.config_hash):
                 problems.append(f'{r.claim_id} ({source}): recorded {r.verdict} {r.value} [{r.ci_low}, {r.ci_high}], '
                                 f'the result gives {f.verdict} {f.value} [{f.ci_low}, {f.ci_high}]')
