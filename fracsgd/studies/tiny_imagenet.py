@@ -30,7 +30,8 @@ from ..sweep import Sweep, run_sweep
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'ARCHS', 'FULL', 'QUICK', 'SMOKE', 'PAPER_TABLE1', 'ImageNetInput', 'FineTuneNet',
            'PretrainedWeightsMissing', 'build_net', 'TinyRun', 'run_data', 'pretrain_from_scratch', 'head_features',
            'stop_now', 'evaluate', 'llc_settings', 'train_run', 'TinyConfig', 'stand_in_mode', 'config', 'runs',
-           'sweep', 'analyse_run', 'summarize', 'plot_fig19', 'table1', 'per_run', 'report', 'run', 'save_compact']
+           'sweep', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end', 'table1', 'per_run', 'report', 'run',
+           'save_compact', 'llc_cost', 'cost_in_fresh_process']
 
 # %% ../../nbs/25_tiny_imagenet.ipynb #90f814f7
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -236,7 +237,7 @@ def _head_phase(model, feats, y, run, rec, gen) -> tuple[int, list]:
             opt.step()
             t += 1
             rec.record(t, loss)
-            total += float(loss) * len(idx)
+            total += loss.item() * len(idx)
         losses.append(total / len(y))
         if stop_now(losses, run.patience, run.min_improvement):
             break
@@ -422,7 +423,7 @@ def summarize(per_run: pd.DataFrame, origin: str = 'start') -> pd.DataFrame:
     "The summary: per architecture λ, d_s, α, r² (table 1) and the change of slope at the switch (fig. 19)."
     rows = []
     for r in per_run.itertuples():
-        tag = f' [{r.stand_in}]' if r.stand_in else ''
+        tag = ' [STAND-IN]' if r.stand_in else ''
         rows += [_row(f'{r.arch}: LLC λ', r.llc, r.llc_lo, r.llc_hi, f'mean of the last {r.n_llc} estimates{tag}'),
                  _row(f'{r.arch}: d_s', r.d_s, r.d_s_lo, r.d_s_hi, f'2 λ α, eq. 17, origin {origin!r}{tag}'),
                  _row(f'{r.arch}: alpha', r.alpha, r.alpha_lo, r.alpha_hi, f'eq.-17 slope on the SGD phase{tag}'),
@@ -450,6 +451,16 @@ def plot_fig19(traj: pd.DataFrame, arch: str, title: str = ''):
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+def per_layer_end(traj: pd.DataFrame) -> pd.DataFrame:
+    """Each layer's displacement at the last step, one row per architecture and layer. The head phase moves only the
+    head, so for every other layer this is what the SGD phase moved it."""
+    rows = []
+    for arch, g in traj.groupby('arch', sort=False):
+        last = g[g.R.notna()].sort_values('step').iloc[-1]
+        rows += [dict(arch=arch, layer=c[2:].removeprefix('net.'), R_end=float(last[c]))
+                 for c in g if c.startswith('R/') and pd.notna(last[c])]
+    return pd.DataFrame(rows)
 
 def table1(per_run: pd.DataFrame) -> pd.DataFrame:
     "Table 1's vision rows: ours beside the paper's."
@@ -491,6 +502,7 @@ def report(folder, cfg: TinyConfig | None = None) -> dict:
     keep = ['key', 'arch', 'step', 'phase', 'R', 'R_switch', 'loss', 'llc', 'llc_se', 'llc_flagged']
     keep += [c for c in traj if c.startswith('R/') and ('fc' in c or 'classifier.6' in c)]
     write_table(traj[[c for c in keep if c in traj]], out / 'trajectory_compact.parquet')
+    write_table(per_layer_end(traj), out / 'layers.csv')
     figs = {}
     for arch in runs_.arch:
         figs[f'fig19_{arch}'] = plot_fig19(traj[traj.arch == arch], arch,
@@ -515,7 +527,58 @@ def save_compact(folder, ledger=None, compact_dir=None) -> Path:
     import shutil
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     dest = Path(compact_dir or COMPACT) / 'tiny-imagenet' / compact_label(study_configuration(folder))
-    for name in ('per_run.csv', 'trajectory_compact.parquet'):
+    for name in ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv'):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
     return dest
+
+# %% ../../nbs/25_tiny_imagenet.ipynb #468b245d
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+def llc_cost(arch: str = 'resnet18', image_size: int = 224, batch: int = 128, n1: int = 1, n2: int = 3,
+             sgd_steps: int = 2, diag_every: int = 20, device=None) -> dict:
+    "Seconds per SGD step, per SGLD step (table 3's setting) and per floor step for `arch` at `batch` images."
+    device = torch.device(device) if device else default_device()
+    model = build_net(arch, 'scratch', image_size).to(device)
+    model.new_head(200)
+    g = torch.Generator().manual_seed(0)
+    X = torch.randint(0, 256, (batch, 3, 64, 64), dtype=torch.uint8, generator=g).to(device)
+    y = torch.randint(0, 200, (batch,), generator=g).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-5)
+    def step(noise=None):
+        model.train()
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if noise is not None:
+            noise.normal_()
+    step()                                                                   # warm-up
+    sgd = _timed(lambda: [step() for _ in range(sgd_steps)]) / sgd_steps
+    noise = torch.empty(sum(p.numel() for p in model.parameters()), device=device)
+    floor = _timed(lambda: [step(noise) for _ in range(sgd_steps)]) / sgd_steps
+    s = PAPER_PRESET.replace(batch_size=batch, n_beta=batch / math.log(batch), diag_every=diag_every)
+    def llc(n):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            estimate_llc(model, (X, y), 'classification', s.replace(n_draws=n), device=device, eval_batch=batch)
+    sgld = (_timed(lambda: llc(n2)) - _timed(lambda: llc(n1))) / (n2 - n1)
+    return dict(arch=arch, image_size=image_size, batch=batch, n_params=int(noise.numel()),
+                sgd_step_s=sgd, sgld_step_s=sgld, floor_step_s=floor, ratio=sgld / sgd, ratio_at_floor=floor / sgd)
+
+def cost_in_fresh_process(timeout: float = 3600, **kw) -> dict:
+    "`llc_cost(**kw)` in a new Python process (one thread), with that process's peak resident memory in GB."
+    import subprocess, sys
+    code = ("import json, resource, torch; torch.set_num_threads(1); "
+            "from fracsgd.studies.tiny_imagenet import llc_cost; "
+            f"r = llc_cost(**{kw!r}); "
+            "r['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20; print(json.dumps(r))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=timeout)
+    if out.returncode:
+        raise RuntimeError(f"llc_cost failed in its process: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])

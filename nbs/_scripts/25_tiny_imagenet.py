@@ -333,7 +333,7 @@ def _head_phase(model, feats, y, run, rec, gen) -> tuple[int, list]:
             opt.step()
             t += 1
             rec.record(t, loss)
-            total += float(loss) * len(idx)
+            total += loss.item() * len(idx)
         losses.append(total / len(y))
         if stop_now(losses, run.patience, run.min_improvement):
             break
@@ -561,7 +561,7 @@ def summarize(per_run: pd.DataFrame, origin: str = 'start') -> pd.DataFrame:
     "The summary: per architecture λ, d_s, α, r² (table 1) and the change of slope at the switch (fig. 19)."
     rows = []
     for r in per_run.itertuples():
-        tag = f' [{r.stand_in}]' if r.stand_in else ''
+        tag = ' [STAND-IN]' if r.stand_in else ''
         rows += [_row(f'{r.arch}: LLC λ', r.llc, r.llc_lo, r.llc_hi, f'mean of the last {r.n_llc} estimates{tag}'),
                  _row(f'{r.arch}: d_s', r.d_s, r.d_s_lo, r.d_s_hi, f'2 λ α, eq. 17, origin {origin!r}{tag}'),
                  _row(f'{r.arch}: alpha', r.alpha, r.alpha_lo, r.alpha_hi, f'eq.-17 slope on the SGD phase{tag}'),
@@ -594,6 +594,16 @@ def plot_fig19(traj: pd.DataFrame, arch: str, title: str = ''):
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+def per_layer_end(traj: pd.DataFrame) -> pd.DataFrame:
+    """Each layer's displacement at the last step, one row per architecture and layer. The head phase moves only the
+    head, so for every other layer this is what the SGD phase moved it."""
+    rows = []
+    for arch, g in traj.groupby('arch', sort=False):
+        last = g[g.R.notna()].sort_values('step').iloc[-1]
+        rows += [dict(arch=arch, layer=c[2:].removeprefix('net.'), R_end=float(last[c]))
+                 for c in g if c.startswith('R/') and pd.notna(last[c])]
+    return pd.DataFrame(rows)
 
 def table1(per_run: pd.DataFrame) -> pd.DataFrame:
     "Table 1's vision rows: ours beside the paper's."
@@ -642,6 +652,7 @@ def report(folder, cfg: TinyConfig | None = None) -> dict:
     keep = ['key', 'arch', 'step', 'phase', 'R', 'R_switch', 'loss', 'llc', 'llc_se', 'llc_flagged']
     keep += [c for c in traj if c.startswith('R/') and ('fc' in c or 'classifier.6' in c)]
     write_table(traj[[c for c in keep if c in traj]], out / 'trajectory_compact.parquet')
+    write_table(per_layer_end(traj), out / 'layers.csv')
     figs = {}
     for arch in runs_.arch:
         figs[f'fig19_{arch}'] = plot_fig19(traj[traj.arch == arch], arch,
@@ -666,10 +677,95 @@ def save_compact(folder, ledger=None, compact_dir=None) -> Path:
     import shutil
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     dest = Path(compact_dir or COMPACT) / 'tiny-imagenet' / compact_label(study_configuration(folder))
-    for name in ('per_run.csv', 'trajectory_compact.parquet'):
+    for name in ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv'):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
     return dest
+
+
+# %% [markdown]
+# ## Memory and speed of the LLC on a ResNet
+#
+# The LLC of an 11-million-weight net must not keep a copy of the weights per draw: the sampler keeps only each
+# draw's loss, and its diagnostics (MALA acceptance, every 20 steps) work through the weights a slice at a time
+# (`fracsgd.sgld.sum_sq`) instead of holding float64 copies. `llc_cost` times, in one process and on the same
+# batch, a plain SGD step (forward, backward, update), an SGLD step of `estimate_llc` in table 3's setting (the
+# difference of two runs with `n1` and `n2` draws, so set-up and baseline cancel), and the floor: a plain step plus
+# one Gaussian number per weight, the work no SGLD step can skip. `cost_in_fresh_process` runs it in a new Python
+# process and adds that process's peak resident memory.
+
+# %%
+#| export
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+def llc_cost(arch: str = 'resnet18', image_size: int = 224, batch: int = 128, n1: int = 1, n2: int = 3,
+             sgd_steps: int = 2, diag_every: int = 20, device=None) -> dict:
+    "Seconds per SGD step, per SGLD step (table 3's setting) and per floor step for `arch` at `batch` images."
+    device = torch.device(device) if device else default_device()
+    model = build_net(arch, 'scratch', image_size).to(device)
+    model.new_head(200)
+    g = torch.Generator().manual_seed(0)
+    X = torch.randint(0, 256, (batch, 3, 64, 64), dtype=torch.uint8, generator=g).to(device)
+    y = torch.randint(0, 200, (batch,), generator=g).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-5)
+    def step(noise=None):
+        model.train()
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if noise is not None:
+            noise.normal_()
+    step()                                                                   # warm-up
+    sgd = _timed(lambda: [step() for _ in range(sgd_steps)]) / sgd_steps
+    noise = torch.empty(sum(p.numel() for p in model.parameters()), device=device)
+    floor = _timed(lambda: [step(noise) for _ in range(sgd_steps)]) / sgd_steps
+    s = PAPER_PRESET.replace(batch_size=batch, n_beta=batch / math.log(batch), diag_every=diag_every)
+    def llc(n):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            estimate_llc(model, (X, y), 'classification', s.replace(n_draws=n), device=device, eval_batch=batch)
+    sgld = (_timed(lambda: llc(n2)) - _timed(lambda: llc(n1))) / (n2 - n1)
+    return dict(arch=arch, image_size=image_size, batch=batch, n_params=int(noise.numel()),
+                sgd_step_s=sgd, sgld_step_s=sgld, floor_step_s=floor, ratio=sgld / sgd, ratio_at_floor=floor / sgd)
+
+def cost_in_fresh_process(timeout: float = 3600, **kw) -> dict:
+    "`llc_cost(**kw)` in a new Python process (one thread), with that process's peak resident memory in GB."
+    import subprocess, sys
+    code = ("import json, resource, torch; torch.set_num_threads(1); "
+            "from fracsgd.studies.tiny_imagenet import llc_cost; "
+            f"r = llc_cost(**{kw!r}); "
+            "r['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20; print(json.dumps(r))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=timeout)
+    if out.returncode:
+        raise RuntimeError(f"llc_cost failed in its process: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# %% [markdown]
+# Measured once here with `cost_in_fresh_process` (the 224-pixel row takes several minutes on one thread, so it is
+# not re-run on this page; the `#| heavy` cell below re-measures and rewrites the committed table):
+
+# %%
+#| heavy
+rows = [cost_in_fresh_process(arch='resnet18', image_size=224, batch=128),
+        cost_in_fresh_process(arch='resnet18', image_size=32, batch=16, n1=20, n2=60, sgd_steps=20)]
+write_table(pd.DataFrame(rows), COMPACT / 'tiny-imagenet' / 'llc_cost.csv')
+
+# %%
+cost_file = COMPACT / 'tiny-imagenet' / 'llc_cost.csv'
+if cost_file.exists():
+    cost = read_table(cost_file)
+    assert (cost.peak_rss_gb < 8).all() and (cost.n_params > 11e6).all()
+    display_cost = cost.round(4)
+else:
+    display_cost = 'not measured in this checkout'
+display_cost
 
 
 # %% [markdown]
@@ -692,6 +788,75 @@ head_only = traj[(traj.phase == 'adam-head') & traj.R.notna()]
 assert np.allclose(head_only.R, head_only['R/net.fc'], rtol=1e-5)          # phase 1 moves the head and nothing else
 assert json.loads((smoke_dir / 'meta.json').read_text())['stand_in'].startswith('STAND-IN')
 res['summary']
+
+# %% [markdown]
+# ## Results of the quick configuration, on the stand-in
+#
+# QUICK is the protocol cut to fit a shared 2-core CPU: 10 classes instead of 200, 32 training and 20 test images
+# per class, images resized to 32×32 instead of 224×224, batch 16 instead of 128, 60 SGD steps instead of 2,000, the
+# LLC every 20 SGD steps with 16 draws instead of every 100 with 400; the head phase keeps the paper's Adam
+# settings and stopping rule. Here it ran on the stand-in (MNIST digits; each net "pretrained" for 20 Adam steps
+# from scratch on other digits). It was run once with
+#
+# ```
+# FRACSGD_DATA=/path/to/data fracsgd run tiny-imagenet --quick --stand-in --out /tmp/tiny-imagenet-quick
+# ```
+#
+# and its compact results were committed (`save_compact`); the cell below shows them. The paper's configuration
+# (real Tiny ImageNet, ImageNet weights, all settings of appendix G.2; a GPU) is
+#
+# ```
+# FRACSGD_DATA=/path/with/tiny-imagenet-200 fracsgd run tiny-imagenet --full --out results/tiny-imagenet-full
+# ```
+
+# %%
+from IPython.display import display
+quick_dir = COMPACT / 'tiny-imagenet' / 'quick-stand-in'
+have_quick = (quick_dir / 'per_run.csv').exists()
+if have_quick:
+    prov = json.loads((quick_dir / 'provenance.json').read_text())
+    q_runs = read_table(quick_dir / 'per_run.csv')
+    q_sum = read_table(quick_dir / 'summary.csv')
+    print(f"QUICK configuration on the STAND-IN ({prov['stand_in']}), run {prov['session']['time']}: "
+          f"{prov['run_seconds'] / 60:.1f} min of run time in all, over 2 worker processes (one thread each) "
+          f"while other jobs shared the CPU")
+    display(q_runs[['arch', 'n_params', 'switch', 'test_accuracy_head', 'test_accuracy', 'seconds']].round(3))
+    print('Table 1, vision rows: ours (QUICK, STAND-IN) beside the paper\'s')
+    display(table1(q_runs).round(4))
+else:
+    print('The quick results are not in this checkout: run the command above, then save_compact(folder).')
+
+# %%
+if have_quick:
+    layers = read_table(quick_dir / 'layers.csv')
+    print('Displacement per layer at the end (all but the head: moved by the SGD phase only); largest five per net')
+    display(layers[~layers.layer.isin(['fc', 'classifier.6'])].sort_values('R_end', ascending=False)
+            .groupby('arch', sort=False).head(5).round(5))
+
+# %%
+if have_quick:
+    q_traj = read_table(quick_dir / 'trajectory_compact.parquet')
+    for arch in q_runs.arch:
+        plot_fig19(q_traj[q_traj.arch == arch], arch, f'fig. 19 ({arch}), QUICK — STAND-IN')
+        plt.show()
+
+# %% [markdown]
+# ## Into the claims ledger
+#
+# `save_compact` records table 1's ResNet18, ResNet34 and VGG16 rows and fig. 19 from a finished folder. The
+# quick run above is a stand-in's, so its rows are filed under `quick-stand-in` with the verdict "not run at paper
+# scale", whatever the numbers say. The smoke run above is labelled a custom stand-in configuration; the rows the
+# ledger holds for this study:
+
+# %%
+from fracsgd.ledger import read_ledger
+assert study_configuration(smoke_dir)['config'] == 'custom-stand-in'
+led = read_ledger()
+mine = led[led.claim_id.str.startswith(('tab1-resnet', 'tab1-vgg', 'fig19'))]
+if have_quick:
+    assert len(mine) == 13 and (mine.verdict == 'not run at paper scale').all(), mine
+    assert (mine.config == 'quick-stand-in').all() and mine.note.str.startswith('STAND-IN').all()
+mine[['claim_id', 'config', 'value', 'ci_low', 'ci_high', 'verdict']]
 
 # %%
 #| hide

@@ -45,7 +45,8 @@ from fracsgd.sweep import run_sweep
 #| export
 STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
            'moons-posterior': 'fracsgd.studies.moons_posterior',
-           'mnist-seeds': 'fracsgd.studies.mnist_seeds'}
+           'mnist-seeds': 'fracsgd.studies.mnist_seeds',
+           'tiny-imagenet': 'fracsgd.studies.tiny_imagenet'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
@@ -70,6 +71,9 @@ def _parser():
     r.add_argument('--address', help='a Ray cluster to join (default: start a local Ray)')
     r.add_argument('--device', help='cpu, cuda, cuda:1, ... (default: cuda when available)')
     r.add_argument('--out', help='results folder (default: results/<study>/<quick|full>)')
+    r.add_argument('--stand-in', action='store_true',
+                   help="when the paper's data or weights cannot be had: run on a labelled stand-in "
+                        "(FRACSGD_STAND_IN=1; studies that have one)")
     r.add_argument('--no-progress', action='store_true')
     for name, text in [('status', 'done / failed / pending runs of a study folder'),
                        ('report', "a study folder's summary table")]:
@@ -118,6 +122,7 @@ def _run(args) -> int:
     "`fracsgd run`: the sweep (resuming), then the report."
     if args.full or args.quick:
         os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
+    os.environ['FRACSGD_STAND_IN'] = '1' if args.stand_in else '0'   # without it, missing data is an error
     study = importlib.import_module(STUDIES[args.study])
     try:
         full = full_mode()
