@@ -256,6 +256,7 @@ assert wrong.classes == ['images'] and {t for _, t in wrong.samples} == {0}
 print(f"ImageFolder on val/: classes {wrong.classes}, labels {sorted({t for _, t in wrong.samples})}; "
       f"ours: labels {sorted(set(val.y.tolist()))}")
 
+
 # %% [markdown]
 # The checks: a missing dataset, a truncated archive, a damaged image, and a head of the wrong size.
 
