@@ -19,8 +19,8 @@ from .core import check_range, check_whole, replace_checked
 from .stack import ModelStack, batched_loss, chain_minibatches, chain_seed
 
 # %% auto #0
-__all__ = ['PAPER_PRESET', 'RELAXATIONS_AFTER_BURNIN', 'default_n_beta', 'SGLDSettings', 'preset', 'SGLDDivergenceError',
-           'LangevinState', 'mala_acceptance', 'SGLDRun', 'SGLDSampler', 'phases_to_halve']
+__all__ = ['PAPER_PRESET', 'CHUNK', 'RELAXATIONS_AFTER_BURNIN', 'default_n_beta', 'SGLDSettings', 'preset', 'SGLDDivergenceError',
+           'LangevinState', 'sum_sq', 'mala_acceptance', 'SGLDRun', 'SGLDSampler', 'phases_to_halve']
 
 # %% ../nbs/09_sgld.ipynb #75b935be
 def default_n_beta(n: int) -> float:
@@ -119,11 +119,20 @@ class LangevinState(NamedTuple):
     potential: torch.Tensor
     grad: torch.Tensor
 
+CHUNK = 1 << 20
+
+def sum_sq(fn, *tensors: torch.Tensor) -> torch.Tensor:
+    "Σ over the last axis of `fn(*tensors)`², evaluated in float64 one `CHUNK` of columns at a time: [rows]."
+    total = 0
+    for parts in zip(*(t.split(CHUNK, dim=-1) for t in tensors)):
+        total = total + fn(*(p.double() for p in parts)).pow(2).sum(-1)
+    return total
+
 def mala_acceptance(old: LangevinState, new: LangevinState, step_size: float) -> torch.Tensor:
     "MALA's acceptance probability [chains] of the Langevin proposal `old -> new` with step size `step_size`."
     eps = step_size
-    log_q_forward = -(new.w - old.w + eps / 2 * old.grad).pow(2).sum(1) / (2 * eps)      # log q(new | old)
-    log_q_backward = -(old.w - new.w + eps / 2 * new.grad).pow(2).sum(1) / (2 * eps)     # log q(old | new)
+    log_q_forward = -sum_sq(lambda w1, w0, g0: w1 - w0 + eps / 2 * g0, new.w, old.w, old.grad) / (2 * eps)
+    log_q_backward = -sum_sq(lambda w0, w1, g1: w0 - w1 + eps / 2 * g1, old.w, new.w, new.grad) / (2 * eps)
     log_a = (old.potential - new.potential) + log_q_backward - log_q_forward
     return torch.exp(log_a.clamp(max=0.0))
 
@@ -211,10 +220,11 @@ def _check_finite(self: SGLDSampler, trace: torch.Tensor, steps: tuple[int, int]
 @patch
 def _state(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grad: torch.Tensor,
            chains: _Chains) -> LangevinState:
-    "The potential n_beta L_B + gamma/2 |w - w*|^2 and its gradient at `w` [chains, params], in float64."
+    """The potential n_beta L_B + gamma/2 |w - w*|^2 (float64) and its gradient at `w` [chains, params] (in the
+    weights' dtype: one copy of the weights, whatever the model's size)."""
     gamma, w_star = chains.settings.localization, chains.w_star
-    potential = self.n_beta * loss.double() + gamma / 2 * (w - w_star).double().pow(2).sum(1)
-    return LangevinState(w.double(), potential, (self.n_beta * grad + gamma * (w - w_star)).double())
+    potential = self.n_beta * loss.double() + gamma / 2 * sum_sq(torch.sub, w, w_star)
+    return LangevinState(w, potential, torch.sub(w, w_star).mul_(gamma).add_(grad, alpha=self.n_beta))
 
 @patch
 def _before_step(self: SGLDSampler, w, loss, grads, noise, chains: _Chains) -> dict:

@@ -212,7 +212,8 @@ class SGLDDivergenceError(FloatingPointError):
 # $U = n\beta L_B + \tfrac\gamma2\|w-w^*\|^2$. SGLD never rejects, but this probability measures how far the
 # discretization is from exact: it should stay near 1 (Lau et al. 2024, app. H.1, recommend about 0.9 or more).
 # `LangevinState` is a point with its potential and gradient; `mala_acceptance` compares two of them, in
-# float64.
+# float64. It works through the weights a slice at a time (`CHUNK` numbers), so a ResNet-sized model costs no
+# float64 copy of its weights: only the slice is converted.
 
 # %%
 #| export
@@ -222,11 +223,20 @@ class LangevinState(NamedTuple):
     potential: torch.Tensor
     grad: torch.Tensor
 
+CHUNK = 1 << 20
+
+def sum_sq(fn, *tensors: torch.Tensor) -> torch.Tensor:
+    "Σ over the last axis of `fn(*tensors)`², evaluated in float64 one `CHUNK` of columns at a time: [rows]."
+    total = 0
+    for parts in zip(*(t.split(CHUNK, dim=-1) for t in tensors)):
+        total = total + fn(*(p.double() for p in parts)).pow(2).sum(-1)
+    return total
+
 def mala_acceptance(old: LangevinState, new: LangevinState, step_size: float) -> torch.Tensor:
     "MALA's acceptance probability [chains] of the Langevin proposal `old -> new` with step size `step_size`."
     eps = step_size
-    log_q_forward = -(new.w - old.w + eps / 2 * old.grad).pow(2).sum(1) / (2 * eps)      # log q(new | old)
-    log_q_backward = -(old.w - new.w + eps / 2 * new.grad).pow(2).sum(1) / (2 * eps)     # log q(old | new)
+    log_q_forward = -sum_sq(lambda w1, w0, g0: w1 - w0 + eps / 2 * g0, new.w, old.w, old.grad) / (2 * eps)
+    log_q_backward = -sum_sq(lambda w0, w1, g1: w0 - w1 + eps / 2 * g1, old.w, new.w, new.grad) / (2 * eps)
     log_a = (old.potential - new.potential) + log_q_backward - log_q_forward
     return torch.exp(log_a.clamp(max=0.0))
 
@@ -430,10 +440,11 @@ except SGLDDivergenceError as e:
 @patch
 def _state(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grad: torch.Tensor,
            chains: _Chains) -> LangevinState:
-    "The potential n_beta L_B + gamma/2 |w - w*|^2 and its gradient at `w` [chains, params], in float64."
+    """The potential n_beta L_B + gamma/2 |w - w*|^2 (float64) and its gradient at `w` [chains, params] (in the
+    weights' dtype: one copy of the weights, whatever the model's size)."""
     gamma, w_star = chains.settings.localization, chains.w_star
-    potential = self.n_beta * loss.double() + gamma / 2 * (w - w_star).double().pow(2).sum(1)
-    return LangevinState(w.double(), potential, (self.n_beta * grad + gamma * (w - w_star)).double())
+    potential = self.n_beta * loss.double() + gamma / 2 * sum_sq(torch.sub, w, w_star)
+    return LangevinState(w, potential, torch.sub(w, w_star).mul_(gamma).add_(grad, alpha=self.n_beta))
 
 @patch
 def _before_step(self: SGLDSampler, w, loss, grads, noise, chains: _Chains) -> dict:

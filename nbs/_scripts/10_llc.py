@@ -317,10 +317,12 @@ assert list(fake.diagnostics.step_size) == [1e-4, 5e-5]                    # as 
 # %%
 #| export
 def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSettings | None = None, *,
-                 device=None, chunk_size: int | None = None, progress: bool = False, **changes) -> LLCResult:
+                 device=None, chunk_size: int | None = None, progress: bool = False, eval_batch: int = 4096,
+                 **changes) -> LLCResult:
     """The LLC of a model, or of each of a list of same-architecture models, by SGLD under `settings`
     (default `SGLDSettings()`) with keyword `changes` to it.
-    `progress=True` shows a bar over all SGLD steps."""
+    `progress=True` shows a bar over all SGLD steps; `eval_batch` images at a time enter the baseline L_n(w*)
+    (lower it for large images: its activations are held for that many at once)."""
     single = not isinstance(model_or_models, (list, tuple, nn.ModuleList))
     models = [model_or_models] if single else list(model_or_models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
@@ -337,15 +339,16 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
         stack = ModelStack(models, device)
         stack.template.to(device)
         sampler = SGLDSampler(stack, loss_fn, (X, y), settings)
-        runs, baselines = _sample_in_chunks(sampler, chunk_size or max(1, 256 // settings.n_chains), progress)
+        runs, baselines = _sample_in_chunks(sampler, chunk_size or max(1, 256 // settings.n_chains), progress,
+                                             eval_batch)
     finally:
         models[0].to(home)
         for m, mode in zip(models, modes):
             m.train(mode)
     return _assemble(runs, torch.cat(baselines).numpy(), settings, single, stack.flat.shape[1])
 
-def _sample_in_chunks(sampler: SGLDSampler, per: int,
-                      progress: bool) -> tuple[list[SGLDRun], list[torch.Tensor]]:
+def _sample_in_chunks(sampler: SGLDSampler, per: int, progress: bool,
+                      eval_batch: int = 4096) -> tuple[list[SGLDRun], list[torch.Tensor]]:
     "Run the sampler on `per` models at a time; return the runs and each model's full-data loss at w*."
     stack, s = sampler.stack, sampler.settings
     runs, baselines = [], []
@@ -356,7 +359,7 @@ def _sample_in_chunks(sampler: SGLDSampler, per: int,
             ids = list(range(start, min(start + per, len(stack))))
             buffers = {k: v[ids] for k, v in stack.buffers.items()}
             params = stack.params(stack.flat[ids])
-            base = full_data_loss(sampler.f, params, buffers, sampler.X, sampler.y)  # [ids]
+            base = full_data_loss(sampler.f, params, buffers, sampler.X, sampler.y, eval_batch)  # [ids]
             if not torch.isfinite(base).all():
                 bad = [ids[i] for i in (~torch.isfinite(base)).nonzero().flatten().tolist()]
                 raise ValueError(f"the loss at w* is not finite for model(s) {bad}")

@@ -50,7 +50,8 @@ STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
            'mnist-ablations': 'fracsgd.studies.mnist_ablations',
            'grokking': 'fracsgd.studies.grokking',
            'cifar10': 'fracsgd.studies.cifar10',
-           'tinystories': 'fracsgd.studies.tinystories'}
+           'tinystories': 'fracsgd.studies.tinystories',
+           'tiny-imagenet': 'fracsgd.studies.tiny_imagenet'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
@@ -76,7 +77,8 @@ def _parser():
     r.add_argument('--device', help='cpu, cuda, cuda:1, ... (default: cuda when available)')
     r.add_argument('--out', help='results folder (default: results/<study>/<quick|full>)')
     r.add_argument('--stand-in', action='store_true',
-                   help="run on the study's labelled stand-in data (studies that offer one: cifar10)")
+                   help="when the paper's data or weights cannot be had: run on the study's labelled stand-in "
+                        "(studies that have one: cifar10, tiny-imagenet)")
     r.add_argument('--no-progress', action='store_true')
     for name, text in [('status', 'done / failed / pending runs of a study folder'),
                        ('report', "a study folder's summary table")]:
@@ -125,6 +127,7 @@ def _run(args) -> int:
     "`fracsgd run`: the sweep (resuming), then the report."
     if args.full or args.quick:
         os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
+    os.environ['FRACSGD_STAND_IN'] = '1' if args.stand_in else '0'   # without it, missing data is an error
     study = importlib.import_module(STUDIES[args.study])
     try:
         full = full_mode()

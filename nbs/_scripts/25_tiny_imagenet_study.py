@@ -1,0 +1,918 @@
+# %% [markdown]
+# # Study: fine-tuning on Tiny ImageNet
+#
+# > Paper table 1 (vision rows) and fig. 19: ImageNet-pretrained ResNet18, ResNet34 and VGG get a new 200-way head trained with Adam, then all weights move under low-learning-rate SGD; the displacement of the SGD phase gives d_s.
+
+# %%
+#| default_exp studies.tiny_imagenet
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import json, math, os, time, warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fracsgd.core import atomic_path, default_device, full_mode, read_table, results_dir, seed_everything, write_table
+from fracsgd.datasets.tiny_imagenet import (ImageSet, TinyImageNetMissing, check_class_count, find_tiny_imagenet,
+                                            load_tiny_imagenet, stand_in_images)
+from fracsgd.displacement import Recorder, log_steps
+from fracsgd.ledger import COMPACT, compact_label, mark_stand_in, record_claims, study_configuration
+from fracsgd.llc import estimate_llc
+from fracsgd.sgld import PAPER_PRESET
+from fracsgd.spectral import fit_power_law
+from fracsgd.store import load_study
+from fracsgd.sweep import Sweep, run_sweep
+
+# %%
+torch.set_num_threads(1)   # two cores shared with other work
+
+# %% [markdown]
+# **What the paper did** (ICLR version, appendix G.2 and §4.1). Tiny ImageNet's 64×64 images are scaled up to
+# 224×224 and normalised with ImageNet's channel means and deviations. Each ImageNet-pretrained net gets a new
+# output layer with 200 units. Phase 1: the pretrained weights are frozen and Adam (lr 1e-3, weight decay 1e-4,
+# batch 128) fits the head for at most 20 epochs, stopping when the loss has improved by less than 1e-4 over 3
+# epochs. Phase 2: SGD on all weights, lr 1e-5, no weight decay, batch 128, 2,000 steps. The LLC is estimated with
+# table 3's setting, the displacement $R(t)$ is recorded, and eq. 17 is fitted **on the SGD phase only** (appendix
+# I.1). Table 1 reports λ, $d_s$, α and r² for ResNet18, ResNet34 and VGG16; appendix G.2 lists VGG11 instead of
+# VGG16. We offer all four and run both VGGs.
+#
+# **What we cannot do here.** These machines reach neither Tiny ImageNet nor torchvision's weights. The code that
+# reads both is here and is what a user with a network runs; offline, `--stand-in` runs the same protocol on a
+# labelled stand-in: real MNIST digits (grey copied to three channels) instead of Tiny ImageNet, and, instead of
+# ImageNet weights, the same architecture trained here from scratch for a few steps on other digits. Its numbers
+# describe that stand-in and never count as a reproduction.
+#
+# **Choices the paper leaves open**, each a parameter:
+# * *Which $R(t)$ and which $t$ enter eq. 17* (`origin`): `'start'` measures $R$ from the weights before the head
+#   phase and $t$ from the first step, fitting the SGD steps; `'switch'` measures both from the switch. Table 1's
+#   α ≈ 0.004 is what `'start'` gives when the head has already moved far and SGD at lr 1e-5 adds little, so it is
+#   the default; the other reading is reported beside it.
+# * *Batch norm and dropout in phase 1*: the frozen backbone runs in eval mode (its statistics frozen too), so the
+#   head is trained on fixed features, computed once; phase 2 runs in train mode.
+# * *The LLC's inverse temperature*: the MNIST chapter shows that table 8's LLCs match devinterp's default
+#   $n\beta = B/\log B$ ($B$ the SGLD batch), not the printed $n/\log n$; `llc_nbeta` picks one (default devinterp's).
+#   The SGLD batch is the training batch (table 3 does not give one). The LLC is estimated at the switch and every
+#   `llc_every` SGD steps; λ is the mean of the last 10 estimates, as in appendix G.1.
+
+# %% [markdown]
+# ## The model: torchvision's net behind an input layer
+#
+# `ImageNetInput` turns stored `uint8` images into what an ImageNet net expects: scaled to [0, 1], resized to
+# `size`×`size` (bilinear) and normalised per channel. Keeping it inside the model means that the data stay small
+# (64×64 bytes) in memory, also for the LLC's sampler.
+
+# %%
+#| export
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+ARCHS = ('resnet18', 'resnet34', 'vgg11', 'vgg16')
+
+class ImageNetInput(nn.Module):
+    "uint8 (or [0, 1] float) images [B, 3, h, w] → resized to `size`×`size`, ImageNet-normalised floats."
+    def __init__(self, size: int = 224):
+        super().__init__()
+        self.size = int(size)
+        self.register_buffer('mean', torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer('std', torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
+
+    def forward(self, x):
+        x = x.float().div(255) if x.dtype == torch.uint8 else x
+        if tuple(x.shape[-2:]) != (self.size, self.size):
+            x = F.interpolate(x, size=(self.size, self.size), mode='bilinear', align_corners=False)
+        return (x - self.mean) / self.std
+
+class FineTuneNet(nn.Module):
+    "A torchvision classifier `net` behind an `ImageNetInput`."
+    def __init__(self, net: nn.Module, size: int = 224):
+        super().__init__()
+        self.input, self.net = ImageNetInput(size), net
+
+    def forward(self, x):
+        return self.net(self.input(x))
+
+    @property
+    def head(self) -> nn.Linear:
+        "The output layer: `fc` of a ResNet, the last layer of a VGG's `classifier`."
+        return self.net.fc if hasattr(self.net, 'fc') else self.net.classifier[-1]
+
+    def new_head(self, n_classes: int, seed: int = 0):
+        "Replace the output layer with a freshly initialised one of `n_classes` units."
+        torch.manual_seed(seed)
+        old = self.head
+        new = nn.Linear(old.in_features, n_classes).to(old.weight.device)
+        if hasattr(self.net, 'fc'):
+            self.net.fc = new
+        else:
+            self.net.classifier[-1] = new
+
+
+# %% [markdown]
+# `build_net` asks torchvision for the pretrained weights (`weights="IMAGENET1K_V1"`, cached in
+# `~/.cache/torch/hub/checkpoints` after the first download). When they cannot be had, the error says what to do;
+# `weights='scratch'` builds the same architecture from a random initialisation, for the stand-in.
+
+# %%
+#| export
+class PretrainedWeightsMissing(OSError):
+    "torchvision could not provide the pretrained weights."
+
+def build_net(arch: str, weights: str = 'IMAGENET1K_V1', size: int = 224, seed: int = 0) -> FineTuneNet:
+    "torchvision's `arch` with `weights` ('IMAGENET1K_V1', or 'scratch': random init) behind an `ImageNetInput`."
+    from torchvision import models
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+    torch.manual_seed(seed)
+    if weights == 'scratch':
+        return FineTuneNet(models.get_model(arch, weights=None), size)
+    try:
+        net = models.get_model(arch, weights=weights)
+    except Exception as e:
+        raise PretrainedWeightsMissing(
+            f"torchvision could not provide the {weights} weights of {arch} ({type(e).__name__}: "
+            f"{' '.join(str(e).split())[:200]}): connect once to download them (they are cached under "
+            "~/.cache/torch/hub/checkpoints), or pass --stand-in (FRACSGD_STAND_IN=1) to use the same "
+            "architecture trained briefly here from scratch, labelled as a stand-in") from e
+    return FineTuneNet(net, size)
+
+
+# %%
+net = build_net('resnet18', 'scratch', size=32)
+assert net(torch.zeros(2, 3, 16, 16, dtype=torch.uint8)).shape == (2, 1000)
+net.new_head(10)
+assert net.head.out_features == 10 and net(torch.zeros(2, 3, 32, 32, dtype=torch.uint8)).shape == (2, 10)
+vgg = build_net('vgg11', 'scratch', size=32)
+vgg.new_head(200)
+assert vgg.head is vgg.net.classifier[6] and vgg.head.out_features == 200
+del vgg
+
+# %% [markdown]
+# ## One run
+#
+# A `TinyRun` is one architecture through both phases. Its fields are the protocol's settings; `data` and
+# `weights` say whether the paper's data and weights are used or the stand-in's.
+
+# %%
+#| export
+@dataclass(frozen=True)
+class TinyRun:
+    "One net through the two fine-tuning phases of appendix G.2."
+    arch: str = 'resnet18'
+    data: str = 'tiny-imagenet'            # or 'mnist' / 'digits': stand-in images
+    weights: str = 'IMAGENET1K_V1'         # or 'scratch': the stand-in, trained `pretrain_steps` steps here
+    n_classes: int = 200
+    per_class: int | None = None           # training images per class (None: all 500)
+    test_per_class: int | None = None      # validation images per class (None: all 50)
+    image_size: int = 224                  # the model's input size
+    store_size: int = 64                   # images are kept at this size
+    batch_size: int = 128
+    head_lr: float = 1e-3
+    head_weight_decay: float = 1e-4
+    head_epochs: int = 20
+    patience: int = 3                      # stop when the loss improved < min_improvement over this many epochs
+    min_improvement: float = 1e-4
+    sgd_lr: float = 1e-5
+    sgd_steps: int = 2000
+    llc_every: int = 100
+    llc_draws: int = 400                   # table 3
+    llc_nbeta: str = 'devinterp'           # 'devinterp': B/log B; 'printed': n/log n
+    llc_images: int | None = None          # training images the LLC sees (None: all)
+    eval_batch: int = 256
+    pretrain_steps: int = 0                # stand-in weights: Adam steps from scratch on other images
+    record_every: int = 10
+    seed: int = 0
+    device: str | None = None
+
+    def __post_init__(self):
+        if self.arch not in ARCHS:
+            raise ValueError(f"arch must be one of {ARCHS}, got {self.arch!r}")
+        if self.data not in ('tiny-imagenet', 'mnist', 'digits'):
+            raise ValueError(f"data must be 'tiny-imagenet', 'mnist' or 'digits', got {self.data!r}")
+        if self.llc_nbeta not in ('devinterp', 'printed'):
+            raise ValueError(f"llc_nbeta must be 'devinterp' or 'printed', got {self.llc_nbeta!r}")
+        if self.arch.startswith('vgg') and self.image_size < 32:
+            raise ValueError(f"VGG halves its input 5 times: image_size must be at least 32, got {self.image_size}")
+
+    @property
+    def stand_in(self) -> str:
+        "What stands in for the paper's data and weights ('' when nothing does)."
+        parts = []
+        if self.data != 'tiny-imagenet':
+            parts.append(f'{self.data} digit images for Tiny ImageNet')
+        if self.weights == 'scratch':
+            parts.append(f'{self.arch} trained {self.pretrain_steps} steps from scratch here for ImageNet weights')
+        return '; '.join(parts)
+
+
+# %% [markdown]
+# The data of a run: Tiny ImageNet when `data='tiny-imagenet'` (a missing dataset raises with the download address
+# and the `--stand-in` hint), else digits; three disjoint sets: fine-tuning, test, and (for stand-in weights) the
+# images the from-scratch "pretraining" sees.
+
+# %%
+#| export
+def run_data(run: TinyRun) -> dict[str, ImageSet]:
+    "The run's 'train' and 'test' sets (and 'pretrain' for stand-in weights) as uint8 images."
+    if run.data == 'tiny-imagenet':
+        out = dict(train=load_tiny_imagenet('train', None, run.n_classes, run.per_class, run.store_size),
+                   test=load_tiny_imagenet('val', None, run.n_classes, run.test_per_class, run.store_size))
+        if run.weights == 'scratch':
+            out['pretrain'] = load_tiny_imagenet('train', None, run.n_classes, None, run.store_size)
+        return out
+    per, test = run.per_class or 100, run.test_per_class or 50
+    get = lambda n, offset: stand_in_images(run.n_classes, n, run.store_size, run.data, offset)
+    out = dict(train=get(per, 0), test=get(test, per))
+    if run.weights == 'scratch':
+        out['pretrain'] = get(per, per + test)
+    return out
+
+
+# %% [markdown]
+# The pieces of the protocol, each small: the stand-in's from-scratch training, the head's features, Adam on the
+# head with the paper's stopping rule, an evaluation, and one LLC estimate.
+
+# %%
+#| export
+def _batches(n: int, batch: int, gen: torch.Generator):
+    "An endless stream of index batches, reshuffled every epoch (the last partial batch is kept)."
+    while True:
+        perm = torch.randperm(n, generator=gen)
+        yield from perm.split(batch)
+
+def pretrain_from_scratch(model: FineTuneNet, data: ImageSet, steps: int, batch: int, seed: int = 0) -> float:
+    "The stand-in for pretrained weights: `steps` Adam steps (lr 1e-3) on all weights; returns the last loss."
+    model.train()
+    opt, gen, loss = torch.optim.Adam(model.parameters(), lr=1e-3), torch.Generator().manual_seed(seed), None
+    for _, idx in zip(range(steps), _batches(len(data.y), batch, gen)):
+        loss = F.cross_entropy(model(data.X[idx]), data.y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return float('nan') if loss is None else loss.item()
+
+@torch.no_grad()
+def head_features(model: FineTuneNet, X: torch.Tensor, batch: int = 256) -> torch.Tensor:
+    "What the head sees for each image (eval mode: frozen batch norm, no dropout): [n, in_features]."
+    got = []
+    hook = model.head.register_forward_pre_hook(lambda m, args: got.append(args[0].detach()))
+    model.eval()
+    try:
+        for s in range(0, len(X), batch):
+            model(X[s:s + batch])
+    finally:
+        hook.remove()
+    return torch.cat(got)
+
+def stop_now(losses: list[float], patience: int = 3, min_improvement: float = 1e-4) -> bool:
+    "The paper's rule: stop when the epoch loss improved by less than `min_improvement` over `patience` epochs."
+    if len(losses) <= patience:
+        return False
+    return losses[-1 - patience] - min(losses[-patience:]) < min_improvement
+
+@torch.no_grad()
+def evaluate(model: nn.Module, data: ImageSet, batch: int = 256) -> tuple[float, float]:
+    "Mean loss and accuracy of `model` in eval mode on `data`."
+    model.eval()
+    out = torch.cat([model(data.X[s:s + batch]) for s in range(0, len(data.y), batch)])
+    return float(F.cross_entropy(out, data.y)), float((out.argmax(1) == data.y).double().mean())
+
+
+# %%
+assert not stop_now([3.0, 2.0, 1.0]) and stop_now([1.0, 1.0, 1.0, 1.0]) and not stop_now([1.0, 1.0, 1.0, 0.99])
+assert stop_now([2.0, 1.00005, 1.00003, 1.00002, 1.00001]) and not stop_now([2.0, 1.00005, 1.00002, 1.00001])
+
+# %% [markdown]
+# `llc_settings` is table 3's setting (`PAPER_PRESET`: SGLD lr 1e-5, localization 100, 1 chain, 400 draws, no
+# burn-in) with the run's batch, number of draws and inverse temperature.
+
+# %%
+#| export
+def llc_settings(run: TinyRun, n: int):
+    "Table 3's SGLD setting for this run (`n` images seen by the LLC)."
+    B = min(run.batch_size, n)
+    nbeta = B / math.log(B) if run.llc_nbeta == 'devinterp' else n / math.log(n)
+    return PAPER_PRESET.replace(n_draws=run.llc_draws, batch_size=B, n_beta=nbeta, seed=run.seed)
+
+def _llc(model, data: tuple, run: TinyRun, device, call: int) -> dict:
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')                       # flags go into the table
+        r = estimate_llc(model, data, 'classification', llc_settings(run, len(data[1])).replace(seed=run.seed + call),
+                         device=device, eval_batch=run.eval_batch)
+    d = r.diagnostics.iloc[0]
+    return dict(llc=float(d.llc), llc_se=float(d.llc_se), llc_flagged=float(d.flagged))
+
+
+# %% [markdown]
+# `train_run` runs both phases. One recorder measures $R$ from the weights before the head phase (total and per
+# layer), a second one from the weights at the switch; steps are counted from the first head step, and the column
+# `phase` says which optimizer made each step.
+
+# %%
+#| export
+def _head_phase(model, feats, y, run, rec, gen) -> tuple[int, list]:
+    "Adam on the head over fixed features until the stopping rule; returns the steps taken and epoch losses."
+    head = model.head
+    opt = torch.optim.Adam(head.parameters(), lr=run.head_lr, weight_decay=run.head_weight_decay)
+    t, losses = 0, []
+    for epoch in range(run.head_epochs):
+        total = 0.0
+        for idx in torch.randperm(len(y), generator=gen).split(run.batch_size):
+            loss = F.cross_entropy(head(feats[idx]), y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            t += 1
+            rec.record(t, loss)
+            total += loss.item() * len(idx)
+        losses.append(total / len(y))
+        if stop_now(losses, run.patience, run.min_improvement):
+            break
+    return t, losses
+
+def _sgd_phase(model, train, run, recs, switch, llc_data, device, gen) -> tuple[list[dict], float]:
+    "SGD on all weights for `run.sgd_steps` steps; the LLC at the switch and every `llc_every` steps after it."
+    opt = torch.optim.SGD(model.parameters(), lr=run.sgd_lr, weight_decay=0.0)
+    llcs, t0 = [], time.perf_counter()
+    llcs.append(dict(step=switch, **_llc(model, llc_data, run, device, 0)))
+    llc_seconds = time.perf_counter() - t0
+    batches = _batches(len(train.y), run.batch_size, gen)
+    for s in range(1, run.sgd_steps + 1):
+        model.train()
+        idx = next(batches).to(train.X.device)
+        loss = F.cross_entropy(model(train.X[idx]), train.y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        recs[0].record(switch + s, loss)
+        recs[1].record(s, loss)
+        if run.llc_every and s % run.llc_every == 0:
+            t0 = time.perf_counter()
+            llcs.append(dict(step=switch + s, **_llc(model, llc_data, run, device, len(llcs))))
+            llc_seconds += time.perf_counter() - t0
+    return llcs, llc_seconds
+
+
+# %%
+#| export
+def train_run(run: TinyRun) -> dict:
+    "Both phases of one run; the trajectory table and the run's numbers."
+    device = torch.device(run.device) if run.device else default_device()
+    seed_everything(run.seed)
+    times, t0 = {}, time.perf_counter()
+    data = run_data(run)
+    check_class_count(len(data['train'].classes), run.n_classes, 'the fine-tuning data')
+    data = {k: ImageSet(v.X.to(device), v.y.to(device), v.classes, v.source) for k, v in data.items()}
+    model = build_net(run.arch, run.weights, run.image_size, run.seed).to(device)
+    if run.weights == 'scratch':
+        pretrain_from_scratch(model, data['pretrain'], run.pretrain_steps, run.batch_size, run.seed)
+    model.new_head(run.n_classes, run.seed)
+    times['seconds_setup'] = time.perf_counter() - t0
+    for p in model.parameters():
+        p.requires_grad_(True)
+    train = data['train']
+    H = run.head_epochs * math.ceil(len(train.y) / run.batch_size)            # the most head steps there can be
+    head_steps = set(range(0, H + 1, run.record_every)) | log_steps(max(H, 1))
+    sgd_steps = set(range(0, run.sgd_steps + 1, run.record_every)) | log_steps(max(run.sgd_steps, 1))
+    rec = Recorder(model, every=head_steps, groups='layer')
+    gen = torch.Generator().manual_seed(run.seed)
+    t0 = time.perf_counter()
+    feats = head_features(model, train.X, run.eval_batch)
+    switch, epoch_losses = _head_phase(model, feats, train.y, run, rec, gen)
+    times['seconds_head'] = time.perf_counter() - t0
+    if rec._steps[-1] != switch:                                   # R at the switch itself, always
+        rec._due = lambda s: True
+        rec.record(switch)
+    rec._due = {switch + s for s in sgd_steps}.__contains__         # from here on, the SGD phase's schedule
+    rec2 = Recorder(model, every=sgd_steps, groups=None)            # R from the weights at the switch
+    head_loss, head_acc = evaluate(model, data['test'], run.eval_batch)
+    n = len(train.y)
+    pick = torch.randperm(n, generator=torch.Generator().manual_seed(run.seed))[:run.llc_images or n].to(device)
+    t0 = time.perf_counter()
+    llcs, times['seconds_llc'] = _sgd_phase(model, train, run, (rec, rec2), switch, (train.X[pick], train.y[pick]),
+                                            device, gen)
+    times['seconds_sgd'] = time.perf_counter() - t0 - times['seconds_llc']
+    loss, acc = evaluate(model, data['test'], run.eval_batch)
+    traj = rec.table
+    traj['phase'] = np.where(traj.step <= switch, 'adam-head', 'sgd')
+    traj = traj.merge(rec2.table[['step', 'R']].assign(step=lambda d: d.step + switch)
+                      .rename(columns={'R': 'R_switch'}), on='step', how='outer')
+    traj = traj.merge(pd.DataFrame(llcs), on='step', how='outer').sort_values('step').reset_index(drop=True)
+    traj['phase'] = np.where(traj.step <= switch, 'adam-head', 'sgd')
+    epochs = pd.DataFrame(dict(epoch=np.arange(1, len(epoch_losses) + 1), loss=epoch_losses))
+    return dict(trajectory=traj, epochs=epochs, switch_step=switch, epochs_head=len(epoch_losses),
+                test_accuracy_head=head_acc, test_loss_head=head_loss, test_accuracy=acc, test_loss=loss,
+                n_params=sum(p.numel() for p in model.parameters()), n_train=len(train.y),
+                data_source=data['train'].source, stand_in=run.stand_in, **times)
+
+
+# %% [markdown]
+# ## The study: configurations and the sweep
+
+# %%
+#| export
+@dataclass(frozen=True)
+class TinyConfig:
+    "Settings of the Tiny ImageNet study (appendix G.2, table 1, fig. 19)."
+    archs: tuple = ARCHS
+    stand_in: bool = False
+    n_classes: int = 200
+    per_class: int | None = None
+    test_per_class: int | None = None
+    image_size: int = 224
+    store_size: int = 64
+    batch_size: int = 128
+    sgd_steps: int = 2000
+    llc_every: int = 100
+    llc_draws: int = 400
+    llc_images: int | None = 5120
+    eval_batch: int = 256
+    pretrain_steps: int = 300              # stand-in weights only
+    record_every: int = 10
+    origin: str = 'start'                  # which R(t) enters table 1: 'start' or 'switch'
+    n_boot: int = 200
+
+FULL = TinyConfig()
+QUICK = replace(FULL, n_classes=10, per_class=32, test_per_class=20, image_size=32, store_size=32, batch_size=16,
+                sgd_steps=60, llc_every=20, llc_draws=16, llc_images=None, pretrain_steps=20, record_every=1,
+                n_boot=100)
+SMOKE = replace(QUICK, archs=('resnet18',), per_class=8, test_per_class=4, sgd_steps=8, llc_every=4, llc_draws=4,
+                pretrain_steps=2, n_boot=20)
+
+def stand_in_mode(stand_in: bool | None = None) -> bool:
+    """Whether to run on the stand-in: `stand_in` if given, else `FRACSGD_STAND_IN` (1/0); unset, the stand-in
+    is used exactly when Tiny ImageNet is not found."""
+    if stand_in is not None:
+        return bool(stand_in)
+    v = os.environ.get('FRACSGD_STAND_IN', '').strip().lower()
+    if v in ('1', 'true', 'yes'): return True
+    if v in ('0', 'false', 'no'): return False
+    if v:
+        raise ValueError(f"FRACSGD_STAND_IN must be 0 or 1, got {v!r}")
+    try:
+        find_tiny_imagenet()
+        return False
+    except (TinyImageNetMissing, ValueError):
+        return True
+
+def config(full: bool | None = None, stand_in: bool | None = None) -> TinyConfig:
+    "QUICK or (`full` / `FRACSGD_FULL=1`) FULL, on the stand-in when `stand_in_mode` says so."
+    cfg = FULL if full_mode(full) else QUICK
+    if stand_in_mode(stand_in):
+        return replace(cfg, stand_in=True)
+    find_tiny_imagenet()                        # a missing dataset is named here, with what to do
+    return cfg
+
+def with_stand_in(cfg: TinyConfig) -> TinyConfig:
+    "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
+    return replace(cfg, stand_in=True)
+
+def runs(cfg: TinyConfig, device=None) -> list[TinyRun]:
+    "One run per architecture."
+    shared = dict(n_classes=10 if cfg.stand_in else cfg.n_classes, per_class=cfg.per_class,
+                  test_per_class=cfg.test_per_class, image_size=cfg.image_size, store_size=cfg.store_size,
+                  batch_size=cfg.batch_size, sgd_steps=cfg.sgd_steps, llc_every=cfg.llc_every,
+                  llc_draws=cfg.llc_draws, llc_images=cfg.llc_images, eval_batch=cfg.eval_batch,
+                  record_every=cfg.record_every, device=None if device is None else str(device))
+    if cfg.stand_in:
+        shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps)
+    return [TinyRun(arch=a, **shared) for a in cfg.archs]
+
+def sweep(cfg: TinyConfig, device=None) -> Sweep:
+    "The study as a sweep for the runner."
+    return Sweep('tiny-imagenet', train_run, runs(cfg, device), device=device)
+
+
+# %%
+assert [r.arch for r in runs(FULL)] == list(ARCHS) and runs(FULL)[0].sgd_steps == 2000
+r = runs(FULL)[0]
+assert (r.head_lr, r.head_weight_decay, r.head_epochs, r.patience, r.min_improvement) == (1e-3, 1e-4, 20, 3, 1e-4)
+assert (r.sgd_lr, r.batch_size, r.llc_every, r.llc_draws, r.image_size, r.n_classes) == (1e-5, 128, 100, 400, 224, 200)
+assert runs(replace(QUICK, stand_in=True))[0].stand_in and not r.stand_in
+
+
+# %% [markdown]
+# ## From the study folder to table 1
+#
+# `analyse_run` fits eq. 17 to one run's SGD phase: $\log R = \alpha\log t + c$, with α's bootstrap interval
+# (`fit_power_law`). λ is the mean of the last 10 LLC estimates (fewer when there are fewer), its interval
+# ± 2 standard errors of that mean (over the estimates; a lone estimate uses its own SGLD error); $d_s = 2\lambda\alpha$,
+# with the interval spanned by the ends of both. Fig. 19's claim is tested by the change of slope at the switch:
+# α on the SGD phase minus the slope of the head phase.
+
+# %%
+#| export
+def _llc_summary(traj: pd.DataFrame, last: int = 10) -> tuple[float, float, float, int]:
+    est = traj.dropna(subset=['llc']).sort_values('step').iloc[-last:]
+    v = float(est.llc.mean())
+    se = float(est.llc.std(ddof=1) / math.sqrt(len(est))) if len(est) > 1 else float(est.llc_se.iloc[0])
+    return v, v - 2 * se, v + 2 * se, len(est)
+
+def analyse_run(traj: pd.DataFrame, origin: str = 'start', n_boot: int = 200) -> dict:
+    "Table 1's numbers for one run: α (eq.-17 slope on the SGD phase), r², λ, d_s, and the slope before the switch."
+    if origin not in ('start', 'switch'):
+        raise ValueError(f"origin must be 'start' or 'switch', got {origin!r}")
+    traj = traj.sort_values('step')
+    switch = int(traj.step[traj.phase == 'adam-head'].max())
+    sgd = traj[(traj.phase == 'sgd') & traj.R.notna()]
+    t, R = ((sgd.step, sgd.R) if origin == 'start' else (sgd.step - switch, sgd.R_switch))
+    fit = fit_power_law(t.to_numpy(float), R.to_numpy(float), n_boot=n_boot)
+    head = traj[(traj.phase == 'adam-head') & (traj.step > 0) & traj.R.notna()]
+    hfit = fit_power_law(head.step.to_numpy(float), head.R.to_numpy(float), n_boot=n_boot)
+    lam, lam_lo, lam_hi, k = _llc_summary(traj)
+    ends = [a * b for a in (fit.ci_low, fit.ci_high) for b in (lam_lo, lam_hi)]
+    ds = 2 * lam * fit.slope
+    return dict(alpha=fit.slope, alpha_lo=fit.ci_low, alpha_hi=fit.ci_high, r2=fit.r2, llc=lam, llc_lo=lam_lo,
+                llc_hi=lam_hi, n_llc=k, d_s=ds, d_s_lo=min(2 * min(ends), ds), d_s_hi=max(2 * max(ends), ds),
+                head_slope=hfit.slope, head_slope_lo=hfit.ci_low, head_slope_hi=hfit.ci_high, switch=switch,
+                R_switch=float(traj.R[traj.step == switch].iloc[0]), R_end=float(sgd.R.iloc[-1]))
+
+
+# %% [markdown]
+# Table 1's vision rows as printed; VGG11 has no row in the paper.
+
+# %%
+#| export
+PAPER_TABLE1 = pd.DataFrame({'arch': ['resnet18', 'resnet34', 'vgg16'], 'llc': [72.05, 73.5, 159.7],
+                             'd_s': [0.57, 0.62, 0.14], 'alpha': [0.004, 0.004, 0.001], 'r2': [1.0, 1.0, 1.0]})
+
+# %% [markdown]
+# With eq. 17, α = $d_s/2\lambda$. Rounded to the printed three decimals this gives 0.004 for both ResNets, as
+# printed, but 0.000 for VGG16 ($0.14/(2\cdot159.7) = 0.00044$), where table 1 prints 0.001: the VGG16 row is
+# not consistent at its own print precision (its α, read as 0.0005–0.0015, would give $d_s$ between 0.16 and 0.48).
+
+# %%
+implied = (PAPER_TABLE1.d_s / (2 * PAPER_TABLE1.llc)).round(3)
+assert implied.tolist() == [0.004, 0.004, 0.0] and PAPER_TABLE1.alpha.tolist() == [0.004, 0.004, 0.001]
+
+
+# %%
+#| export
+def _row(quantity, value, lo, hi, note=''):
+    return dict(quantity=quantity, value=float(value), ci_low=float(min(lo, value)), ci_high=float(max(hi, value)),
+                note=note)
+
+def summarize(per_run: pd.DataFrame, origin: str = 'start') -> pd.DataFrame:
+    "The summary: per architecture λ, d_s, α, r² (table 1) and the change of slope at the switch (fig. 19)."
+    rows = []
+    for r in per_run.itertuples():
+        tag = ' [STAND-IN]' if r.stand_in else ''
+        rows += [_row(f'{r.arch}: LLC λ', r.llc, r.llc_lo, r.llc_hi, f'mean of the last {r.n_llc} estimates{tag}'),
+                 _row(f'{r.arch}: d_s', r.d_s, r.d_s_lo, r.d_s_hi, f'2 λ α, eq. 17, origin {origin!r}{tag}'),
+                 _row(f'{r.arch}: alpha', r.alpha, r.alpha_lo, r.alpha_hi, f'eq.-17 slope on the SGD phase{tag}'),
+                 _row(f'{r.arch}: r²', r.r2, r.r2, r.r2, f'of the eq.-17 fit; no interval (descriptive){tag}'),
+                 _row(f'{r.arch}: alpha, R and t from the switch', r.alpha_switch, r.alpha_switch_lo,
+                      r.alpha_switch_hi, f'the other reading of eq. 17{tag}'),
+                 _row(f'{r.arch}: slope after the switch minus slope before', r.alpha - r.head_slope,
+                      r.alpha_lo - r.head_slope_hi, r.alpha_hi - r.head_slope_lo,
+                      f'fig. 19: negative when R(t) turns sub-diffusive at the switch{tag}'),
+                 _row(f'{r.arch}: test accuracy after SGD', r.test_accuracy, r.test_accuracy, r.test_accuracy,
+                      f'{r.n_test} test images{tag}')]
+    return pd.DataFrame(rows)
+
+
+# %% [markdown]
+# ## Fig. 19 and the table
+
+# %%
+#| export
+def plot_fig19(traj: pd.DataFrame, arch: str, title: str = ''):
+    "R(t) in log-log with the switch from Adam (head) to SGD (all weights) marked, and the eq.-17 fit on SGD."
+    traj = traj[traj.R.notna() & (traj.step > 0)].sort_values('step')
+    switch = traj.step[traj.phase == 'adam-head'].max()
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    for phase, c in [('adam-head', 'C1'), ('sgd', 'C0')]:
+        g = traj[traj.phase == phase]
+        ax.loglog(g.step, g.R, c, label={'adam-head': 'Adam, head only', 'sgd': 'SGD, all weights'}[phase])
+    ax.axvline(switch, color='k', ls=':', lw=1, label=f'switch (step {switch})')
+    ax.set(xlabel='t (steps from the first head step)', ylabel='R(t) = |w_t - w_0|', title=title or arch)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+def per_layer_end(traj: pd.DataFrame) -> pd.DataFrame:
+    """Each layer's displacement at the last step, one row per architecture and layer. The head phase moves only the
+    head, so for every other layer this is what the SGD phase moved it."""
+    rows = []
+    for arch, g in traj.groupby('arch', sort=False):
+        last = g[g.R.notna()].sort_values('step').iloc[-1]
+        rows += [dict(arch=arch, layer=c[2:].removeprefix('net.'), R_end=float(last[c]))
+                 for c in g if c.startswith('R/') and pd.notna(last[c])]
+    return pd.DataFrame(rows)
+
+def table1(per_run: pd.DataFrame) -> pd.DataFrame:
+    "Table 1's vision rows: ours beside the paper's."
+    ours = per_run[['arch', 'llc', 'd_s', 'alpha', 'r2']].rename(columns=lambda c: c if c == 'arch' else f'{c} (ours)')
+    out = ours.merge(PAPER_TABLE1.rename(columns=lambda c: c if c == 'arch' else f'{c} (paper)'), on='arch', how='left')
+    return out[['arch', 'llc (ours)', 'llc (paper)', 'd_s (ours)', 'd_s (paper)', 'alpha (ours)', 'alpha (paper)',
+                'r2 (ours)', 'r2 (paper)']]
+
+
+# %% [markdown]
+# `report` reads the study folder and writes the summary, the per-run table, a compact trajectory table and the
+# figures; `run` runs (or resumes) the sweep, then reports. The stand-in is recorded in `meta.json`
+# (`mark_stand_in`), so the ledger files the rows under `<config>-stand-in`.
+
+# %%
+#| export
+def per_run(folder, cfg: TinyConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "One row per architecture (table 1's numbers and the run's metrics), and the trajectory table."
+    study = load_study(folder)
+    traj = study.trajectories.merge(study.runs[['key', 'arch']], on='key')
+    rows = []
+    for r in study.runs[study.runs.status == 'done'].itertuples():
+        t = traj[traj.key == r.key]
+        a = analyse_run(t, cfg.origin, cfg.n_boot)
+        b = analyse_run(t, 'switch', cfg.n_boot)
+        rows.append(dict(arch=r.arch, **a, alpha_switch=b['alpha'], alpha_switch_lo=b['alpha_lo'],
+                         alpha_switch_hi=b['alpha_hi'], test_accuracy=r.test_accuracy,
+                         test_accuracy_head=r.test_accuracy_head,
+                         stand_in=r.stand_in or '', data_source=r.data_source, n_params=r.n_params,
+                         seconds=r.seconds))
+    out = pd.DataFrame(rows)
+    out['n_test'] = (cfg.test_per_class or 50) * (10 if cfg.stand_in else cfg.n_classes)
+    order = {a: i for i, a in enumerate(ARCHS)}
+    return out.sort_values('arch', key=lambda s: s.map(order)).reset_index(drop=True), traj
+
+def report(folder, cfg: TinyConfig | None = None) -> dict:
+    "Analyse the study in `folder`; write summary.csv, per_run.csv, trajectory_compact.parquet and fig. 19."
+    out, cfg = Path(folder), cfg or config()
+    runs_, traj = per_run(out, cfg)
+    what = sorted({s for s in runs_.stand_in if s})
+    if what:
+        mark_stand_in(out, 'STAND-IN: ' + '; '.join(what))
+    summary = summarize(runs_, cfg.origin)
+    write_table(summary, out / 'summary.csv')
+    write_table(runs_, out / 'per_run.csv')
+    keep = ['key', 'arch', 'step', 'phase', 'R', 'R_switch', 'loss', 'llc', 'llc_se', 'llc_flagged']
+    keep += [c for c in traj if c.startswith('R/') and ('fc' in c or 'classifier.6' in c)]
+    write_table(traj[[c for c in keep if c in traj]], out / 'trajectory_compact.parquet')
+    write_table(per_layer_end(traj), out / 'layers.csv')
+    figs = {}
+    for arch in runs_.arch:
+        figs[f'fig19_{arch}'] = plot_fig19(traj[traj.arch == arch], arch,
+                                           f'fig. 19 ({arch})' + (' — STAND-IN' if what else ''))
+        with atomic_path(out / f'fig19_{arch}.png') as tmp:
+            figs[f'fig19_{arch}'].savefig(tmp, dpi=100, format='png')
+        plt.close(figs[f'fig19_{arch}'])
+    if what:
+        print('STAND-IN RESULTS, not a reproduction: ' + '; '.join(what))
+    return dict(summary=summary, per_run=runs_, table1=table1(runs_), figures=figs, out=out)
+
+def run(cfg: TinyConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
+    "Run the study with `cfg` (default: `config()`) into `out_dir`, resuming; then `report`."
+    cfg = cfg or config()
+    label = ('full' if cfg.sgd_steps == FULL.sgd_steps else 'quick') + ('-stand-in' if cfg.stand_in else '')
+    out = Path(out_dir) if out_dir else results_dir('tiny-imagenet', label)
+    run_sweep(sweep(cfg), out, progress=progress, **runner)
+    return dict(report(out, cfg), config=cfg)
+
+def save_compact(folder, ledger=None, compact_dir=None) -> Path:
+    "Record the finished study's claims; copy its per-run table and compact trajectories beside the summary."
+    import shutil
+    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
+    dest = Path(compact_dir or COMPACT) / 'tiny-imagenet' / compact_label(study_configuration(folder))
+    for name in ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv'):
+        with atomic_path(dest / name) as tmp:
+            shutil.copyfile(Path(folder) / name, tmp)
+    return dest
+
+
+# %% [markdown]
+# ## Memory and speed of the LLC on a ResNet
+#
+# The LLC of an 11-million-weight net must not keep a copy of the weights per draw: the sampler keeps only each
+# draw's loss, and its diagnostics (MALA acceptance, every 20 steps) work through the weights a slice at a time
+# (`fracsgd.sgld.sum_sq`) instead of holding float64 copies. `llc_cost` times, in one process and on the same
+# batch, a plain SGD step (forward, backward, update), an SGLD step of `estimate_llc` in table 3's setting (the
+# difference of two runs with `n1` and `n2` draws, so set-up and baseline cancel), and the floor: a plain step plus
+# one Gaussian number per weight, the work no SGLD step can skip. `cost_in_fresh_process` runs it in a new Python
+# process and adds that process's peak resident memory.
+
+# %%
+#| export
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+def llc_cost(arch: str = 'resnet18', image_size: int = 224, batch: int = 128, n1: int = 1, n2: int = 3,
+             sgd_steps: int = 2, diag_every: int = 20, device=None) -> dict:
+    "Seconds per SGD step, per SGLD step (table 3's setting) and per floor step for `arch` at `batch` images."
+    device = torch.device(device) if device else default_device()
+    model = build_net(arch, 'scratch', image_size).to(device)
+    model.new_head(200)
+    g = torch.Generator().manual_seed(0)
+    X = torch.randint(0, 256, (batch, 3, 64, 64), dtype=torch.uint8, generator=g).to(device)
+    y = torch.randint(0, 200, (batch,), generator=g).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-5)
+    def step(noise=None):
+        model.train()
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if noise is not None:
+            noise.normal_()
+    step()                                                                   # warm-up
+    sgd = _timed(lambda: [step() for _ in range(sgd_steps)]) / sgd_steps
+    noise = torch.empty(sum(p.numel() for p in model.parameters()), device=device)
+    floor = _timed(lambda: [step(noise) for _ in range(sgd_steps)]) / sgd_steps
+    s = PAPER_PRESET.replace(batch_size=batch, n_beta=batch / math.log(batch), diag_every=diag_every)
+    def llc(n):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            estimate_llc(model, (X, y), 'classification', s.replace(n_draws=n), device=device, eval_batch=batch)
+    sgld = (_timed(lambda: llc(n2)) - _timed(lambda: llc(n1))) / (n2 - n1)
+    return dict(arch=arch, image_size=image_size, batch=batch, n_params=int(noise.numel()),
+                sgd_step_s=sgd, sgld_step_s=sgld, floor_step_s=floor, ratio=sgld / sgd, ratio_at_floor=floor / sgd)
+
+def cost_in_fresh_process(timeout: float = 3600, **kw) -> dict:
+    "`llc_cost(**kw)` in a new Python process (one thread), with that process's peak resident memory in GB."
+    import subprocess, sys
+    code = ("import json, resource, torch; torch.set_num_threads(1); "
+            "from fracsgd.studies.tiny_imagenet import llc_cost; "
+            f"r = llc_cost(**{kw!r}); "
+            "r['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20; print(json.dumps(r))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=timeout)
+    if out.returncode:
+        raise RuntimeError(f"llc_cost failed in its process: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# %% [markdown]
+# Measured once here with `cost_in_fresh_process` (the 224-pixel row takes several minutes on one thread, so it is
+# not re-run on this page; the `#| heavy` cell below re-measures and rewrites the committed table):
+
+# %%
+#| heavy
+rows = [cost_in_fresh_process(arch='resnet18', image_size=224, batch=128),
+        cost_in_fresh_process(arch='resnet18', image_size=32, batch=16, n1=20, n2=60, sgd_steps=20)]
+write_table(pd.DataFrame(rows), COMPACT / 'tiny-imagenet' / 'llc_cost.csv')
+
+# %%
+cost_file = COMPACT / 'tiny-imagenet' / 'llc_cost.csv'
+if cost_file.exists():
+    cost = read_table(cost_file)
+    assert (cost.peak_rss_gb < 8).all() and (cost.n_params > 11e6).all()
+    big = cost[cost.image_size == 224].iloc[0]
+    assert big.ratio <= 1.3 and big.batch == 128
+    display_cost = cost.round(4)
+else:
+    display_cost = 'not measured in this checkout'
+display_cost
+
+# %% [markdown]
+# **Measured here** (2026-11-24, one thread, while other jobs loaded the 2 cores to a load average of 6–12, so every
+# time is several times an idle machine's and single timings are noisy). ResNet18 with a 200-way head, batch 128
+# at 224×224: one SGD step took 274 s, one SGLD step in table 3's setting 327 s, a ratio of **1.19** (goal ≤ 1.3);
+# the process peaked at **4.8 GB** resident (goal: under ~8 GB). The floor (a plain step plus one Gaussian per
+# weight) came out slower than the SGLD step, which only load can do: treat the ratio as ±0.2. At 32×32 and batch 16
+# (the quick configuration) the forward and backward pass is cheap and the 11 million Gaussian numbers per step
+# weigh more: there the SGLD step took 1.55 plain steps, against a floor of 1.45, so the goal of 1.3 cannot be met
+# at that size by any SGLD implementation on this machine, and ours is within 7% of the floor. The LLC's memory does not grow with the number of draws
+# (`tests/test_tiny_imagenet.py` measures the peak of 10 and of 210 draws of a 6-million-weight net).
+
+
+# %% [markdown]
+# ## A smoke run, live
+#
+# One ResNet18 on the digit stand-in, a few steps of each phase, to show that the pieces work together here. It
+# is not a result.
+
+# %%
+import tempfile
+smoke_dir = Path(tempfile.mkdtemp()) / 'tiny-smoke'
+t0 = time.perf_counter()
+res = run(replace(SMOKE, stand_in=True), smoke_dir, progress=False, workers=1)
+print(f"SMOKE: {time.perf_counter() - t0:.0f} s")
+smoke = res['per_run'].iloc[0]
+traj = load_study(smoke_dir).trajectories
+assert smoke.switch >= 1 and traj.llc.notna().sum() == SMOKE.sgd_steps // SMOKE.llc_every + 1
+assert (traj[traj.phase == 'sgd'].step > smoke.switch).all() and traj.R.iloc[0] == 0
+head_only = traj[(traj.phase == 'adam-head') & traj.R.notna()]
+assert np.allclose(head_only.R, head_only['R/net.fc'], rtol=1e-5)          # phase 1 moves the head and nothing else
+assert json.loads((smoke_dir / 'meta.json').read_text())['stand_in'].startswith('STAND-IN')
+res['summary']
+
+# %% [markdown]
+# ## Results of the quick configuration, on the stand-in
+#
+# QUICK is the protocol cut to fit a shared 2-core CPU: 10 classes instead of 200, 32 training and 20 test images
+# per class, images resized to 32×32 instead of 224×224, batch 16 instead of 128, 60 SGD steps instead of 2,000, the
+# LLC every 20 SGD steps with 16 draws instead of every 100 with 400; the head phase keeps the paper's Adam
+# settings and stopping rule. Here it ran on the stand-in (MNIST digits; each net "pretrained" for 20 Adam steps
+# from scratch on other digits). It was run once with
+#
+# ```
+# FRACSGD_DATA=/path/to/data fracsgd run tiny-imagenet --quick --stand-in --out /tmp/tiny-imagenet-quick
+# ```
+#
+# and its compact results were committed (`save_compact`); the cell below shows them. The paper's configuration
+# (real Tiny ImageNet, ImageNet weights, all settings of appendix G.2; a GPU) is
+#
+# ```
+# FRACSGD_DATA=/path/with/tiny-imagenet-200 fracsgd run tiny-imagenet --full --out results/tiny-imagenet-full
+# ```
+
+# %%
+from IPython.display import display
+quick_dir = COMPACT / 'tiny-imagenet' / 'quick-stand-in'
+have_quick = (quick_dir / 'per_run.csv').exists()
+if have_quick:
+    prov = json.loads((quick_dir / 'provenance.json').read_text())
+    q_runs = read_table(quick_dir / 'per_run.csv')
+    q_sum = read_table(quick_dir / 'summary.csv')
+    print(f"QUICK configuration on the STAND-IN (MNIST digits; each net trained 20 steps from scratch instead of "
+          f"ImageNet weights), run {prov['session']['time']}: the runs' own times add up to "
+          f"{prov['run_seconds'] / 60:.0f} min over 2 worker processes of one thread each (wall clock 29.8 min); "
+          "other jobs loaded the 2-core CPU to a load average of 9-12 throughout")
+    display(q_runs[['arch', 'n_params', 'switch', 'test_accuracy_head', 'test_accuracy', 'seconds']].round(3))
+    print('Table 1, vision rows: ours (QUICK, STAND-IN) beside the paper\'s')
+    display(table1(q_runs).round(4))
+else:
+    print('The quick results are not in this checkout: run the command above, then save_compact(folder).')
+
+# %%
+if have_quick:
+    layers = read_table(quick_dir / 'layers.csv')
+    print('Displacement per layer at the end (all but the head: moved by the SGD phase only); largest five per net')
+    display(layers[~layers.layer.isin(['fc', 'classifier.6'])].sort_values('R_end', ascending=False)
+            .groupby('arch', sort=False).head(5).round(5))
+
+# %%
+if have_quick:
+    q_traj = read_table(quick_dir / 'trajectory_compact.parquet')
+    for arch in q_runs.arch:
+        plot_fig19(q_traj[q_traj.arch == arch], arch, f'fig. 19 ({arch}), QUICK — STAND-IN')
+        plt.show()
+
+# %% [markdown]
+# **What the quick stand-in run shows** (run here on 2026-11-24; not a reproduction, and not comparable with
+# table 1's numbers, which are for ImageNet-pretrained nets on 200 classes at 224 pixels):
+#
+# * **Time.** 29.8 min of wall clock on a 2-core CPU shared with four other jobs (7.8 min of user CPU): the two
+#   ResNets took 3.4 and 6.4 min, the two VGGs 23 and 25 min each (their 130 million weights are moved and
+#   recorded at every step, and sampled for the LLC). The issue's 5 minutes for this configuration was not met on
+#   this loaded machine; most of the time is the LLC (40–50%) and the VGGs.
+# * **Fig. 19's shape appears, for a trivial reason.** In every net the log-log slope of $R(t)$ drops at the switch:
+#   by 0.51 (ResNet18), 0.42 (ResNet34) and 0.14–0.15 (VGGs). With $R$ measured from the start, Adam has moved the
+#   head far (R ≈ 1.5–2.9), and 60 SGD steps at lr 1e-5 barely change it: the slope on the SGD phase is about
+#   −0.0005 (ResNets) and −0.0001 (VGGs), slightly *negative* (the head drifts back a little), with r² above 0.98.
+#   This is how table 1's tiny α (0.004, 0.001) can arise: eq. 17 fitted to a displacement that is almost constant
+#   over the SGD phase measures how little SGD adds to what Adam did, not a sub-diffusion exponent. Measured from
+#   the switch (the other reading), the SGD phase's own slope is 0.75–0.95: super-diffusive over these 60 steps.
+# * **λ and $d_s$.** The LLCs (table 3's setting with devinterp's $n\beta$, 16 draws) are about 1–2.5 with intervals
+#   that include 0 for the ResNets; $d_s = 2\lambda\alpha$ is then about −0.001, of the sign of α. None of this says
+#   anything about table 1's λ ≈ 72–160.
+# * **The VGG stand-ins learned nothing**: 20 Adam steps from scratch leave a VGG without batch norm at chance
+#   (test accuracy 0.10 after the head phase), so their head phase fits noise features. The ResNets reach 0.83 and
+#   0.69 after the head phase, then lose accuracy in the SGD phase (0.68, 0.40): batch norm's running statistics,
+#   frozen while the head was fitted, move in train mode at batch 16 once SGD starts (a guess, not tested).
+#
+# The checks below keep these sentences in step with the committed numbers.
+
+# %%
+if have_quick:
+    qs = q_sum.set_index('quantity').value
+    assert set(q_runs.arch) == set(ARCHS) and (q_runs.stand_in.str.len() > 0).all()
+    assert all(qs[f'{a}: slope after the switch minus slope before'] < -0.1 for a in ARCHS)
+    assert all(-0.001 < qs[f'{a}: alpha'] < 0 and qs[f'{a}: r²'] > 0.98 for a in ARCHS)
+    assert all(0.7 < qs[f'{a}: alpha, R and t from the switch'] < 1 for a in ARCHS)
+    assert (q_runs.set_index('arch').test_accuracy_head[['vgg11', 'vgg16']] <= 0.1).all()
+    assert (q_runs.test_accuracy < q_runs.test_accuracy_head + 1e-9).all()
+    assert all(0 < qs[f'{a}: LLC λ'] < 3 for a in ARCHS)
+
+# %% [markdown]
+# ## Into the claims ledger
+#
+# `save_compact` records table 1's ResNet18, ResNet34 and VGG16 rows and fig. 19 from a finished folder. The
+# quick run above is a stand-in's, so its rows are filed under `quick-stand-in` with the verdict "not run at paper
+# scale", whatever the numbers say. The smoke run above is labelled a custom stand-in configuration; the rows the
+# ledger holds for this study:
+
+# %%
+from fracsgd.ledger import read_ledger
+assert study_configuration(smoke_dir)['config'] == 'custom-stand-in'
+led = read_ledger()
+mine = led[led.claim_id.str.startswith(('tab1-resnet', 'tab1-vgg', 'fig19'))]
+if have_quick:
+    assert len(mine) == 13 and (mine.verdict == 'not run at paper scale').all(), mine
+    assert (mine.config == 'quick-stand-in').all() and mine.note.str.startswith('STAND-IN').all()
+mine[['claim_id', 'config', 'value', 'ci_low', 'ci_high', 'verdict']]
+
+# %%
+#| hide
+import nbdev
+nbdev.nbdev_export()
