@@ -34,7 +34,7 @@ class MNISTAblationsConfig:
     momenta: tuple = (0.9,)                 # extra SGD runs at (momentum_lr, momentum_batch) with these momenta
     momentum_lr: float = 1e-3
     momentum_batch: int = 256
-    nets_per_point: int = 1
+    nets_per_point: int = 2
     hidden: tuple = (128, 64, 32)
     epochs: int = 15
     llc: str = 'paper-devinterp-nbeta'

@@ -23,7 +23,7 @@ from .mnist_runs import MNISTRun, analyse_nets, train_run
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'PAPER_TABLE8', 'MNISTSeedsConfig', 'config', 'runs', 'sweep', 'record_data_source', 'per_net',
            'bootstrap_interval', 'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2',
-           'plot_trajectories', 'compact_trajectories', 'report', 'run', 'save_full', 'plot_layers']
+           'plot_trajectories', 'plot_layers', 'compact_trajectories', 'report', 'run', 'save_full']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
 @dataclass(frozen=True)
@@ -207,6 +207,18 @@ def plot_trajectories(traj: pd.DataFrame, title: str = ''):
     fig.tight_layout()
     return fig
 
+def plot_layers(traj: pd.DataFrame, run: int, title: str = ''):
+    "R(t) of each parameter group of one net (`R/<group>` columns), with the total, log-log."
+    g = traj[(traj.run == run) & (traj.step > 0)].sort_values('step')
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    ax.loglog(g.step, g.R, 'k', lw=2, label='total')
+    for col in [c for c in g if c.startswith('R/')]:
+        ax.loglog(g.step, g[col], lw=1, label=col[2:])
+    ax.set(xlabel='t (SGD steps)', ylabel='R(t)', title=title or f'net {run}: displacement per layer')
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
 # %% ../../nbs/22a_mnist_seeds.ipynb #12ade0ae
 def compact_trajectories(traj: pd.DataFrame, n_log: int = 60) -> pd.DataFrame:
     "The LLC checkpoints plus about `n_log` log-spaced steps of every net: a few hundred kB for 50 nets."
@@ -252,16 +264,3 @@ def save_full(folder, ledger=None, compact_dir=None, files=('per_net.csv', 'traj
     with atomic_path(dest / 'timing.json') as tmp:
         tmp.write_text(json.dumps(timing, indent=1) + '\n')
     return dest
-
-# %% ../../nbs/22a_mnist_seeds.ipynb #512276e8
-def plot_layers(traj: pd.DataFrame, run: int, title: str = ''):
-    "R(t) of each parameter group of one net (`R/<group>` columns), with the total, log-log."
-    g = traj[(traj.run == run) & (traj.step > 0)].sort_values('step')
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    ax.loglog(g.step, g.R, 'k', lw=2, label='total')
-    for col in [c for c in g if c.startswith('R/')]:
-        ax.loglog(g.step, g[col], lw=1, label=col[2:])
-    ax.set(xlabel='t (SGD steps)', ylabel='R(t)', title=title or f'net {run}: displacement per layer')
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig

@@ -156,6 +156,7 @@ vgg.new_head(200)
 assert vgg.head is vgg.net.classifier[6] and vgg.head.out_features == 200
 del vgg
 
+
 # %% [markdown]
 # ## One run
 #
@@ -290,6 +291,7 @@ def evaluate(model: nn.Module, data: ImageSet, batch: int = 256) -> tuple[float,
 # %%
 assert not stop_now([3.0, 2.0, 1.0]) and stop_now([1.0, 1.0, 1.0, 1.0]) and not stop_now([1.0, 1.0, 1.0, 0.99])
 assert stop_now([2.0, 1.00005, 1.00003, 1.00002, 1.00001]) and not stop_now([2.0, 1.00005, 1.00002, 1.00001])
+
 
 # %% [markdown]
 # `llc_settings` is table 3's setting (`PAPER_PRESET`: SGLD lr 1e-5, localization 100, 1 chain, 400 draws, no
@@ -783,7 +785,6 @@ display_cost
 # weigh more: there the SGLD step took 1.55 plain steps, against a floor of 1.45, so the goal of 1.3 cannot be met
 # at that size by any SGLD implementation on this machine, and ours is within 7% of the floor. The LLC's memory does not grow with the number of draws
 # (`tests/test_tiny_imagenet.py` measures the peak of 10 and of 210 draws of a 6-million-weight net).
-
 
 # %% [markdown]
 # ## A smoke run, live
