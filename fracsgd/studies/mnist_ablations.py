@@ -90,10 +90,10 @@ def per_net(folder, cfg: MNISTAblationsConfig) -> tuple[pd.DataFrame, pd.DataFra
     return pd.DataFrame(rows).merge(nets, on=['key', 'run'], how='left'), traj
 
 # %% ../../nbs/22c_mnist_ablations.ipynb #5997fbc2
-RELATIONS = [  # (claim's figure, optimizer, x, y)
+RELATIONS = [  # (figure, optimizer, x, y); fig. 7's SGD heat maps are read through fig. 10-11's relations
     ('fig. 10', 'sgd', 'batch_size', 'd_s'), ('fig. 10', 'sgd', 'batch_size', 'llc_final'),
     ('fig. 11', 'sgd', 'lr', 'd_s'), ('fig. 11', 'sgd', 'lr', 'llc_final'),
-    ('fig. 7', 'sgd', 'batch_size', 'd_s'), ('fig. 9', 'adam', 'lr', 'd_s'), ('fig. 9', 'adam', 'batch_size', 'd_s'),
+    ('fig. 9', 'adam', 'lr', 'd_s'), ('fig. 9', 'adam', 'batch_size', 'd_s'),
     ('fig. 12', 'sgd', 'd_s', 'test_accuracy'), ('fig. 12', 'adam', 'd_s', 'test_accuracy'),
     ('fig. 13', 'sgd', 'llc_final', 'test_accuracy'), ('fig. 13', 'adam', 'llc_final', 'test_accuracy'),
     ('fig. 16-17', 'sgd', 'R_final', 'llc_final'), ('fig. 16-17', 'adam', 'R_final', 'llc_final')]
@@ -127,7 +127,9 @@ def summarize(nets: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
                           'fig. 14-15'))
     rows.append(stat_row('median predicted / measured final R', nets.prediction_ratio, np.median, n_boot))
     rows.append(summary_row('nets', len(nets)))
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    assert out.quantity.is_unique, out.quantity[out.quantity.duplicated()]
+    return out
 
 # %% ../../nbs/22c_mnist_ablations.ipynb #6476d3cc
 def plot_grids(nets: pd.DataFrame, title: str = ''):

@@ -483,7 +483,6 @@ assert (end['llc_end/paper'] < 0).all() and (end.llc_calibrated < 0).all() and (
 # %%
 res['figures']['trajectories']
 
-
 # %% [markdown]
 # The displacement of each parameter group for the first net: the recorder's `R/<group>` columns, one for each
 # linear layer (`layer1.0`, weight and bias), each batch norm (`layer1.1`, scale and shift) and the output layer.
