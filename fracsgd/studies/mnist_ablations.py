@@ -22,7 +22,7 @@ from .mnist_architectures import spearman_interval
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'RELATIONS', 'MNISTAblationsConfig', 'config', 'grid', 'runs', 'sweep', 'per_net',
-           'relation_name', 'summarize', 'plot_grids', 'plot_relations', 'report', 'run']
+           'momentum_nets', 'relation_name', 'summarize', 'plot_grids', 'plot_relations', 'report', 'run']
 
 # %% ../../nbs/22c_mnist_ablations.ipynb #84e2911f
 @dataclass(frozen=True)
@@ -98,6 +98,11 @@ RELATIONS = [  # (figure, optimizer, x, y); fig. 7's SGD heat maps are read thro
     ('fig. 13', 'sgd', 'llc_final', 'test_accuracy'), ('fig. 13', 'adam', 'llc_final', 'test_accuracy'),
     ('fig. 16-17', 'sgd', 'R_final', 'llc_final'), ('fig. 16-17', 'adam', 'R_final', 'llc_final')]
 
+def momentum_nets(nets: pd.DataFrame) -> pd.DataFrame:
+    "The SGD nets at the (lr, batch) point of the momentum runs, with momentum 0 and every other momentum."
+    point = nets[nets.momentum > 0][['lr', 'batch_size']].drop_duplicates()
+    return nets[(nets.optimizer == 'sgd')].merge(point, on=['lr', 'batch_size'])
+
 def relation_name(optimizer: str, x: str, y: str) -> str:
     "The summary quantity of one relation, e.g. 'sgd: Spearman rho, lr vs d_s'."
     return f'{optimizer}: Spearman rho, {x} vs {y}'
@@ -116,8 +121,7 @@ def summarize(nets: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
         g = plain[plain.optimizer == opt]
         rows.append(summary_row(relation_name(opt, x, y), *spearman_interval(g[x], g[y], n_boot),
                                 f'{fig}; {len(g)} nets'))
-    mom = nets[(nets.optimizer == 'sgd') & (nets.lr == nets.lr.where(nets.momentum > 0).max())
-               & (nets.batch_size == nets.batch_size.where(nets.momentum > 0).max())]
+    mom = momentum_nets(nets)
     rows.append(summary_row(relation_name('sgd', 'momentum', 'd_s'), *spearman_interval(mom.momentum, mom.d_s, n_boot),
                      f'fig. 8; {len(mom)} nets at one (lr, batch)'))
     rows.append(summary_row('Spearman rho, predicted vs measured final R',
@@ -157,8 +161,7 @@ def plot_relations(nets: pd.DataFrame, title: str = ''):
               ('llc_final', 'test_accuracy', 'fig. 13'), ('R_final', 'llc_final', 'fig. 16-17'),
               ('R_final', 'R_predicted', 'fig. 14-15')]
     for ax, (x, y, fig_name) in zip(axes, panels):
-        for opt, g in nets.groupby('optimizer'):
-            g = g[g.momentum > 0] if x == 'momentum' else g
+        for opt, g in (momentum_nets(nets) if x == 'momentum' else nets).groupby('optimizer'):
             ax.scatter(g[x], g[y], s=16, label=opt)
         if fig_name == 'fig. 14-15':
             lim = [nets[[x, y]].min().min(), nets[[x, y]].max().max()]
