@@ -84,8 +84,8 @@ class MNISTAblationsConfig:
 QUICK = MNISTAblationsConfig()
 FULL = replace(QUICK, lrs=(1e-4, 1e-3, 1e-2), batch_sizes=(32, 64, 128, 256), momenta=(0.5, 0.9, 0.99),
                nets_per_point=3, epochs=100)
-SMOKE = replace(QUICK, lrs=(1e-2,), batch_sizes=(256,), momenta=(0.9,), hidden=(16,), epochs=3, llc='smoke',
-                llc_every=20, n_boot=20)
+SMOKE = replace(QUICK, lrs=(1e-2,), batch_sizes=(256,), momenta=(0.9,), nets_per_point=1, hidden=(16,), epochs=3,
+                llc='smoke', llc_every=20, n_boot=20)
 
 def config(full: bool | None = None) -> MNISTAblationsConfig:
     "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
