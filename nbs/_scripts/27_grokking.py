@@ -607,7 +607,8 @@ if have_quick:
 # %% [markdown]
 # **What the quick run shows** (run here on 2026-11-24 on the 2-core CPU while four other studies ran; 7.5 min
 # wall time for the six runs with two workers, 2.4 min of CPU time; the summed per-run times above are inflated by
-# the sharing). The numbers quoted are checked against the committed tables by the cell below.
+# the sharing; rerun later on the idle machine, `fracsgd run grokking --quick` took 55 s and gave the committed
+# summary to the last digit). The numbers quoted are checked against the committed tables by the cell below.
 #
 # * **Grokking, decided by weight decay.** With weight decay 1, batch 512 fits the training pairs by step 440
 #   while test accuracy stays at chance (0.024 against 1/53) until about step 1,200, then rises to 0.9 at step
