@@ -18,7 +18,8 @@ from .store import read_meta, read_plan, runs_table, status
 # %% auto #0
 __all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'CLAIM_COLUMNS', 'LEDGER_COLUMNS', 'STAND_IN',
            'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in', 'study_configuration',
-           'compact_label', 'save_compact', 'ledger_rows', 'read_ledger', 'record_claims', 'stale_rows', 'ledger_table']
+           'compact_label', 'save_compact', 'ledger_rows', 'read_ledger', 'record_claims', 'keep_results', 'stale_rows',
+           'ledger_table']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
@@ -214,6 +215,16 @@ def record_claims(folder, ledger=None, compact_dir=None, claims=None) -> pd.Data
     new = new.sort_values(['claim_id', 'config'], key=lambda s: s.map(order) if s.name == 'claim_id' else s)
     write_table(new.reset_index(drop=True), ledger)
     return new.reset_index(drop=True)
+
+def keep_results(folder, files=(), ledger=None, compact_dir=None) -> Path:
+    "`record_claims`, then copy the study folder's `files` beside its compact summary; return that compact folder."
+    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
+    cfg = study_configuration(folder)
+    dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
+    for name in files:
+        with atomic_path(dest / name) as tmp:
+            shutil.copyfile(Path(folder) / name, tmp)
+    return dest
 
 # %% ../nbs/30_ledger.ipynb #1a1989aa
 def stale_rows(ledger=None, claims=None) -> list[str]:

@@ -334,14 +334,10 @@ def run(cfg: CIFARConfig | None = None, out_dir=None, progress: bool = True, **r
 # %% ../../nbs/24_cifar10_study.ipynb #a3cf2510
 def save_compact_results(folder, ledger=None, compact_dir=None) -> Path:
     "Record the study's claims; copy its per-architecture table, tables 5–6, compact trajectories and times beside them."
-    import json, shutil
-    from fracsgd.ledger import COMPACT, compact_label, record_claims, study_configuration
+    import json
+    from fracsgd.ledger import keep_results
     from fracsgd.studies.mnist_seeds import compact_trajectories
-    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
-    dest = Path(compact_dir or COMPACT) / 'cifar10' / compact_label(study_configuration(folder))
-    for name in ('per_arch.csv', 'tables_5_6.csv'):
-        with atomic_path(dest / name) as tmp:
-            shutil.copyfile(Path(folder) / name, tmp)
+    dest = keep_results(folder, ('per_arch.csv', 'tables_5_6.csv'), ledger=ledger, compact_dir=compact_dir)
     study = load_study(folder)
     write_table(compact_trajectories(study.trajectories.drop(columns='key'), n_log=50), dest / 'trajectory_compact.parquet')
     per = study.tables['nets'][['key', 'run']].merge(study.runs[['key', 'seconds']], on='key')

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 from ..core import atomic_path, full_mode, read_table, results_dir, write_table
 from ..data import DataSourceWarning
 from ..displacement import runs_matrix
-from ..ledger import COMPACT, compact_label, mark_stand_in, record_claims, study_configuration
+from ..ledger import COMPACT, keep_results, mark_stand_in, record_claims
 from ..store import load_study, read_meta
 from ..sweep import Sweep, run_sweep
 from .mnist_runs import MNISTRun, analyse_nets, train_run
@@ -253,12 +253,7 @@ def run(cfg: MNISTSeedsConfig | None = None, out_dir=None, progress: bool = True
 
 def save_full(folder, ledger=None, compact_dir=None, files=('per_net.csv', 'trajectory_compact.parquet')) -> Path:
     "Record a finished, reported MNIST study's claims; copy `files` and the measured times beside them."
-    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
-    cfg = study_configuration(folder)                  # the label record_claims filed the summary under
-    dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
-    for name in files:
-        with atomic_path(dest / name) as tmp:
-            shutil.copyfile(Path(folder) / name, tmp)
+    dest = keep_results(folder, files, ledger=ledger, compact_dir=compact_dir)
     runs = load_study(folder).runs
     timing = {k: round(float(runs[k].sum()), 1) for k in ('seconds', 'seconds_train', 'seconds_calibrated')}
     with atomic_path(dest / 'timing.json') as tmp:

@@ -19,7 +19,7 @@ from ..core import atomic_path, default_device, full_mode, read_table, results_d
 from ..datasets.tiny_imagenet import (ImageSet, TinyImageNetMissing, check_class_count, find_tiny_imagenet,
                                             load_tiny_imagenet, stand_in_images)
 from ..displacement import Recorder, log_steps
-from ..ledger import COMPACT, compact_label, mark_stand_in, record_claims, study_configuration
+from ..ledger import COMPACT, keep_results, mark_stand_in
 from ..llc import estimate_llc
 from ..sgld import PAPER_PRESET
 from ..spectral import fit_power_law
@@ -528,13 +528,8 @@ def run(cfg: TinyConfig | None = None, out_dir=None, progress: bool = True, **ru
 
 def save_compact(folder, ledger=None, compact_dir=None) -> Path:
     "Record the finished study's claims; copy its per-run table and compact trajectories beside the summary."
-    import shutil
-    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
-    dest = Path(compact_dir or COMPACT) / 'tiny-imagenet' / compact_label(study_configuration(folder))
-    for name in ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv'):
-        with atomic_path(dest / name) as tmp:
-            shutil.copyfile(Path(folder) / name, tmp)
-    return dest
+    return keep_results(folder, ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv'), ledger=ledger,
+                        compact_dir=compact_dir)
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #468b245d
 def _timed(fn) -> float:

@@ -20,7 +20,7 @@ from ..data import cache_dir
 from ..datasets.tinystories import (CausalLMLogits, TokenBlocks, lm_n_beta, load_stories, stand_in_stories,
                                           token_blocks, token_loss, train_tokenizer)
 from ..displacement import Recorder
-from ..ledger import COMPACT, compact_label, mark_stand_in, record_claims, study_configuration
+from ..ledger import COMPACT, keep_results, mark_stand_in
 from ..llc import LLCMeasurement, final_llc
 from ..sgld import PAPER_PRESET
 from ..spectral import fit_power_law
@@ -422,11 +422,7 @@ def run(cfg: TinyStoriesConfig | None = None, out_dir=None, progress: bool = Tru
 
 def save_results(folder, ledger=None, compact_dir=None) -> Path:
     "Record a reported study's claims; copy its per-run tables and a down-sampled trajectory beside them."
-    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
-    dest = Path(compact_dir or COMPACT) / 'tinystories' / compact_label(study_configuration(folder))
-    for name in ('per_run.csv', 'layers.csv', 'tables_1_4.csv'):
-        with atomic_path(dest / name) as tmp:
-            shutil.copyfile(Path(folder) / name, tmp)
+    dest = keep_results(folder, ('per_run.csv', 'layers.csv', 'tables_1_4.csv'), ledger=ledger, compact_dir=compact_dir)
     traj = load_study(folder).trajectories
     keep = traj.step.isin(sorted({0, *np.unique(np.geomspace(1, traj.step.max(), 80).round())})) | traj.llc.notna()
     write_table(traj[keep].reset_index(drop=True), dest / 'trajectory_compact.csv')

@@ -28,7 +28,7 @@ from fracsgd.core import atomic_path, default_device, full_mode, read_table, res
 from fracsgd.datasets.tiny_imagenet import (ImageSet, TinyImageNetMissing, check_class_count, find_tiny_imagenet,
                                             load_tiny_imagenet, stand_in_images)
 from fracsgd.displacement import Recorder, log_steps
-from fracsgd.ledger import COMPACT, compact_label, mark_stand_in, record_claims, study_configuration
+from fracsgd.ledger import COMPACT, keep_results, mark_stand_in
 from fracsgd.llc import estimate_llc
 from fracsgd.sgld import PAPER_PRESET
 from fracsgd.spectral import fit_power_law
@@ -680,13 +680,8 @@ def run(cfg: TinyConfig | None = None, out_dir=None, progress: bool = True, **ru
 
 def save_compact(folder, ledger=None, compact_dir=None) -> Path:
     "Record the finished study's claims; copy its per-run table and compact trajectories beside the summary."
-    import shutil
-    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
-    dest = Path(compact_dir or COMPACT) / 'tiny-imagenet' / compact_label(study_configuration(folder))
-    for name in ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv'):
-        with atomic_path(dest / name) as tmp:
-            shutil.copyfile(Path(folder) / name, tmp)
-    return dest
+    return keep_results(folder, ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv'), ledger=ledger,
+                        compact_dir=compact_dir)
 
 
 # %% [markdown]
@@ -904,7 +899,7 @@ if have_quick:
 # ledger holds for this study:
 
 # %%
-from fracsgd.ledger import read_ledger
+from fracsgd.ledger import read_ledger, study_configuration
 assert study_configuration(smoke_dir)['config'] == 'custom-stand-in'
 led = read_ledger()
 mine = led[led.claim_id.str.startswith(('tab1-resnet', 'tab1-vgg', 'fig19'))]

@@ -531,12 +531,8 @@ def run(cfg: GrokkingConfig | None = None, out_dir=None, progress: bool = True, 
 
 def save_compact_results(folder, ledger=None, compact_dir=None) -> Path:
     "Record a finished, reported study's claims; copy its per-run table, compact trajectories and times beside them."
-    from fracsgd.ledger import COMPACT, compact_label
-    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
-    dest = Path(compact_dir or COMPACT) / 'grokking' / compact_label(study_configuration(folder))
-    for name in ('per_run.csv', 'trajectory_compact.parquet'):
-        with atomic_path(dest / name) as tmp:
-            shutil.copyfile(Path(folder) / name, tmp)
+    from fracsgd.ledger import keep_results
+    dest = keep_results(folder, ('per_run.csv', 'trajectory_compact.parquet'), ledger=ledger, compact_dir=compact_dir)
     study = load_study(folder)
     cfg = config(study_configuration(folder)['config'].startswith('full'))
     ref = _reference(study.trajectories.drop(columns='key'), cfg)[['step', 'dw/u0']]

@@ -376,6 +376,16 @@ def record_claims(folder, ledger=None, compact_dir=None, claims=None) -> pd.Data
     write_table(new.reset_index(drop=True), ledger)
     return new.reset_index(drop=True)
 
+def keep_results(folder, files=(), ledger=None, compact_dir=None) -> Path:
+    "`record_claims`, then copy the study folder's `files` beside its compact summary; return that compact folder."
+    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
+    cfg = study_configuration(folder)
+    dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
+    for name in files:
+        with atomic_path(dest / name) as tmp:
+            shutil.copyfile(Path(folder) / name, tmp)
+    return dest
+
 
 # %% [markdown]
 # The whole path on a made-up study folder, so that it runs in a second: a finished moons-diffusion "quick"
