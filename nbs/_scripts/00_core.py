@@ -277,6 +277,9 @@ with tempfile.TemporaryDirectory() as d:
     except KeyboardInterrupt:
         pass
     assert sorted(os.listdir(d)) == ['t.parquet'], os.listdir(d)  # nothing half-written is left behind
+    import matplotlib.pyplot as plt
+    save_figures({'empty': plt.figure()}, d)
+    assert (Path(d) / 'empty.png').read_bytes()[:4] == b'\x89PNG' and not plt.get_fignums()
     old_mask = os.umask(0o022)
     assert (write_table(df, Path(d)/'t.csv').stat().st_mode & 0o777) == 0o644   # readable by other users
     os.umask(old_mask)
