@@ -255,15 +255,6 @@ def read_table(path) -> pd.DataFrame:
     path = Path(path)
     return pd.read_parquet(path) if path.suffix == '.parquet' else pd.read_csv(path)
 
-def save_figures(figures: dict, folder, dpi: int = 110) -> dict:
-    "Write each matplotlib figure of `figures` (name → figure) to `folder/<name>.png` atomically, close it; return them."
-    import matplotlib.pyplot as plt                    # late: the rest of core does not need matplotlib
-    for name, fig in figures.items():
-        with atomic_path(Path(folder) / f'{name}.png') as tmp:
-            fig.savefig(tmp, dpi=dpi, format='png')
-        plt.close(fig)
-    return figures
-
 
 # %%
 with tempfile.TemporaryDirectory() as d:
@@ -277,9 +268,6 @@ with tempfile.TemporaryDirectory() as d:
     except KeyboardInterrupt:
         pass
     assert sorted(os.listdir(d)) == ['t.parquet'], os.listdir(d)  # nothing half-written is left behind
-    import matplotlib.pyplot as plt
-    save_figures({'empty': plt.figure()}, d)
-    assert (Path(d) / 'empty.png').read_bytes()[:4] == b'\x89PNG' and not plt.get_fignums()
     old_mask = os.umask(0o022)
     assert (write_table(df, Path(d)/'t.csv').stat().st_mode & 0o777) == 0o644   # readable by other users
     os.umask(old_mask)
