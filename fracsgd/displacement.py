@@ -79,6 +79,7 @@ class Recorder:
         self.names = [n for n, p in named.items() if p.requires_grad]
         self._p = [named[n].detach() for n in self.names]           # views: follow in-place optimizer updates
         self._w0 = [p.clone() for p in self._p]
+        self._diff = [torch.empty_like(p) for p in self._p]         # scratch for w_t − w_0, reused
         gid = {n: i for i, ns in enumerate(self.groups.values()) for n in ns}
         self._gidx = None                               # [parameter tensors]: the group of each, if any
         if self.groups:
@@ -112,7 +113,9 @@ class Recorder:
         if step > 0 and not self._due(step) and not extra:
             return
         with torch.no_grad():
-            sq = torch.stack(torch._foreach_norm(torch._foreach_sub(self._p, self._w0))) ** 2   # [tensors]
+            torch._foreach_copy_(self._diff, self._p)
+            torch._foreach_sub_(self._diff, self._w0)
+            sq = torch.stack(torch._foreach_norm(self._diff)) ** 2                 # [tensors]
         self._steps.append(step)
         self._sq.append(sq)
         self._extra.append(extra)

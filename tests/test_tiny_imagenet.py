@@ -139,7 +139,7 @@ def test_run_on_the_real_format(tmp_path, monkeypatch):
                      device='cpu')
     out = ti.train_run(run)
     traj = out['trajectory']
-    assert out['n_train'] == 12 and out['stand_in'].startswith('resnet18 trained 1 steps')
+    assert out['n_train'] == 12 and out['stand_in'].startswith('resnet18 trained 1 Adam steps')
     assert 'Tiny ImageNet (train)' in out['data_source'] and traj.llc.notna().sum() == 3
     assert set(traj.phase) == {'adam-head', 'sgd'} and traj.step.max() == out['switch_step'] + 4
 

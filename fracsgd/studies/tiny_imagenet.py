@@ -123,6 +123,7 @@ class TinyRun:
     llc_images: int | None = None          # training images the LLC sees (None: all)
     eval_batch: int = 256
     pretrain_steps: int = 0                # stand-in weights: Adam steps from scratch on other images
+    pretrain_lr: float = 1e-4              # their learning rate (1e-3 left the VGGs at chance)
     record_every: int = 10
     seed: int = 0
     device: str | None = None
@@ -144,7 +145,8 @@ class TinyRun:
         if self.data != 'tiny-imagenet':
             parts.append(f'{self.data} digit images for Tiny ImageNet')
         if self.weights == 'scratch':
-            parts.append(f'{self.arch} trained {self.pretrain_steps} steps from scratch here for ImageNet weights')
+            parts.append(f'{self.arch} trained {self.pretrain_steps} Adam steps (lr {self.pretrain_lr:g}) from scratch '
+                         'here for ImageNet weights')
         return '; '.join(parts)
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #36b4e8fe
@@ -170,10 +172,11 @@ def _batches(n: int, batch: int, gen: torch.Generator):
         perm = torch.randperm(n, generator=gen)
         yield from perm.split(batch)
 
-def pretrain_from_scratch(model: FineTuneNet, data: ImageSet, steps: int, batch: int, seed: int = 0) -> float:
-    "The stand-in for pretrained weights: `steps` Adam steps (lr 1e-3) on all weights; returns the last loss."
+def pretrain_from_scratch(model: FineTuneNet, data: ImageSet, steps: int, batch: int, seed: int = 0,
+                          lr: float = 1e-4) -> float:
+    "The stand-in for pretrained weights: `steps` Adam steps (`lr`) on all weights; returns the last loss."
     model.train()
-    opt, gen, loss = torch.optim.Adam(model.parameters(), lr=1e-3), torch.Generator().manual_seed(seed), None
+    opt, gen, loss = torch.optim.Adam(model.parameters(), lr=lr, fused=True), torch.Generator().manual_seed(seed), None
     for _, idx in zip(range(steps), _batches(len(data.y), batch, gen)):
         loss = F.cross_entropy(model(data.X[idx]), data.y[idx])
         opt.zero_grad(set_to_none=True)
@@ -275,8 +278,9 @@ def train_run(run: TinyRun) -> dict:
     check_class_count(len(data['train'].classes), run.n_classes, 'the fine-tuning data')
     data = {k: ImageSet(v.X.to(device), v.y.to(device), v.classes, v.source) for k, v in data.items()}
     model = build_net(run.arch, run.weights, run.image_size, run.seed).to(device)
-    if run.weights == 'scratch':
-        pretrain_from_scratch(model, data['pretrain'], run.pretrain_steps, run.batch_size, run.seed)
+    if run.weights == 'scratch':                     # the stand-in learns digits with a head of the run's size
+        model.new_head(run.n_classes, run.seed + 1)
+        pretrain_from_scratch(model, data['pretrain'], run.pretrain_steps, run.batch_size, run.seed, run.pretrain_lr)
     model.new_head(run.n_classes, run.seed)
     times['seconds_setup'] = time.perf_counter() - t0
     for p in model.parameters():
@@ -334,13 +338,14 @@ class TinyConfig:
     llc_images: int | None = 5120
     eval_batch: int = 256
     pretrain_steps: int = 300              # stand-in weights only
+    pretrain_lr: float = 1e-4
     record_every: int = 10
     origin: str = 'start'                  # which R(t) enters table 1: 'start' or 'switch'
     n_boot: int = 200
 
 FULL = TinyConfig()
 QUICK = replace(FULL, n_classes=10, per_class=32, test_per_class=20, image_size=32, store_size=32, batch_size=16,
-                sgd_steps=60, llc_every=20, llc_draws=16, llc_images=None, pretrain_steps=20, record_every=1,
+                sgd_steps=60, llc_every=20, llc_draws=16, llc_images=None, pretrain_steps=60, record_every=1,
                 n_boot=100)
 SMOKE = replace(QUICK, archs=('resnet18',), per_class=8, test_per_class=4, sgd_steps=8, llc_every=4, llc_draws=4,
                 pretrain_steps=2, n_boot=20)
@@ -381,7 +386,7 @@ def runs(cfg: TinyConfig, device=None) -> list[TinyRun]:
                   llc_draws=cfg.llc_draws, llc_images=cfg.llc_images, eval_batch=cfg.eval_batch,
                   record_every=cfg.record_every, device=None if device is None else str(device))
     if cfg.stand_in:
-        shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps)
+        shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps, pretrain_lr=cfg.pretrain_lr)
     return [TinyRun(arch=a, **shared) for a in cfg.archs]
 
 def sweep(cfg: TinyConfig, device=None) -> Sweep:
