@@ -101,14 +101,12 @@ def test_cli_without_dataset(tmp_path, monkeypatch, capsys):
 def test_stopping_rule_and_modes(monkeypatch, tmp_path):
     assert not ti.stop_now([3.0, 2.0, 1.0]) and ti.stop_now([2.0, 1.00005, 1.00003, 1.00002, 1.00001])
     monkeypatch.setenv('FRACSGD_DATA', str(tmp_path))
-    monkeypatch.delenv('FRACSGD_STAND_IN', raising=False)
-    assert ti.config(False).stand_in                                     # no dataset: the stand-in, labelled
-    monkeypatch.setenv('FRACSGD_STAND_IN', '0')
-    with pytest.raises(TinyImageNetMissing):
-        ti.config(False)
+    assert ti.config(False) == ti.QUICK and ti.config(True) == ti.FULL and not ti.QUICK.stand_in
+    with pytest.raises(TinyImageNetMissing):                             # no dataset: named, before any training
+        ti.check_data(ti.QUICK)
+    ti.check_data(ti.with_stand_in(ti.QUICK))                            # the stand-in needs no dataset
     write_fake_tiny_imagenet(tmp_path)
-    monkeypatch.delenv('FRACSGD_STAND_IN')
-    assert not ti.config(False).stand_in and ti.config(True) == ti.FULL
+    ti.check_data(ti.QUICK)
 
 
 def _trajectory(alpha=0.25, head_slope=0.9, switch=50, steps=200, llc=10.0):

@@ -32,7 +32,7 @@ def _missing(where) -> TinyImageNetMissing:
     return TinyImageNetMissing(
         f"Tiny ImageNet not found at {where}. Download {TINY_URL} (237 MB) and unzip it into the folder "
         f"FRACSGD_DATA names (giving $FRACSGD_DATA/{TINY_FOLDER}/wnids.txt, train/, val/), or put the zip "
-        "there unopened; or pass --stand-in (FRACSGD_STAND_IN=1) to run on real digit images as a labelled stand-in")
+        "there unopened; or pass --stand-in (`with_stand_in(cfg)` in Python) to run on real digit images as a labelled stand-in")
 
 def unpack(archive, dest) -> Path:
     "Unzip the official archive `archive` into `dest`; a truncated or damaged archive is named in the error."

@@ -29,9 +29,9 @@ from ..sweep import Sweep, run_sweep
 # %% auto #0
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'ARCHS', 'FULL', 'QUICK', 'SMOKE', 'PAPER_TABLE1', 'ImageNetInput', 'FineTuneNet',
            'PretrainedWeightsMissing', 'build_net', 'TinyRun', 'run_data', 'pretrain_from_scratch', 'head_features',
-           'stop_now', 'evaluate', 'llc_settings', 'train_run', 'TinyConfig', 'stand_in_mode', 'config',
-           'with_stand_in', 'runs', 'sweep', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end', 'table1',
-           'per_run', 'report', 'run', 'save_compact', 'llc_cost', 'cost_in_fresh_process']
+           'stop_now', 'evaluate', 'llc_settings', 'train_run', 'TinyConfig', 'config', 'check_data', 'with_stand_in',
+           'runs', 'sweep', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end', 'table1', 'per_run', 'report',
+           'run', 'save_compact', 'llc_cost', 'cost_in_fresh_process']
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #90f814f7
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -93,7 +93,7 @@ def build_net(arch: str, weights: str = 'IMAGENET1K_V1', size: int = 224, seed: 
         raise PretrainedWeightsMissing(
             f"torchvision could not provide the {weights} weights of {arch} ({type(e).__name__}: "
             f"{' '.join(str(e).split())[:200]}): connect once to download them (they are cached under "
-            "~/.cache/torch/hub/checkpoints), or pass --stand-in (FRACSGD_STAND_IN=1) to use the same "
+            "~/.cache/torch/hub/checkpoints), or pass --stand-in (`with_stand_in(cfg)` in Python) to use the same "
             "architecture trained briefly here from scratch, labelled as a stand-in") from e
     return FineTuneNet(net, size)
 
@@ -350,29 +350,14 @@ QUICK = replace(FULL, n_classes=10, per_class=32, test_per_class=20, image_size=
 SMOKE = replace(QUICK, archs=('resnet18',), per_class=8, test_per_class=4, sgd_steps=8, llc_every=4, llc_draws=4,
                 pretrain_steps=2, n_boot=20)
 
-def stand_in_mode(stand_in: bool | None = None) -> bool:
-    """Whether to run on the stand-in: `stand_in` if given, else `FRACSGD_STAND_IN` (1/0); unset, the stand-in
-    is used exactly when Tiny ImageNet is not found."""
-    if stand_in is not None:
-        return bool(stand_in)
-    v = os.environ.get('FRACSGD_STAND_IN', '').strip().lower()
-    if v in ('1', 'true', 'yes'): return True
-    if v in ('0', 'false', 'no'): return False
-    if v:
-        raise ValueError(f"FRACSGD_STAND_IN must be 0 or 1, got {v!r}")
-    try:
-        find_tiny_imagenet()
-        return False
-    except (TinyImageNetMissing, ValueError):
-        return True
+def config(full: bool | None = None) -> TinyConfig:
+    "QUICK, or FULL when `full` (or `FRACSGD_FULL=1`); on the paper's data. `with_stand_in` swaps in the stand-in."
+    return FULL if full_mode(full) else QUICK
 
-def config(full: bool | None = None, stand_in: bool | None = None) -> TinyConfig:
-    "QUICK or (`full` / `FRACSGD_FULL=1`) FULL, on the stand-in when `stand_in_mode` says so."
-    cfg = FULL if full_mode(full) else QUICK
-    if stand_in_mode(stand_in):
-        return replace(cfg, stand_in=True)
-    find_tiny_imagenet()                        # a missing dataset is named here, with what to do
-    return cfg
+def check_data(cfg: TinyConfig) -> None:
+    "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
+    if not cfg.stand_in:
+        find_tiny_imagenet()
 
 def with_stand_in(cfg: TinyConfig) -> TinyConfig:
     "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
@@ -526,6 +511,7 @@ def report(folder, cfg: TinyConfig | None = None) -> dict:
 def run(cfg: TinyConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
     "Run the study with `cfg` (default: `config()`) into `out_dir`, resuming; then `report`."
     cfg = cfg or config()
+    check_data(cfg)
     label = ('full' if cfg.sgd_steps == FULL.sgd_steps else 'quick') + ('-stand-in' if cfg.stand_in else '')
     out = Path(out_dir) if out_dir else results_dir('tiny-imagenet', label)
     run_sweep(sweep(cfg), out, progress=progress, **runner)

@@ -141,7 +141,7 @@ def build_net(arch: str, weights: str = 'IMAGENET1K_V1', size: int = 224, seed: 
         raise PretrainedWeightsMissing(
             f"torchvision could not provide the {weights} weights of {arch} ({type(e).__name__}: "
             f"{' '.join(str(e).split())[:200]}): connect once to download them (they are cached under "
-            "~/.cache/torch/hub/checkpoints), or pass --stand-in (FRACSGD_STAND_IN=1) to use the same "
+            "~/.cache/torch/hub/checkpoints), or pass --stand-in (`with_stand_in(cfg)` in Python) to use the same "
             "architecture trained briefly here from scratch, labelled as a stand-in") from e
     return FineTuneNet(net, size)
 
@@ -455,29 +455,14 @@ QUICK = replace(FULL, n_classes=10, per_class=32, test_per_class=20, image_size=
 SMOKE = replace(QUICK, archs=('resnet18',), per_class=8, test_per_class=4, sgd_steps=8, llc_every=4, llc_draws=4,
                 pretrain_steps=2, n_boot=20)
 
-def stand_in_mode(stand_in: bool | None = None) -> bool:
-    """Whether to run on the stand-in: `stand_in` if given, else `FRACSGD_STAND_IN` (1/0); unset, the stand-in
-    is used exactly when Tiny ImageNet is not found."""
-    if stand_in is not None:
-        return bool(stand_in)
-    v = os.environ.get('FRACSGD_STAND_IN', '').strip().lower()
-    if v in ('1', 'true', 'yes'): return True
-    if v in ('0', 'false', 'no'): return False
-    if v:
-        raise ValueError(f"FRACSGD_STAND_IN must be 0 or 1, got {v!r}")
-    try:
-        find_tiny_imagenet()
-        return False
-    except (TinyImageNetMissing, ValueError):
-        return True
+def config(full: bool | None = None) -> TinyConfig:
+    "QUICK, or FULL when `full` (or `FRACSGD_FULL=1`); on the paper's data. `with_stand_in` swaps in the stand-in."
+    return FULL if full_mode(full) else QUICK
 
-def config(full: bool | None = None, stand_in: bool | None = None) -> TinyConfig:
-    "QUICK or (`full` / `FRACSGD_FULL=1`) FULL, on the stand-in when `stand_in_mode` says so."
-    cfg = FULL if full_mode(full) else QUICK
-    if stand_in_mode(stand_in):
-        return replace(cfg, stand_in=True)
-    find_tiny_imagenet()                        # a missing dataset is named here, with what to do
-    return cfg
+def check_data(cfg: TinyConfig) -> None:
+    "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
+    if not cfg.stand_in:
+        find_tiny_imagenet()
 
 def with_stand_in(cfg: TinyConfig) -> TinyConfig:
     "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
@@ -678,6 +663,7 @@ def report(folder, cfg: TinyConfig | None = None) -> dict:
 def run(cfg: TinyConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
     "Run the study with `cfg` (default: `config()`) into `out_dir`, resuming; then `report`."
     cfg = cfg or config()
+    check_data(cfg)
     label = ('full' if cfg.sgd_steps == FULL.sgd_steps else 'quick') + ('-stand-in' if cfg.stand_in else '')
     out = Path(out_dir) if out_dir else results_dir('tiny-imagenet', label)
     run_sweep(sweep(cfg), out, progress=progress, **runner)
@@ -776,14 +762,17 @@ else:
 display_cost
 
 # %% [markdown]
-# **Measured here** (2026-11-24, one thread, while other jobs loaded the 2 cores to a load average of 6–12, so every
-# time is several times an idle machine's and single timings are noisy). ResNet18 with a 200-way head, batch 128
-# at 224×224: one SGD step took 274 s, one SGLD step in table 3's setting 327 s, a ratio of **1.19** (goal ≤ 1.3);
-# the process peaked at **4.8 GB** resident (goal: under ~8 GB). The floor (a plain step plus one Gaussian per
-# weight) came out slower than the SGLD step, which only load can do: treat the ratio as ±0.2. At 32×32 and batch 16
-# (the quick configuration) the forward and backward pass is cheap and the 11 million Gaussian numbers per step
-# weigh more: there the SGLD step took 1.55 plain steps, against a floor of 1.45, so the goal of 1.3 cannot be met
-# at that size by any SGLD implementation on this machine, and ours is within 7% of the floor. The LLC's memory does not grow with the number of draws
+# **Measured here** (2026-11-24, one thread, the other core busy with one single-threaded job; the `#| heavy` cell
+# above, 4.8 min). ResNet18 with a 200-way head, batch 128 at 224×224: one SGD step took 23.0 s, one SGLD step in
+# table 3's setting 22.3 s, a ratio of **0.97** (goal ≤ 1.3): at this size the forward and backward pass dominate
+# and the sampler's extra work (one Gaussian number per weight, the localization pull, the update) is lost in the
+# step-to-step noise of a few percent. The process peaked at **4.7 GB** resident. At 32×32 and batch 16 (the quick
+# configuration) the pass is 240 times cheaper and the 11 million Gaussian numbers per step weigh: the SGLD step
+# took **1.70** plain steps, against a floor (a plain step plus the noise alone) of 1.37. So the goal of 1.3 cannot
+# be met at that size by any SGLD step on this CPU (PyTorch's generator is the floor: a uniform draw costs as much
+# as a Gaussian one, and NumPy's was slower), and ours spends another 0.03 s per step over the floor. A first
+# measurement under other sessions' heavy load gave 1.19 (224 px) and 1.55 against 1.45 (32 px). The LLC's memory
+# does not grow with the number of draws
 # (`tests/test_tiny_imagenet.py` measures the peak of 10 and of 210 draws of a 6-million-weight net).
 
 # %% [markdown]
