@@ -770,7 +770,9 @@ display_cost
 # configuration) the pass is 240 times cheaper and the 11 million Gaussian numbers per step weigh: the SGLD step
 # took **1.70** plain steps, against a floor (a plain step plus the noise alone) of 1.37. So the goal of 1.3 cannot
 # be met at that size by any SGLD step on this CPU (PyTorch's generator is the floor: a uniform draw costs as much
-# as a Gaussian one, and NumPy's was slower), and ours spends another 0.03 s per step over the floor. A first
+# as a Gaussian one, and NumPy's was slower), and ours spends another 0.03 s per step over the floor. A profile of 60 draws
+# (cProfile, same net and batch) puts that 0.03 s in the MALA diagnostic, which every `diag_every` = 20 steps
+# runs one more forward and backward pass and sums in float64; with `diag_every=0` the step is at the floor. A first
 # measurement under other sessions' heavy load gave 1.19 (224 px) and 1.55 against 1.45 (32 px). The LLC's memory
 # does not grow with the number of draws
 # (`tests/test_tiny_imagenet.py` measures the peak of 10 and of 210 draws of a 6-million-weight net).
