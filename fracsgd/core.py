@@ -14,7 +14,7 @@ import torch
 
 # %% auto #0
 __all__ = ['default_device', 'full_mode', 'data_dir', 'results_dir', 'seed_everything', 'replace_checked', 'check_whole',
-           'check_range', 'shared_mode', 'atomic_path', 'write_table', 'read_table']
+           'check_range', 'shared_mode', 'atomic_path', 'write_table', 'read_table', 'save_figures']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -116,3 +116,12 @@ def read_table(path) -> pd.DataFrame:
     "Read a table written by `write_table`."
     path = Path(path)
     return pd.read_parquet(path) if path.suffix == '.parquet' else pd.read_csv(path)
+
+def save_figures(figures: dict, folder, dpi: int = 110) -> dict:
+    "Write each matplotlib figure of `figures` (name → figure) to `folder/<name>.png` atomically, close it; return them."
+    import matplotlib.pyplot as plt                    # late: the rest of core does not need matplotlib
+    for name, fig in figures.items():
+        with atomic_path(Path(folder) / f'{name}.png') as tmp:
+            fig.savefig(tmp, dpi=dpi, format='png')
+        plt.close(fig)
+    return figures

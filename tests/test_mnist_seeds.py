@@ -19,19 +19,6 @@ SMOKE = replace(study.QUICK, n_models=3, nets_per_run=2, hidden=(16,), epochs=3,
                 volume_eps=(0.01,), n_boot=20)
 
 
-@pytest.fixture
-def mnist_files(tmp_path, monkeypatch):
-    "FRACSGD_DATA pointing at a folder with 200 synthetic digits in the real IDX format (seed 0)."
-    rng = np.random.default_rng(0)
-    raw = tmp_path / 'data' / 'MNIST' / 'raw'
-    labels = (np.arange(200) % 10).astype(np.uint8)
-    images = (rng.random((200, 28, 28)) * 60 + labels[:, None, None] * 19).astype(np.uint8)  # learnable
-    write_idx(raw / 't10k-images-idx3-ubyte.gz', images)
-    write_idx(raw / 't10k-labels-idx1-ubyte.gz', labels)
-    monkeypatch.setenv('FRACSGD_DATA', str(tmp_path / 'data'))
-    return raw
-
-
 def _sweep(cfg, folder):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), warnings.catch_warnings():

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import json, shutil, warnings
 from scipy import stats
 
-from ..core import atomic_path, default_device, full_mode, read_table, results_dir, write_table
+from ..core import atomic_path, default_device, full_mode, read_table, results_dir, write_table, save_figures
 from ..data import batches
 from ..datasets.modular import load_modular
 from ..displacement import Recorder
@@ -375,10 +375,7 @@ def report(folder, cfg: GrokkingConfig | None = None) -> dict:
     ref, key = _reference(traj, cfg), (*cfg.reference, cfg.seeds[0])
     figs = dict(reference=plot_run(ref, full[key], f'batch {key[0]}, weight decay {key[1]:g}'),
                 sweep=plot_sweep(traj), steps=plot_steps(ref, 'weight steps against a Gaussian'))
-    for name, fig in figs.items():
-        with atomic_path(out / f'{name}.png') as tmp:
-            fig.savefig(tmp, dpi=110, format='png')
-        plt.close(fig)
+    save_figures(figs, out)
     return dict(summary=summary, per_run=runs_df, analyses=full, figures=figs, out=out)
 
 def run(cfg: GrokkingConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from ..core import atomic_path, full_mode, results_dir, write_table
+from ..core import atomic_path, full_mode, results_dir, write_table, save_figures
 from ..crossover import predict_displacement
 from ..store import load_study
 from ..sweep import Sweep, run_sweep
@@ -182,10 +182,7 @@ def report(folder, cfg: MNISTAblationsConfig | None = None) -> dict:
     write_table(nets, out / 'per_net.csv')
     write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
     figs = dict(grids=plot_grids(nets, 'fig. 7 and 9'), relations=plot_relations(nets, 'fig. 8, 12-17'))
-    for name, fig in figs.items():
-        with atomic_path(out / f'{name}.png') as tmp:
-            fig.savefig(tmp, dpi=110, format='png')
-        plt.close(fig)
+    save_figures(figs, out)
     return dict(summary=summary, nets=nets, figures=figs, out=out)
 
 def run(cfg: MNISTAblationsConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:

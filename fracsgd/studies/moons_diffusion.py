@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 import matplotlib.pyplot as plt
 
-from ..core import atomic_path, default_device, full_mode, results_dir, write_table
+from ..core import default_device, full_mode, results_dir, save_figures, write_table
 from ..datasets.moons import load_moons
 from ..models import make_mlp
 from ..displacement import runs_matrix
@@ -174,11 +174,8 @@ def report(folder, cfg: MoonsDiffusionConfig | None = None) -> dict:
     res = analyse(table, n_boot=(cfg or config()).n_boot)
     write_table(res['summary'], out / 'summary.csv')
     write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
-    for name, fig in [('displacement', plot_displacement(res)), ('layers', plot_layers(table))]:
-        with atomic_path(out / f'{name}.png') as tmp:
-            fig.savefig(tmp, dpi=120, format='png')
-        plt.close(fig)
-        res[f'fig_{name}'] = fig
+    figs = save_figures({'displacement': plot_displacement(res), 'layers': plot_layers(table)}, out, dpi=120)
+    res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, table=table, out=out)
 
 def run(cfg: MoonsDiffusionConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:

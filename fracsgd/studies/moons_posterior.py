@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 from torch.nn.utils import vector_to_parameters
 
 import fracsgd
-from ..core import atomic_path, default_device, full_mode, results_dir, write_table
+from ..core import atomic_path, default_device, full_mode, results_dir, save_figures, write_table
 from ..datasets.moons import load_moons
 from ..models import make_mlp
 from ..ensemble import EnsembleSettings, train_ensemble
@@ -257,12 +257,8 @@ def report(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
     tables = result_tables(res, data, cfg, wall)
     for name, table in tables.items():
         write_table(table, out / f'{name}.csv')
-    for name, draw in FIGURES.items():
-        fig = draw(tables, cfg)
-        with atomic_path(out / f'{name}.png') as tmp:
-            fig.savefig(tmp, dpi=110, format='png')
-        plt.close(fig)
-        res[f'fig_{name}'] = fig
+    figs = save_figures({name: draw(tables, cfg) for name, draw in FIGURES.items()}, out)
+    res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, tables=tables, summary=tables['summary'], out=out)
 
 def run(cfg: MoonsPosteriorConfig | None = None, out_dir=None, progress: bool = True, device=None, **runner) -> dict:

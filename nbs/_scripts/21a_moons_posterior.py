@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 from torch.nn.utils import vector_to_parameters
 
 import fracsgd
-from fracsgd.core import atomic_path, default_device, full_mode, results_dir, write_table
+from fracsgd.core import atomic_path, default_device, full_mode, results_dir, save_figures, write_table
 from fracsgd.datasets.moons import load_moons
 from fracsgd.models import make_mlp
 from fracsgd.ensemble import EnsembleSettings, train_ensemble
@@ -385,12 +385,8 @@ def report(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
     tables = result_tables(res, data, cfg, wall)
     for name, table in tables.items():
         write_table(table, out / f'{name}.csv')
-    for name, draw in FIGURES.items():
-        fig = draw(tables, cfg)
-        with atomic_path(out / f'{name}.png') as tmp:
-            fig.savefig(tmp, dpi=110, format='png')
-        plt.close(fig)
-        res[f'fig_{name}'] = fig
+    figs = save_figures({name: draw(tables, cfg) for name, draw in FIGURES.items()}, out)
+    res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, tables=tables, summary=tables['summary'], out=out)
 
 def run(cfg: MoonsPosteriorConfig | None = None, out_dir=None, progress: bool = True, device=None, **runner) -> dict:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.core import atomic_path, full_mode, read_table, results_dir, write_table
+from fracsgd.core import atomic_path, full_mode, read_table, results_dir, write_table, save_figures
 from fracsgd.data import DataSourceWarning
 from fracsgd.displacement import runs_matrix
 from fracsgd.ledger import COMPACT, keep_results, mark_stand_in, record_claims
@@ -328,10 +328,7 @@ def report(folder, cfg: MNISTSeedsConfig | None = None) -> dict:
     figs = dict(fig2a=plot_ds_vs_llc(nets, 'llc_final', 'fig. 2a: d_s against the final LLC'),
                 fig21=plot_ds_vs_llc(nets, 'llc_mean', 'fig. 21: d_s against the average LLC'),
                 fig18=plot_r2(nets, 'fig. 18: r² of eq. 17'), trajectories=plot_trajectories(traj))
-    for name, fig in figs.items():
-        with atomic_path(out / f'{name}.png') as tmp:
-            fig.savefig(tmp, dpi=110, format='png')
-        plt.close(fig)
+    save_figures(figs, out)
     return dict(summary=summary, nets=nets, figures=figs, out=out)
 
 def run(cfg: MNISTSeedsConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:

@@ -21,7 +21,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from scipy import stats
 
-from fracsgd.core import atomic_path, full_mode, results_dir, write_table
+from fracsgd.core import atomic_path, full_mode, results_dir, write_table, save_figures
 from fracsgd.store import load_study
 from fracsgd.sweep import Sweep, run_sweep
 from fracsgd.studies.mnist_runs import MNISTRun, analyse_nets, train_run
@@ -279,10 +279,7 @@ def report(folder, cfg: MNISTArchitecturesConfig | None = None) -> dict:
     write_table(summary, out / 'summary.csv')
     write_table(arch, out / 'per_architecture.csv')
     write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
-    fig = plot_architectures(arch, traj, 'table 7')
-    with atomic_path(out / 'architectures.png') as tmp:
-        fig.savefig(tmp, dpi=110, format='png')
-    plt.close(fig)
+    fig = save_figures(dict(architectures=plot_architectures(arch, traj, 'table 7')), out)['architectures']
     return dict(summary=summary, architectures=arch, figure=fig, out=out)
 
 def run(cfg: MNISTArchitecturesConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:

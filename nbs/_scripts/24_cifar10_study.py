@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import torch
 from scipy.stats import rankdata, spearmanr
 
-from fracsgd.core import atomic_path, default_device, full_mode, results_dir, write_table
+from fracsgd.core import atomic_path, default_device, full_mode, results_dir, write_table, save_figures
 from fracsgd.convnets import ARCHITECTURES, arch_name, make_net, n_params
 from fracsgd.crossover import local_slope
 from fracsgd.datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset
@@ -434,10 +434,7 @@ def report(folder, cfg: CIFARConfig | None = None) -> dict:
     figs = dict(fig22=plot_displacement(traj, arch, 'conv', 'fig. 22: conv nets'),
                 fig23=plot_displacement(traj, arch, 'residual', 'fig. 23: residual nets'),
                 size_test=plot_size_test(arch), **{f'layers_{r}': plot_layers(traj, r) for r in largest})
-    for name, fig in figs.items():
-        with atomic_path(out / f'{name}.png') as tmp:
-            fig.savefig(tmp, dpi=100, format='png')
-        plt.close(fig)
+    save_figures(figs, out, dpi=100)
     return dict(summary=summary, tables=tables, arch=arch, figures=figs, out=out)
 
 def run(cfg: CIFARConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:

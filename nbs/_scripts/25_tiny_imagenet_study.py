@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fracsgd.core import atomic_path, default_device, full_mode, read_table, results_dir, seed_everything, write_table
+from fracsgd.core import default_device, full_mode, read_table, results_dir, save_figures, seed_everything, write_table
 from fracsgd.datasets.tiny_imagenet import (ImageSet, TinyImageNetMissing, check_class_count, find_tiny_imagenet,
                                             load_tiny_imagenet, stand_in_images)
 from fracsgd.displacement import Recorder, log_steps
@@ -649,13 +649,9 @@ def report(folder, cfg: TinyConfig | None = None) -> dict:
     keep += [c for c in traj if c.startswith('R/') and ('fc' in c or 'classifier.6' in c)]
     write_table(traj[[c for c in keep if c in traj]], out / 'trajectory_compact.parquet')
     write_table(per_layer_end(traj), out / 'layers.csv')
-    figs = {}
-    for arch in runs_.arch:
-        figs[f'fig19_{arch}'] = plot_fig19(traj[traj.arch == arch], arch,
-                                           f'fig. 19 ({arch})' + (' — STAND-IN' if what else ''))
-        with atomic_path(out / f'fig19_{arch}.png') as tmp:
-            figs[f'fig19_{arch}'].savefig(tmp, dpi=100, format='png')
-        plt.close(figs[f'fig19_{arch}'])
+    figs = save_figures({f'fig19_{arch}': plot_fig19(traj[traj.arch == arch], arch,
+                                                     f'fig. 19 ({arch})' + (' — STAND-IN' if what else ''))
+                         for arch in runs_.arch}, out, dpi=100)
     if what:
         print('STAND-IN RESULTS, not a reproduction: ' + '; '.join(what))
     return dict(summary=summary, per_run=runs_, table1=table1(runs_), figures=figs, out=out)

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from fracsgd.core import atomic_path, default_device, full_mode, read_table, results_dir, write_table
+from fracsgd.core import atomic_path, default_device, full_mode, read_table, results_dir, write_table, save_figures
 from fracsgd.crossover import predict_displacement
 from fracsgd.data import cache_dir
 from fracsgd.datasets.tinystories import (CausalLMLogits, TokenBlocks, lm_n_beta, load_stories, stand_in_stories,
@@ -575,10 +575,7 @@ def report(folder, cfg: TinyStoriesConfig | None = None) -> dict:
     first = next(iter(trajs))
     figs = dict(fig20=plot_fig20(trajs[first], f'fig. 20 on {first}'),
                 layers_llc=plot_layers_and_llc(trajs))
-    for name, fig in figs.items():
-        with atomic_path(out / f'{name}.png') as tmp:
-            fig.savefig(tmp, dpi=110, format='png')
-        plt.close(fig)
+    save_figures(figs, out)
     return dict(summary=summary, per_run=per_run, layers=layers, trajectories=trajs, out=out)
 
 def run(cfg: TinyStoriesConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
