@@ -21,6 +21,8 @@ min_python = cfg['min_python']
 requirements = cfg.get('requirements', '').split()
 dev_requirements = cfg.get('dev_requirements', '').split()
 ray_requirements = cfg.get('ray_requirements', '').split()   # the optional Ray backend of the sweep runner
+vision_requirements = cfg.get('vision_requirements', '').split()       # CIFAR-10, Tiny ImageNet
+language_requirements = cfg.get('language_requirements', '').split()   # TinyStories, the Hugging Face callback
 
 setuptools.setup(
     name=cfg['lib_name'],
@@ -35,7 +37,8 @@ setuptools.setup(
     packages=setuptools.find_packages(include=[cfg['lib_name'], cfg['lib_name'] + '.*']),
     include_package_data=True,
     install_requires=requirements,
-    extras_require={'dev': dev_requirements, 'ray': ray_requirements},
+    extras_require={'dev': dev_requirements, 'ray': ray_requirements, 'vision': vision_requirements,
+                    'language': language_requirements},
     python_requires='>=' + min_python,
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',

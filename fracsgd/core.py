@@ -13,8 +13,8 @@ import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['default_device', 'full_mode', 'data_dir', 'results_dir', 'seed_everything', 'replace_checked', 'check_whole',
-           'check_range', 'shared_mode', 'atomic_path', 'write_table', 'read_table', 'save_figures']
+__all__ = ['EXTRAS', 'default_device', 'full_mode', 'data_dir', 'results_dir', 'seed_everything', 'require', 'replace_checked',
+           'check_whole', 'check_range', 'shared_mode', 'atomic_path', 'write_table', 'read_table', 'save_figures']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -50,6 +50,20 @@ def seed_everything(seed: int) -> torch.Generator:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
+
+# %% ../nbs/00_core.ipynb #de9ed6ac
+EXTRAS = {'torchvision': 'vision', 'transformers': 'language', 'datasets': 'language', 'tokenizers': 'language',
+          'ray': 'ray'}
+
+def require(module: str):
+    "Import `module` (e.g. 'torchvision.models'), or raise an ImportError naming the extra that installs it."
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        top = module.split('.')[0]
+        how = f'pip install "fracsgd[{EXTRAS[top]}]"' if top in EXTRAS else f'pip install {top}'
+        raise ImportError(f"{module} is needed here but is not installed ({e}): {how}") from None
 
 # %% ../nbs/00_core.ipynb #fe9f1210
 def replace_checked(settings, **changes):

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .core import atomic_path, write_table
+from .core import atomic_path, require, write_table
 
 # %% auto #0
 __all__ = ['RECORDER_STATE', 'log_steps', 'parameter_groups', 'Recorder', 'runs_matrix', 'hf_callback', 'ExploredVolume']
@@ -188,8 +188,7 @@ RECORDER_STATE = 'displacement_recorder.pt'
 
 def hf_callback(**recorder_kwargs):
     "A `transformers.TrainerCallback` running a `Recorder(**recorder_kwargs)`; its `.recorder` holds the table."
-    from transformers import TrainerCallback
-    class DisplacementCallback(TrainerCallback):
+    class DisplacementCallback(require('transformers').TrainerCallback):
         recorder = None
         def on_train_begin(self, args, state, control, model=None, **kw):
             self.recorder = Recorder(model, **recorder_kwargs)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from .core import require
 from .store import (RESERVED, ConfigChanged, open_study, locked, tidy, plan_change, save_plan, save_run,
                            save_error, done_keys, status, write_runs, split_result)
 
@@ -110,10 +111,7 @@ def _driver_path():
 class RayPool:
     "Ray tasks behind the `submit`/`shutdown` interface of `concurrent.futures` executors."
     def __init__(self, workers: int | None = None, address: str | None = None):
-        try:
-            import ray
-        except ImportError:
-            raise ImportError('the ray backend needs ray: pip install "fracsgd[ray]"') from None
+        ray = require('ray')
         self.ray, self.refs, self.started = ray, [], not ray.is_initialized()
         joining = address or os.environ.get('RAY_ADDRESS')
         if self.started and joining:

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from sklearn.model_selection import train_test_split
 
-from ..core import atomic_path, data_dir, default_device
+from ..core import atomic_path, data_dir, default_device, require
 from ..data import DataSourceWarning
 
 # %% auto #0
@@ -64,7 +64,7 @@ MISSING_HELP = ("download it with `python -c \"from fracsgd.datasets.cifar10 imp
 
 def download_cifar10(root) -> Path:
     "Download and unpack CIFAR-10 into `<root>/cifar-10-batches-py` with torchvision (checks MD5s; needs internet)."
-    from torchvision.datasets import CIFAR10
+    CIFAR10 = require('torchvision.datasets').CIFAR10
     for train in (True, False):
         CIFAR10(str(root), train=train, download=True)
     return Path(root) / CIFAR_FOLDER

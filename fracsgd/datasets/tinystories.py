@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..core import require
 from ..data import DataSourceWarning
 
 # %% auto #0
@@ -40,7 +41,7 @@ def load_stories(source: str = 'roneneldan/TinyStories', split: str = 'train', n
                                     "blank lines), or path=None to load the hub dataset")
         stories, where = stories_from_text(path.read_text(encoding='utf-8')), f'text file {path}'
     else:
-        import datasets                                  # imported late: slow, and only needed here
+        datasets = require('datasets')                  # imported late: slow, and only needed here
         ds = datasets.load_dataset(source, split=split if n_stories is None else f'{split}[:{n_stories}]')
         if 'text' not in ds.column_names:
             raise ValueError(f"dataset {source!r} has no 'text' column (columns: {ds.column_names})")
@@ -65,8 +66,9 @@ def stand_in_stories(min_words: int = 12) -> tuple[list[str], str]:
 # %% ../../nbs/01e_tinystories.ipynb #91f2001f
 def train_tokenizer(stories: Sequence[str], vocab_size: int = 2048):
     "A byte-level BPE tokenizer (GPT-2 style) trained on `stories`, `<|endoftext|>` as end-of-text and padding."
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    tk, PreTrainedTokenizerFast = require('tokenizers'), require('transformers').PreTrainedTokenizerFast
+    Tokenizer, decoders, models, pre_tokenizers, trainers = (tk.Tokenizer, tk.decoders, tk.models,
+                                                              tk.pre_tokenizers, tk.trainers)
     if not stories:
         raise ValueError("empty corpus: a tokenizer needs at least one story to train on")
     tok = Tokenizer(models.BPE())

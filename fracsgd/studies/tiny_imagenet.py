@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..core import default_device, full_mode, read_table, results_dir, save_figures, seed_everything, write_table
+from ..core import require, default_device, full_mode, read_table, results_dir, save_figures, seed_everything, write_table
 from ..datasets.tiny_imagenet import (ImageSet, TinyImageNetMissing, check_class_count, find_tiny_imagenet,
                                             load_tiny_imagenet, stand_in_images)
 from ..displacement import Recorder, log_steps
@@ -81,7 +81,7 @@ class PretrainedWeightsMissing(OSError):
 
 def build_net(arch: str, weights: str = 'IMAGENET1K_V1', size: int = 224, seed: int = 0) -> FineTuneNet:
     "torchvision's `arch` with `weights` ('IMAGENET1K_V1', or 'scratch': random init) behind an `ImageNetInput`."
-    from torchvision import models
+    models = require('torchvision.models')
     if arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
     torch.manual_seed(seed)

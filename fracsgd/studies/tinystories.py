@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from ..core import atomic_path, default_device, full_mode, read_table, results_dir, write_table, save_figures
+from ..core import atomic_path, default_device, full_mode, read_table, results_dir, write_table, save_figures, require
 from ..crossover import predict_displacement
 from ..data import cache_dir
 from ..datasets.tinystories import (CausalLMLogits, TokenBlocks, lm_n_beta, load_stories, stand_in_stories,
@@ -47,7 +47,7 @@ TINYSTORIES_1M_CONFIG = dict(
 
 def stand_in_config(vocab_size: int, eos_token_id: int):
     "TinyStories-1M's GPT-Neo configuration with the stand-in tokenizer's vocabulary and end-of-text id."
-    from transformers import GPTNeoConfig
+    GPTNeoConfig = require('transformers').GPTNeoConfig
     cfg = {k: v for k, v in TINYSTORIES_1M_CONFIG.items() if k != 'model_type'}
     return GPTNeoConfig(**{**cfg, 'vocab_size': vocab_size, 'bos_token_id': eos_token_id,
                            'eos_token_id': eos_token_id})
@@ -109,7 +109,7 @@ def _step_loss(model, x, y):
 
 def pretrain_stand_in(run: LMRun, tokenizer, blocks: TokenBlocks):
     "The stand-in model: TinyStories-1M's configuration, trained `stand_in_steps` Adam steps on `blocks`; cached."
-    from transformers import GPTNeoForCausalLM
+    GPTNeoForCausalLM = require('transformers').GPTNeoForCausalLM
     key = json.dumps([run.stand_in_vocab, run.stand_in_steps, run.stand_in_lr, run.block_size, run.batch_size,
                       run.seed, len(blocks.input_ids), int(blocks.input_ids.sum())])
     path = cache_dir() / f"tinystories-stand-in-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
@@ -140,7 +140,8 @@ def prepare(run: LMRun):
         source += (f"; model: STAND-IN, TinyStories-1M's GPT-Neo configuration with a {len(tokenizer)}-token "
                    f"BPE vocabulary, trained {run.stand_in_steps} Adam steps here")
     else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        transformers = require('transformers')
+        AutoModelForCausalLM, AutoTokenizer = transformers.AutoModelForCausalLM, transformers.AutoTokenizer
         tokenizer = AutoTokenizer.from_pretrained(run.model)
         tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
         model = CausalLMLogits(AutoModelForCausalLM.from_pretrained(run.model))

@@ -126,6 +126,42 @@ assert torch.equal(a, torch.rand(3))
 
 
 # %% [markdown]
+# ## Optional packages
+#
+# The core needs only the scientific stack. Three groups of studies need more, each an extra of the package:
+# `vision` (torchvision: the CIFAR-10 and Tiny ImageNet studies, MNIST's download), `language` (transformers,
+# datasets, tokenizers: the TinyStories study and the Hugging Face callback) and `ray` (the sweep runner's Ray
+# backend). `require` imports one of them, or says which extra installs it.
+
+# %%
+#| export
+EXTRAS = {'torchvision': 'vision', 'transformers': 'language', 'datasets': 'language', 'tokenizers': 'language',
+          'ray': 'ray'}
+
+def require(module: str):
+    "Import `module` (e.g. 'torchvision.models'), or raise an ImportError naming the extra that installs it."
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        top = module.split('.')[0]
+        how = f'pip install "fracsgd[{EXTRAS[top]}]"' if top in EXTRAS else f'pip install {top}'
+        raise ImportError(f"{module} is needed here but is not installed ({e}): {how}") from None
+
+
+# %%
+assert require('os.path').join('a', 'b') == os.path.join('a', 'b')
+EXTRAS['not_installed_here'] = 'vision'
+for name, hint in [('not_installed_here.models', 'pip install "fracsgd[vision]"'), ('nor_this', 'pip install nor_this')]:
+    try:
+        require(name)
+        raise AssertionError('an absent package was imported')
+    except ImportError as e:
+        assert str(e).startswith(f'{name} is needed here') and str(e).endswith(hint), e
+del EXTRAS['not_installed_here']
+
+
+# %% [markdown]
 # ## Settings objects
 #
 # Settings travel as frozen dataclasses (the SGLD sampler's, the ensemble trainer's, each study's). A changed copy

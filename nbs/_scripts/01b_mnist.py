@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
 
-from fracsgd.core import atomic_path, data_dir, default_device
+from fracsgd.core import atomic_path, data_dir, default_device, require
 from fracsgd.data import DataSourceWarning, Loaded, cache_dir
 
 # %% [markdown]
@@ -173,8 +173,7 @@ def mnist_from_idx(root, split: str = 'test') -> tuple[np.ndarray, np.ndarray] |
 #| export
 def mnist_from_torchvision(root, split: str = 'test') -> tuple[np.ndarray, np.ndarray]:
     "Download MNIST `split` with torchvision into `<root>/MNIST/raw/` (raises when offline)."
-    from torchvision.datasets import MNIST
-    ds = MNIST(str(root), train=(split == 'train'), download=True)
+    ds = require('torchvision.datasets').MNIST(str(root), train=(split == 'train'), download=True)
     return ds.data.numpy(), ds.targets.numpy().astype(np.int64)
 
 @lru_cache(maxsize=1)

@@ -17,6 +17,11 @@
 # configurations meant for a GPU: `FRACSGD_FULL=1` (or `--full` on the command line), e.g.
 # `FRACSGD_FULL=1 fracsgd run moons-diffusion`. The tests always use the quick configurations.
 # The device is always `cuda` when PyTorch sees a GPU, else the CPU.
+#
+# To use the package in your own environment, `pip install -e .` installs the core; the vision studies need
+# `pip install -e ".[vision]"` (torchvision), the TinyStories study and the Hugging Face callback `".[language]"`
+# (transformers, datasets, tokenizers), and the sweep runner's Ray backend `".[ray]"`. Without them, the code
+# that needs one says which extra to install.
 
 # %% [markdown]
 # ## What it measures
