@@ -124,7 +124,6 @@ a = torch.rand(3)
 seed_everything(3)
 assert torch.equal(a, torch.rand(3))
 
-
 # %% [markdown]
 # ## Optional packages
 #
