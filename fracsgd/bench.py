@@ -16,7 +16,7 @@ from .models import make_mlp
 from .displacement import Recorder, log_steps
 
 # %% auto #0
-__all__ = ['timed', 'bench_displacement', 'machine_info', 'report']
+__all__ = ['timed', 'bench_displacement', 'machine_info', 'report', 'bench_record_large']
 
 # %% ../nbs/90_bench.ipynb #93020e95
 def timed(fn):
@@ -71,3 +71,27 @@ def report(df: pd.DataFrame, as_json: bool = False) -> str:
         rows = [{k: clean(v) for k, v in r.items()} for r in df.to_dict(orient='records')]
         return json.dumps(dict(machine=machine_info(), results=rows), indent=2, allow_nan=False)
     return f"{machine_info()}\n" + df.to_string(index=False, float_format=lambda v: f'{v:.3f}')
+
+# %% ../nbs/90_bench.ipynb #3b506f6c
+def bench_record_large(n_weights: int = 130_000_000, repeats: int = 5, device=None) -> pd.DataFrame:
+    "Seconds per record of `n_weights` weights: a fresh difference tensor per record against a reused buffer."
+    device = device or default_device()
+    big = int(n_weights * 0.8)
+    sizes = [big] + [(n_weights - big) // 4] * 4
+    p = [torch.randn(n, device=device) for n in sizes]
+    w0 = [x.clone() for x in p]
+    buf = [torch.empty_like(x) for x in p]
+    def fresh():
+        return torch.stack(torch._foreach_norm(torch._foreach_sub(p, w0)))
+    def reused():
+        torch._foreach_copy_(buf, p)
+        torch._foreach_sub_(buf, w0)
+        return torch.stack(torch._foreach_norm(buf))
+    assert torch.equal(fresh(), reused())                      # the same numbers, bit for bit
+    times = {'fresh tensor': [], 'reused buffer': []}
+    for _ in range(repeats):
+        times['fresh tensor'].append(timed(fresh)[0])
+        times['reused buffer'].append(timed(reused)[0])
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    return pd.DataFrame([dict(way=k, n_weights=sum(sizes), seconds=v, ratio_to_buffer=v / med['reused buffer'])
+                         for k, v in med.items()])
