@@ -174,8 +174,9 @@ assert set(bench_record_large(200_000, repeats=2).way) == {'fresh tensor', 'reus
 # Measured here (2026-11-24, one thread, the other core busy; `bench_record_large()` in a fresh process, the
 # `#| heavy` cell below): 130 million weights took 0.59 s per record with a fresh tensor and 0.18 s with the
 # reused buffer, **3.2 times** faster, the same numbers bit for bit. Most of the difference is the operating system
-# handing out half a gigabyte of new pages at every record. On the Tiny ImageNet study's VGGs, recorded at every
-# SGD step, this was most of the difference between its quick run's 9 min 37 s and 6 min 46 s.
+# handing out half a gigabyte of new pages at every record. It is one of the two changes (the other: fused Adam in
+# the stand-in's pretraining) that took the Tiny ImageNet quick run, whose VGGs are recorded at every SGD step, from
+# 9 min 37 s to 6 min 46 s.
 
 # %%
 #| heavy
