@@ -27,9 +27,9 @@ from .mnist_runs import analyse_net
 from ..sweep import Sweep, run_sweep
 
 # %% auto #0
-__all__ = ['LLC_SETTINGS', 'QUICK', 'FULL', 'SMOKE', 'PAPER', 'CIFARRun', 'CIFARConfig', 'config', 'with_stand_in', 'check_data',
-           'runs', 'sweep', 'check_head', 'train_run', 'superdiffusive_time', 'analyse_arch', 'rank_test', 'per_arch',
-           'summarize', 'tables_5_6', 'plot_displacement', 'plot_layers', 'plot_size_test', 'report', 'run',
+__all__ = ['LLC_SETTINGS', 'QUICK', 'FULL', 'SMOKE', 'LONG', 'PAPER', 'CIFARRun', 'CIFARConfig', 'config', 'with_stand_in',
+           'check_data', 'runs', 'sweep', 'check_head', 'train_run', 'superdiffusive_time', 'analyse_arch', 'rank_test',
+           'per_arch', 'summarize', 'tables_5_6', 'plot_displacement', 'plot_layers', 'plot_size_test', 'report', 'run',
            'save_compact_results']
 
 # %% ../../nbs/24_cifar10_study.ipynb #77d5f2ac
@@ -103,6 +103,7 @@ FULL = replace(QUICK, epochs=50, n_images=10_000, image_size=32, data='cifar10',
                llc='paper-devinterp-nbeta', record_every=10)
 SMOKE = replace(QUICK, archs=(('conv', (8,)), ('conv', (8, 16)), ('residual', (8, 16))), epochs=4, n_images=320,
                 image_size=8, llc_every=5, llc='smoke', record_every=1, batch_size=32, n_boot=20)
+LONG = replace(QUICK, epochs=250, llc_every=400, record_every=10)   # QUICK's data, the paper's number of steps
 
 def config(full: bool | None = None) -> CIFARConfig:
     "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."

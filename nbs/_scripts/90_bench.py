@@ -167,6 +167,7 @@ def bench_record_large(n_weights: int = 130_000_000, repeats: int = 5, device=No
     return pd.DataFrame([dict(way=k, n_weights=sum(sizes), seconds=v, ratio_to_buffer=v / med['reused buffer'])
                          for k, v in med.items()])
 
+
 # %%
 assert set(bench_record_large(200_000, repeats=2).way) == {'fresh tensor', 'reused buffer'}
 
