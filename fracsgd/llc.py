@@ -94,8 +94,8 @@ def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat:
                    f'1/(step_size*localization)): increase localization, or run >= {MIN_RELAXATIONS:g} relaxation times')
     elif np.isfinite(reach) and reach > REACH_HIGH:
         out.append(f'the localization, not the likelihood, holds the chains in most directions (reach used '
-                   f'{reach:.2f} > {REACH_HIGH}): the estimate depends on the localization; compare several '
-                   f'with localization_sweep')
+                   f'{reach:.2f} > {REACH_HIGH}): the estimate may depend on the localization; check with '
+                   f'localization_sensitivity, or compare several with localization_sweep')
     if np.isfinite(drift_z) and abs(drift_z) > 3:
         way = 'rising' if drift_z > 0 else 'falling'
         cure = ('increase localization (the chains drift away from w*)' if far and drift_z > 0

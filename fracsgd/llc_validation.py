@@ -21,8 +21,9 @@ from .sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_accep
 from .stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
 
 # %% auto #0
-__all__ = ['N_TUNE', 'N_HELD_OUT', 'TUNING_GRID', 'validation_set', 'validation_problem', 'mala_llc', 'run_validation',
-           'flag_confusion', 'summarize', 'validation_results', 'grid_label', 'validation_grid']
+__all__ = ['N_TUNE', 'N_HELD_OUT', 'TUNING_GRID', 'SENSITIVITY_GRID', 'validation_set', 'validation_problem', 'mala_llc',
+           'run_validation', 'flag_confusion', 'summarize', 'validation_results', 'grid_label', 'validation_grid',
+           'sensitivity_flags', 'safe_tolerance']
 
 # %% ../nbs/11a_llc_validation.ipynb #1bd80f2e
 N_TUNE, N_HELD_OUT = 16, 24
@@ -152,10 +153,11 @@ def summarize(table: pd.DataFrame, by: str = 'setting') -> pd.DataFrame:
 
 # %% ../nbs/11a_llc_validation.ipynb #15b80305
 def validation_results(part: str = 'held-out') -> pd.DataFrame:
-    "The committed validation rows of `part` ('tune' or 'held-out'), from `nbs/llc_validation/` of this checkout."
-    name = {'tune': 'tuning.csv', 'held-out': 'held_out.csv'}
+    """The committed validation rows of `part` ('tune' or 'held-out'; 'sensitivity': the default's localization
+    sensitivity on both parts), from `nbs/llc_validation/` of this checkout."""
+    name = {'tune': 'tuning.csv', 'held-out': 'held_out.csv', 'sensitivity': 'sensitivity.csv'}
     if part not in name:
-        raise ValueError(f"part must be 'tune' or 'held-out', got {part!r}")
+        raise ValueError(f"part must be 'tune', 'held-out' or 'sensitivity', got {part!r}")
     path = Path(fracsgd.__file__).resolve().parent.parent / 'nbs' / 'llc_validation' / name[part]
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: the committed results live in a development checkout")
@@ -177,6 +179,14 @@ TUNING_GRID = [                 # the committed experiment table; nets: the tuni
          label='SGLD q=3e-3 c=0.1 5000+5000, new back-off'),                            # rerun with the new back-off
     dict(sampler='SGLD', q=1e-4, stiffness=0.3, n_burnin=6000, n_draws=6000, nets=[0, 1, 4, 7],
          label='SGLD q=1e-4 c=0.3 6000+6000, new back-off'),
+    # session 6: RMSprop-SGLD on the 8 tuning networks with the fewest parameters, and long chains
+    dict(sampler='RMSprop', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[0, 4, 5, 6, 9, 11, 14, 15]),
+    dict(sampler='RMSprop', q=1e-3, stiffness=0.3, n_burnin=5000, n_draws=5000, nets=[0, 4, 5, 6, 9, 11, 14, 15]),
+    dict(sampler='SGLD', q=1e-4, stiffness=0.1, n_burnin=150_000, n_draws=150_000, nets=[4, 14]),
+]
+
+SENSITIVITY_GRID = [            # the default with its localization sensitivity, on both parts (sensitivity.csv)
+    dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, sensitivity=(3,)),
 ]
 
 def grid_label(spec: dict) -> str:
@@ -240,3 +250,17 @@ def validation_grid(settings_list: list = TUNING_GRID, part: str = 'tune', devic
         if out is not None:
             write_table(pd.concat(tables, ignore_index=True), out)
     return pd.concat(tables, ignore_index=True)
+
+# %% ../nbs/11a_llc_validation.ipynb #14af0d3a
+def sensitivity_flags(table: pd.DataFrame, tolerance: float = SENSITIVITY_TOLERANCE, factor: float = 3.0) -> pd.Series:
+    """Whether each row's estimate moved by more than `tolerance` when its localization was multiplied by
+    `factor` (column `shift_x<factor>` of `run_validation(..., sensitivity=(factor,))`); a row without an
+    estimate at either localization is flagged."""
+    shift = table[f'shift_x{factor:g}']
+    return shift.isna() | (shift.abs() > tolerance)
+
+def safe_tolerance(table: pd.DataFrame, factor: float = 3.0, limit: float = 0.15) -> float:
+    """The smallest |shift| among the rows of `table` whose |error| exceeds `limit` (or that have no estimate):
+    `sensitivity_flags` with any tolerance below it flags every one of them."""
+    bad = table[table.rel_error.abs().gt(limit) | table.rel_error.isna()]
+    return float(bad[f'shift_x{factor:g}'].abs().min())
