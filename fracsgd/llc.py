@@ -330,7 +330,7 @@ def plateau_test(sweep: pd.DataFrame, rel_tol: float = 0.05, n_se: float = 2.0) 
 
 # %% ../nbs/10_llc.ipynb #7ec57663
 SENSITIVITY_FACTOR = 3.0        # the localization is multiplied by this in the repeated estimate
-SENSITIVITY_TOLERANCE = 0.1     # relative change of the estimate above which it is flagged
+SENSITIVITY_TOLERANCE = 0.1     # relative change of the estimate above which it is flagged (set on the tuning part)
 
 def localization_sensitivity(model: nn.Module, data, loss='classification', settings: SGLDSettings | None = None,
                              *, factors=(SENSITIVITY_FACTOR,), tolerance: float = SENSITIVITY_TOLERANCE,
@@ -350,13 +350,18 @@ def localization_sensitivity(model: nn.Module, data, loss='classification', sett
     llc = float(base) if base is not None else float(sweep.llc.iloc[0])
     shifts = {f: float(v) / llc - 1 if llc > 0 else float('nan') for f, v in zip(factors, sweep.llc.iloc[-len(factors):])}
     worst = max(shifts.items(), key=lambda kv: abs(kv[1]) if math.isfinite(kv[1]) else math.inf)
-    flagged = not math.isfinite(worst[1]) or abs(worst[1]) > tolerance
-    problem = (f'localization sensitivity: the estimate moves by {worst[1]:+.0%} when the localization is '
-               f'multiplied by {worst[0]:g} (tolerance {tolerance:.0%}): it is not on a plateau in the '
-               f'localization and cannot be trusted to better than that; find a plateau with localization_sweep '
-               f'and plateau_test (with >= 3 relaxation times 2/(step_size*localization) at the smallest)'
-               if flagged else '')
-    return dict(llc=llc, shifts=shifts, max_shift=abs(worst[1]), flagged=flagged, problem=problem, sweep=sweep)
+    relax = settings.flat_step_size * settings.localization * settings.n_steps
+    moved, blind = not math.isfinite(worst[1]) or abs(worst[1]) > tolerance, relax < MIN_RELAXATIONS
+    problem = '; '.join(
+        ([f'localization sensitivity: the estimate moves by {worst[1]:+.0%} when the localization is multiplied '
+          f'by {worst[0]:g} (tolerance {tolerance:.0%}): it is not on a plateau in the localization and cannot be '
+          f'trusted to better than that; find a plateau with localization_sweep and plateau_test (with >= 3 '
+          f'relaxation times 2/(step_size*localization) at the smallest)'] if moved else [])
+        + ([f'localization sensitivity cannot be judged: the run covers {relax:.2g} < {MIN_RELAXATIONS:g} '
+            f'relaxation times 1/(step_size*localization), so the chains have not felt the localization; run more '
+            f'steps'] if blind else []))
+    return dict(llc=llc, shifts=shifts, max_shift=abs(worst[1]), relaxations=relax, flagged=moved or blind,
+                problem=problem, sweep=sweep)
 
 # %% ../nbs/10_llc.ipynb #96da61c5
 AUTO_SETTING = dict(stiffness=0.1, burnin_stiffness=0.1, localization_ratio=3e-3, n_chains=4, n_burnin=5000,

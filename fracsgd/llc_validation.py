@@ -14,7 +14,7 @@ import torch
 import fracsgd
 from .dln import aoyagi_dln_lambda, regression_settings
 from .core import write_table
-from .llc import (SENSITIVITY_TOLERANCE, chain_statistics, estimate_llc, llc_problems,
+from .llc import (MIN_RELAXATIONS, SENSITIVITY_TOLERANCE, chain_statistics, estimate_llc, llc_problems,
                          localization_sensitivity, top_hessian_eigenvalue)
 from .models import make_dln
 from .sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance
@@ -253,14 +253,15 @@ def validation_grid(settings_list: list = TUNING_GRID, part: str = 'tune', devic
 
 # %% ../nbs/11a_llc_validation.ipynb #14af0d3a
 def sensitivity_flags(table: pd.DataFrame, tolerance: float = SENSITIVITY_TOLERANCE, factor: float = 3.0) -> pd.Series:
-    """Whether each row's estimate moved by more than `tolerance` when its localization was multiplied by
-    `factor` (column `shift_x<factor>` of `run_validation(..., sensitivity=(factor,))`); a row without an
-    estimate at either localization is flagged."""
+    """`localization_sensitivity`'s flag for each row of `run_validation(..., sensitivity=(factor,))`: the
+    estimate moved by more than `tolerance` at `factor` times the localization (column `shift_x<factor>`), or the
+    run covered fewer than `MIN_RELAXATIONS` relaxation times, or there is no estimate at either localization."""
     shift = table[f'shift_x{factor:g}']
-    return shift.isna() | (shift.abs() > tolerance)
+    return shift.isna() | (shift.abs() > tolerance) | ~(table.relaxations >= MIN_RELAXATIONS)
 
 def safe_tolerance(table: pd.DataFrame, factor: float = 3.0, limit: float = 0.15) -> float:
-    """The smallest |shift| among the rows of `table` whose |error| exceeds `limit` (or that have no estimate):
-    `sensitivity_flags` with any tolerance below it flags every one of them."""
-    bad = table[table.rel_error.abs().gt(limit) | table.rel_error.isna()]
+    """The smallest |shift| among the rows of `table` whose |error| exceeds `limit` and whose flag depends on
+    the tolerance (an estimate, and at least `MIN_RELAXATIONS` relaxation times): `sensitivity_flags` with any
+    tolerance below it flags every row off by more than `limit`."""
+    bad = table[~(table.rel_error.abs() <= limit) & ~sensitivity_flags(table, math.inf, factor)]
     return float(bad[f'shift_x{factor:g}'].abs().min())
