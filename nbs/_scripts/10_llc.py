@@ -763,8 +763,11 @@ sens['shifts'], sens['sweep'][['localization', 'llc', 'llc_se']]
 # settings of its experiment table, and then reported once on its held-out part. They are the best we found,
 # **not good enough**: on networks nobody tuned for, the estimate is still off by 10–30% on many and by more
 # on some, in both directions, and where we ran the exact full-batch sampler at the same localization it was off
-# by as much, so smaller SGLD steps alone do not close the gap at these $n$. The diagnostics flag such
-# estimates (all but one on the held-out part); the validation page shows the numbers. (The previous rule, $q=10^{-4}$, stiffness 0.3 with a burn-in stiffness of 2 and
+# by as much, so smaller SGLD steps alone do not close the gap at these $n$ (nor did RMSprop-SGLD or much longer
+# chains at a smaller localization). The chain diagnostics of `llc_problems` missed one bad held-out estimate
+# and flagged every good one; `localization_sensitivity` (above) flagged every bad one on both parts and
+# cleared about half of the good ones. Check the estimates you report with it; the validation page shows the
+# numbers. (The previous rule, $q=10^{-4}$, stiffness 0.3 with a burn-in stiffness of 2 and
 # 6000 + 6000 steps, set on two networks of the DLN suite, covered only 0.4 relaxation times: its chains drifted
 # for the whole run, and they diverged on 6 of the 10 tuning networks it was run on; with the corrected
 # back-off, five of them still diverge in the burn-in.)

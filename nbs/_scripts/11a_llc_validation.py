@@ -262,7 +262,10 @@ quick[['layers', 'rank', 'noise', 'n', 'true_llc', 'estimate', 'rel_error', 'mal
 # cell at the end reruns the held-out part. A setting is named by its sampler, $q=\gamma/(n\beta h_{\max})$,
 # the stiffness $c = \epsilon\,(n\beta h_{\max}+\gamma)$ (sampling/burn-in when they differ) and the burn-in +
 # draws. The flags were recomputed from the recorded numbers with the final `llc_problems` (the early grid runs
-# recorded neither $\hat R$ nor ESS, and their reach used comes from the last distance only).
+# recorded neither $\hat R$ nor ESS, and their reach used comes from the last distance only). The rows added
+# on 2026-11-24 (RMSprop-SGLD, the long chains, and `sensitivity.csv`) ran with torch 2.15.0, one network at a
+# time on one thread while other jobs used the other core (load 2–3), each by `validation_grid` on one network
+# of its grid entry; their seconds are within about 1.5 times a quiet machine's.
 
 # %%
 #| export
@@ -484,9 +487,28 @@ per_net.round(3)
 #   (−7% to −33%); **weaker** ($q=10^{-3}$, 0.8 relaxation times) leaves the chains drifting, with large errors
 #   both ways. $q = 3\cdot10^{-3}$ with $10^4$ steps is the smallest localization whose run covers about 3
 #   relaxation times.
-# * **Longer chains** would be needed to lower $q$ further: $3/(cq)$ steps, i.e. $3\cdot10^5$ at $q=10^{-4}$,
-#   beyond the 20-minute budget of the whole held-out run. A preconditioned (RMSprop) SGLD was not tried: it
-#   changes the step per direction, not the target, and the exact sampler shows that the target is the problem.
+# * **Longer chains** at a small localization: $3/(cq)$ steps relax $q=10^{-4}$ at $c = 0.1$, i.e.
+#   $3\cdot10^5$. Run on the worst underestimate and the worst overestimate
+#   of the tuning part: on network 14 (9-6-7-19, noisy, −41% at the default) it gives −10.5% (7 minutes, 3.0
+#   relaxation times, still falling at $z=-11$), so a thirtyfold weaker localization with chains long enough for
+#   it removes most of that error, and the estimate keeps moving with $\gamma$; on network 4 (7-8-18-13,
+#   noiseless, +77%) it diverged in the burn-in at step 105 265, after three halvings of the step: far out along
+#   the flat directions the chains meet curvature that the step scaled by $h_{\max}$ at $w^*$ does not survive.
+#   Too slow for a default (30 times the default's steps) and not safe.
+# * **RMSprop-SGLD** (devinterp's preconditioned sampler, `preconditioner='rmsprop'`; see the
+#   [SGLD chapter](sgld.html)) on the 8 tuning networks with the fewest parameters (0, 4, 5, 6, 9, 11, 14, 15: the
+#   cheapest, chosen by size before any run), at the default's rule (the step scaled so that the largest
+#   preconditioned step keeps $c$) and at a third of its localization with three times its stiffness (the same
+#   3 relaxation times of the flat directions). At the default's rule it
+#   changes little: mean |error| 32% against the rerun default's 34% on the same 8 networks; network 0 moves
+#   from +27% to +18%, the others by at most 4 points. With devinterp's $\varepsilon_{\rm rms}=0.1$ the
+#   minibatch gradients of these losses are mostly smaller than $\varepsilon_{\rm rms}$, so $G$ stays near
+#   $1/\varepsilon_{\rm rms}$ everywhere and the sampler is plain SGLD with a rescaled step. At a third of the
+#   localization and three times the stiffness it is closer on six networks (−3% to −31%, mean |error| 15%,
+#   where the default has 29%), but on the other two (0 and 4) the chains ran off, without a non-finite loss, to
+#   estimates about 120 and 500 times Aoyagi's $\lambda$ (MALA acceptance 0.83 and 0.43; flagged): the step, three times the
+#   default's wherever the gradients are small, is unstable once the chains reach stiffer regions, and the
+#   back-off never sees it. Neither rule is a better default on this evidence, so the default stays plain SGLD.
 
 # %% [markdown]
 # ### The held-out part
@@ -556,7 +578,7 @@ for name, rows in [('held-out, default', default_rows),
 missed = pd.concat([held_out, tuning])
 missed = missed[(missed.rel_error.abs() > 0.15) & ~missed.flagged.astype(bool)]
 print('estimates off by > 15% that were not flagged:', len(missed))
-assert sorted(missed.net) == [0, 10, 18] and not met         # what the prose says
+assert sorted(missed.net) == [0, 6, 10, 18] and not met      # what the prose says
 missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used', 'relaxations']]
 
 # %% [markdown]
@@ -574,13 +596,16 @@ missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used'
 #   had been seen, so we left the limits as they were, and the held-out part is reported as run. A third miss
 #   came with the rerun of the previous rule under the corrected back-off (network 0, +21%): its chains had
 #   covered only 0.045 relaxation times, but their reach used (0.021) is below `REACH_LIMIT`, so the drift
-#   check, which asks for both, stays silent.
+#   check, which asks for both, stays silent. A fourth came with RMSprop-SGLD at $q=10^{-3}$, $c=0.3$ on network 6
+#   (14-10-11-15, noisy, −17%): acceptance 0.91, 3 relaxation times, reach used 0.29, stationary and mixed.
 # * Every other bad estimate was flagged (43 of 45 on the tuning part, 11 of 12 of the default's held-out ones,
 #   counting the reruns with the corrected back-off).
 # * All 13 good held-out estimates were flagged too: the flags are a necessary warning on these networks, not
 #   a test that separates good estimates from bad. At the default, the reach used
 #   is 0.27–0.79 on every DLN, so the localization holds the chains in many flat directions and the estimate
 #   depends on $\gamma$, which is true and is what the flag says.
+# * The localization-sensitivity check of the next section, run on the default's rows, flags every bad one,
+#   the two misses of the default included (networks 18 and 10), and passes about half of the good ones.
 
 # %% [markdown]
 # ## A diagnostic that notices: localization sensitivity
@@ -596,14 +621,23 @@ missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used'
 # * **the direction and the factor**, $k = 3$ (half a decade) upwards: the stronger localization relaxes its
 #   flat directions three times faster, so the repeated run is at least as long, in relaxation times, as the
 #   estimate itself (a run at $\gamma/3$ with the same steps would cover one relaxation time and drift);
-# * **the limit for "bad"**, 15%, the issue's. The tolerance is then the one number left to choose, and it is
-#   chosen on the tuning part only: the largest round value that still flags every tuning estimate off by more
-#   than 15%. The held-out part was run after that, with the tolerance fixed, and its confusion is reported as
-#   it came out.
+# * **the limit for "bad"**, 15%, the issue's.
+#
+# The tolerance is then the one number left to choose, and it was chosen on the tuning part only. There, every
+# one of the 16 estimates moved, always downwards, by 4% to 36%. The three bad estimates that moved least (nets
+# 3, 4 and 12: −11%, −9%, −7%, at +62%, +77% and −23% error) are the three runs whose back-off had halved the
+# step, so that they covered only 0.4–1.5 relaxation times: chains that have not yet felt the localization
+# cannot show whether the estimate depends on it. That is a principle, not a fit, and it is now part of the
+# check: a run of fewer than `MIN_RELAXATIONS` = 2.5 relaxation times (the limit the drift check already used)
+# is flagged as too short to judge. Among the relaxed bad estimates the smallest move was 12.8% (net 2, at
+# −22%), so `SENSITIVITY_TOLERANCE` is 10%, the round value below it; it was fixed and committed before the
+# held-out rows were read. The held-out part was then run once with the same code, and its confusion is
+# reported as it came out.
 #
 # The rows: the default ($q=3\cdot10^{-3}$, $c=0.1$, 5000 + 5000 steps, the current back-off) on all 40
-# networks, each with its estimate at $3\gamma$ (`SENSITIVITY_GRID`, file `sensitivity.csv`; the seconds of both
-# runs are in the table).
+# networks, each with its estimate at $3\gamma$ (`SENSITIVITY_GRID`; file `sensitivity.csv`, rebuilt by the
+# `#| heavy` cell below; `seconds` and `sensitivity_seconds` are the two runs, on one thread of the shared CPU
+# while another job used the other core).
 
 # %%
 #| export
@@ -633,11 +667,17 @@ print(f"the default's estimates, rerun: equal to the committed rows (to 1e-6) on
 tol_safe = safe_tolerance(sens_tune)
 print(f"tuning part: every estimate off by more than 15% moves by at least {tol_safe:.1%} at 3 x the localization")
 assert SENSITIVITY_TOLERANCE < tol_safe                 # the package's tolerance flags every bad tuning row
+confusion = {}
 for name, rows in [('tuning part', sens_tune), ('held-out part (computed once)', sens_held)]:
+    # a run that diverged has no estimate: it counts as off by more than 15%
+    confusion[name] = flag_confusion(rows.assign(flagged=sensitivity_flags(rows), rel_error=rows.rel_error.fillna(np.inf)))
     print(name)
-    display(flag_confusion(rows.assign(flagged=sensitivity_flags(rows))))
+    display(confusion[name])
+held = confusion['held-out part (computed once)']
 missed_held = sens_held[~sensitivity_flags(sens_held) & ~(sens_held.rel_error.abs() <= 0.15)]
-print('held-out estimates off by > 15% that the sensitivity did not flag:', list(missed_held.net))
+print('held-out estimates off by > 15% (or diverged) that the sensitivity did not flag:', list(missed_held.net))
+assert missed_held.empty and held.loc['flagged', '|error| > 15%'] == 13                       # what the prose says
+assert held.loc['not flagged', '|error| <= 15%'] == 6 and held.loc['flagged', '|error| <= 15%'] == 5
 sens[['part', 'net', 'layers', 'rank', 'noise', 'n', 'true_llc', 'estimate', 'rel_error', 'shift_x3', 'reach_used',
       'retries', 'seconds', 'sensitivity_seconds']].round(3)
 
@@ -657,6 +697,32 @@ ax.set(xlabel='relative error of the estimate (against Aoyagi\'s λ)',
        ylabel='relative change at 3 × localization', title='localization sensitivity of the default')
 ax.legend(fontsize=7)
 plt.tight_layout()
+
+# %% [markdown]
+# What it says:
+#
+# * **Every bad estimate is flagged, on both parts.** On the held-out part all 13 failures (12 estimates off by
+#   more than 15% and the one run that still diverges) are flagged, among them network 18 (9-20-9, +132%), which
+#   every other diagnostic had passed: tripling its localization lowers the estimate by 40%. On the tuning part
+#   all 11 bad estimates are flagged, as the tolerance was chosen to do.
+# * **It clears about half of the good ones**: 6 of the 11 held-out estimates within 15% pass (3 of 5 on the
+#   tuning part), where the earlier diagnostics flagged all of them. The other five are flagged for good reason:
+#   four move by 15–28% at $3\gamma$ (at −13% to +2% error they are right at this $\gamma$ but would not be at
+#   another, so their accuracy is luck), and network 23 (+3%) ran 1.5 relaxation times after a back-off and
+#   cannot be judged.
+# * **The estimate always falls when $\gamma$ triples** (by 4% to 40%): on these networks and $n$ there is no
+#   plateau at the default's localization. The chains sit in the region where the localization still holds
+#   many flat directions (reach used 0.27–0.79), which is what the flag reports, and the cure it names (a sweep
+#   for a plateau, with long enough chains at the small $\gamma$) is what the rest of this page shows to be
+#   expensive: the long-chain rows of the experiment table.
+# * **Its cost is one more estimate**: the two runs took 7.7 minutes on the 16 tuning networks and 11.2 on the
+#   24 held-out ones (about half each), on one thread of the loaded CPU.
+# * **Rerun, the default reproduces the committed rows to the digit** (36 of the 37 networks that finished
+#   both times; network 12's back-off now retries differently and gives −23% instead of −22%), and the two
+#   held-out networks that diverged under the earlier back-off are as the "new back-off" rows say: network 30
+#   finishes at +47%, network 28 still diverges. With these rows the default's held-out score is a mean
+#   |error| of 29.6% (median 21%) over 23 of 24 networks, −59% to +132%, 11 within 15%; on the tuning part
+#   30.3% over all 16.
 
 # %%
 #| heavy
