@@ -408,7 +408,8 @@ mini[['setting', 'net', 'layers', 'true_llc', 'estimate', 'rel_error', 'retries'
 
 # %% [markdown]
 # To rebuild the tuning table (the `#| heavy` cell, not run in the tests): 89 minutes of one thread on the
-# loaded development CPU, by the seconds recorded in `tuning.csv` (three rows did not record their time).
+# loaded development CPU, by the seconds recorded in `tuning.csv` (three rows did not record their time), plus
+# 13 minutes for the rows added on 2026-11-24 (RMSprop-SGLD and the two long chains).
 
 # %%
 #| heavy
@@ -682,7 +683,7 @@ sens[['part', 'net', 'layers', 'rank', 'noise', 'n', 'true_llc', 'estimate', 're
       'retries', 'seconds', 'sensitivity_seconds']].round(3)
 
 # %%
-fig, ax = plt.subplots(figsize=(6.5, 4.2))
+fig, ax = plt.subplots(figsize=(9, 4.2))
 ax.axvspan(-0.15, 0.15, color='0.88', label='|error| ≤ 15%')
 ax.axhspan(-SENSITIVITY_TOLERANCE, SENSITIVITY_TOLERANCE, color='C2', alpha=0.15,
            label=f'|shift| ≤ {SENSITIVITY_TOLERANCE:.0%}: not flagged')
@@ -695,7 +696,7 @@ for (part, rows), marker in zip([('tuning', sens_tune), ('held-out', sens_held)]
 ax.axhline(0, color='k', lw=0.6)
 ax.set(xlabel='relative error of the estimate (against Aoyagi\'s λ)',
        ylabel='relative change at 3 × localization', title='localization sensitivity of the default')
-ax.legend(fontsize=7)
+ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1))
 plt.tight_layout()
 
 # %% [markdown]
