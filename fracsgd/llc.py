@@ -18,10 +18,10 @@ from .stack import ModelStack, as_data, batched_loss, full_data_loss, resolve_lo
 from .sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta
 
 # %% auto #0
-__all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'MIN_RELAXATIONS', 'REACH_HIGH', 'AUTO_SETTING', 'batch_means_se',
-           'chain_statistics', 'reach_used', 'llc_problems', 'LLCResult', 'estimate_llc',
-           'estimate_llc_until_stationary', 'top_hessian_eigenvalue', 'calibrate_step_size', 'localization_sweep',
-           'plateau_test', 'calibrate', 'LLCMeasurement', 'final_llc']
+__all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'MIN_RELAXATIONS', 'REACH_HIGH', 'SENSITIVITY_FACTOR', 'SENSITIVITY_TOLERANCE',
+           'AUTO_SETTING', 'batch_means_se', 'chain_statistics', 'reach_used', 'llc_problems', 'LLCResult',
+           'estimate_llc', 'estimate_llc_until_stationary', 'top_hessian_eigenvalue', 'calibrate_step_size',
+           'localization_sweep', 'plateau_test', 'localization_sensitivity', 'calibrate', 'LLCMeasurement', 'final_llc']
 
 # %% ../nbs/10_llc.ipynb #7f76113f
 def batch_means_se(x: np.ndarray) -> tuple[float, float]:
@@ -94,8 +94,8 @@ def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat:
                    f'1/(step_size*localization)): increase localization, or run >= {MIN_RELAXATIONS:g} relaxation times')
     elif np.isfinite(reach) and reach > REACH_HIGH:
         out.append(f'the localization, not the likelihood, holds the chains in most directions (reach used '
-                   f'{reach:.2f} > {REACH_HIGH}): the estimate depends on the localization; compare several '
-                   f'with localization_sweep')
+                   f'{reach:.2f} > {REACH_HIGH}): the estimate may depend on the localization; check with '
+                   f'localization_sensitivity, or compare several with localization_sweep')
     if np.isfinite(drift_z) and abs(drift_z) > 3:
         way = 'rising' if drift_z > 0 else 'falling'
         cure = ('increase localization (the chains drift away from w*)' if far and drift_z > 0
@@ -145,7 +145,7 @@ def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings
         d = steps[(steps.model == m) & (steps.step >= settings.n_burnin)] if len(steps) else steps
         acc = float(d.mala_acceptance.mean()) if len(d) else float('nan')
         reach = reach_used(float(d.distance.pow(2).mean()), used[m].localization, n_params) if len(d) else np.nan
-        relax = used[m].step_size * used[m].localization * used[m].n_steps
+        relax = used[m].flat_step_size * used[m].localization * used[m].n_steps
         problems = llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'], st['rhat'], st['ess'], reach, relax)
         rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
                          **st, baseline=baselines[m], mala_acceptance=acc,
@@ -288,18 +288,20 @@ def calibrate_step_size(model: nn.Module, data, loss='classification', *, locali
 
 # %% ../nbs/10_llc.ipynb #631a0186
 def localization_sweep(model: nn.Module, data, loss='classification', localizations=(1, 3, 10, 30, 100), *,
-                       stiffness: float = 0.05, device=None, **changes) -> pd.DataFrame:
+                       stiffness: float = 0.05, settings: SGLDSettings | None = None, device=None,
+                       **changes) -> pd.DataFrame:
     """The LLC for each localization gamma, one row each.
-    `changes` go to `SGLDSettings` (a `step_size` fixes it)."""
+    `changes` go to `settings` (default `SGLDSettings()`); the step size is calibrated for each gamma with
+    `stiffness`, unless `settings` is given (its step sizes are kept) or `changes` hold a `step_size`."""
     rows = []
     for gamma in localizations:
-        eps = changes.get('step_size')
+        eps = changes.get('step_size') or (settings.step_size if settings is not None else None)
         if not eps:
             eps = calibrate_step_size(model, data, loss, localization=gamma, stiffness=stiffness,
                                       n_beta=changes.get('n_beta'), device=device)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
-            r = estimate_llc(model, data, loss, device=device,
+            r = estimate_llc(model, data, loss, settings, device=device,
                              **{**changes, 'step_size': eps, 'localization': gamma})
         d = r.diagnostics.iloc[0]
         rows.append(dict(localization=gamma, step_size=eps, llc=d.llc, llc_se=d.llc_se,
@@ -327,8 +329,43 @@ def plateau_test(sweep: pd.DataFrame, rel_tol: float = 0.05, n_se: float = 2.0) 
                 high=float(s.localization[hi]), llc=float(s.llc[lo:hi + 1].mean()))
 
 # %% ../nbs/10_llc.ipynb #7ec57663
+SENSITIVITY_FACTOR = 3.0        # the localization is multiplied by this in the repeated estimate
+SENSITIVITY_TOLERANCE = 0.1     # relative change of the estimate above which it is flagged (set on the tuning part)
+
+def localization_sensitivity(model: nn.Module, data, loss='classification', settings: SGLDSettings | None = None,
+                             *, factors=(SENSITIVITY_FACTOR,), tolerance: float = SENSITIVITY_TOLERANCE,
+                             base: float | None = None, device=None, **changes) -> dict:
+    """How much the LLC estimate under `settings` (with `changes`) moves when its localization is multiplied by
+    each of `factors`: the relative `shifts`, their largest size, `flagged` when it exceeds `tolerance`, the
+    advice, and the sweep. Costs one more `estimate_llc` per factor, plus one when `base` (the estimate at
+    `settings`) is not given."""
+    settings = (settings or SGLDSettings()).replace(**changes)
+    factors = tuple(float(f) for f in factors)
+    if not factors or any(not (math.isfinite(f) and f > 0 and f != 1) for f in factors):
+        raise ValueError(f"factors must be positive numbers other than 1, got {factors}")
+    if not (math.isfinite(tolerance) and tolerance > 0):
+        raise ValueError(f"tolerance must be a positive relative change, got {tolerance!r}")
+    gammas = ([] if base is not None else [settings.localization]) + [settings.localization * f for f in factors]
+    sweep = localization_sweep(model, data, loss, gammas, settings=settings, device=device)
+    llc = float(base) if base is not None else float(sweep.llc.iloc[0])
+    shifts = {f: float(v) / llc - 1 if llc > 0 else float('nan') for f, v in zip(factors, sweep.llc.iloc[-len(factors):])}
+    worst = max(shifts.items(), key=lambda kv: abs(kv[1]) if math.isfinite(kv[1]) else math.inf)
+    relax = settings.flat_step_size * settings.localization * settings.n_steps
+    moved, blind = not math.isfinite(worst[1]) or abs(worst[1]) > tolerance, relax < MIN_RELAXATIONS
+    problem = '; '.join(
+        ([f'localization sensitivity: the estimate moves by {worst[1]:+.0%} when the localization is multiplied '
+          f'by {worst[0]:g} (tolerance {tolerance:.0%}): it is not on a plateau in the localization and cannot be '
+          f'trusted to better than that; find a plateau with localization_sweep and plateau_test (with >= 3 '
+          f'relaxation times 2/(step_size*localization) at the smallest)'] if moved else [])
+        + ([f'localization sensitivity cannot be judged: the run covers {relax:.2g} < {MIN_RELAXATIONS:g} '
+            f'relaxation times 1/(step_size*localization), so the chains have not felt the localization; run more '
+            f'steps'] if blind else []))
+    return dict(llc=llc, shifts=shifts, max_shift=abs(worst[1]), relaxations=relax, flagged=moved or blind,
+                problem=problem, sweep=sweep)
+
+# %% ../nbs/10_llc.ipynb #96da61c5
 AUTO_SETTING = dict(stiffness=0.1, burnin_stiffness=0.1, localization_ratio=3e-3, n_chains=4, n_burnin=5000,
-                    n_draws=5000, steps_between_draws=1, batch_size=500)
+                    n_draws=5000, steps_between_draws=1, batch_size=500, preconditioner='none')
 
 def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
               **rules) -> SGLDSettings:
@@ -340,11 +377,13 @@ def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | 
     nb = default_n_beta(len(as_data(data, 'cpu')[0])) if n_beta is None else float(n_beta)
     h_max = abs(top_hessian_eigenvalue(model, data, loss, device=device))
     gamma = a['localization_ratio'] * nb * h_max
-    return SGLDSettings(step_size=a['stiffness'] / (nb * h_max + gamma),
-                        burnin_step_size=a['burnin_stiffness'] / (nb * h_max + gamma), localization=gamma,
+    # RMSprop scales a coordinate's step by at most 1/rmsprop_eps: the stiffness bounds that largest step
+    scale = SGLDSettings().rmsprop_eps if a['preconditioner'] == 'rmsprop' else 1.0
+    return SGLDSettings(step_size=scale * a['stiffness'] / (nb * h_max + gamma),
+                        burnin_step_size=scale * a['burnin_stiffness'] / (nb * h_max + gamma), localization=gamma,
                         n_chains=a['n_chains'], n_burnin=a['n_burnin'], n_draws=a['n_draws'],
                         steps_between_draws=a['steps_between_draws'], batch_size=a['batch_size'], n_beta=nb,
-                        on_divergence='backoff')
+                        on_divergence='backoff', preconditioner=a['preconditioner'])
 
 # %% ../nbs/10_llc.ipynb #ea5302fc
 class LLCMeasurement:

@@ -14,14 +14,16 @@ import torch
 import fracsgd
 from .dln import aoyagi_dln_lambda, regression_settings
 from .core import write_table
-from .llc import chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
+from .llc import (MIN_RELAXATIONS, SENSITIVITY_TOLERANCE, chain_statistics, estimate_llc, llc_problems,
+                         localization_sensitivity, top_hessian_eigenvalue)
 from .models import make_dln
 from .sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance
 from .stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
 
 # %% auto #0
-__all__ = ['N_TUNE', 'N_HELD_OUT', 'TUNING_GRID', 'validation_set', 'validation_problem', 'mala_llc', 'run_validation',
-           'flag_confusion', 'summarize', 'validation_results', 'grid_label', 'validation_grid']
+__all__ = ['N_TUNE', 'N_HELD_OUT', 'TUNING_GRID', 'SENSITIVITY_GRID', 'validation_set', 'validation_problem', 'mala_llc',
+           'run_validation', 'flag_confusion', 'summarize', 'validation_results', 'grid_label', 'validation_grid',
+           'sensitivity_flags', 'safe_tolerance']
 
 # %% ../nbs/11a_llc_validation.ipynb #1bd80f2e
 N_TUNE, N_HELD_OUT = 16, 24
@@ -92,9 +94,12 @@ def mala_llc(model, data, localization: float, step_size: float, n_draws: int = 
     return dict(chain_statistics(values), mala_acceptance=float(torch.stack(accepted).mean()))
 
 # %% ../nbs/11a_llc_validation.ipynb #a9c543b7
-def run_validation(specs: pd.DataFrame, setting='auto', device=None, **changes) -> pd.DataFrame:
+def run_validation(specs: pd.DataFrame, setting='auto', device=None, sensitivity: tuple = (),
+                   **changes) -> pd.DataFrame:
     """Estimated against exact LLC, with the diagnostics, for every network of `specs` under one setting.
-    `retries` counts the back-off's retries; a run still diverging after them has no estimate."""
+    `retries` counts the back-off's retries; a run still diverging after them has no estimate. For each factor
+    of `sensitivity`, `localization_sensitivity` adds the column `shift_x<factor>` (one more run per factor,
+    timed in `sensitivity_seconds`)."""
     rows = []
     for _, row in specs.iterrows():
         model, data = validation_problem(row)
@@ -106,18 +111,28 @@ def run_validation(specs: pd.DataFrame, setting='auto', device=None, **changes) 
                 res = estimate_llc(model, data, 'regression', settings, device=device)
             except SGLDDivergenceError as e:
                 res = e
+        seconds = time.perf_counter() - t0
         out = dict(row.to_dict(), localization=settings.localization,
                    retries=sum('SGLD diverged; retrying' in str(w.message) for w in caught))
         if isinstance(res, SGLDDivergenceError):
             rows.append(dict(out, estimate=np.nan, rel_error=np.nan, step_size=res.step_size, flagged=True,
-                             problems=f'diverged after the back-off: {res}', seconds=time.perf_counter() - t0))
+                             problems=f'diverged after the back-off: {res}', seconds=seconds))
             continue
         d = res.diagnostics.iloc[0]
+        if sensitivity:                            # the step sizes the estimate used, after any back-off
+            t1 = time.perf_counter()
+            used = settings.replace(step_size=d.step_size, burnin_step_size=d.burnin_step_size)
+            try:
+                shifts = localization_sensitivity(model, data, 'regression', used, factors=sensitivity,
+                                                  base=res.llc, device=device)['shifts']
+            except SGLDDivergenceError:                # counts as moved: no estimate at the other localization
+                shifts = {float(f): np.nan for f in sensitivity}
+            out.update({f'shift_x{f:g}': v for f, v in shifts.items()}, sensitivity_seconds=time.perf_counter() - t1)
         rows.append(dict(out, estimate=res.llc, se=res.llc_se, rel_error=res.llc / row['true_llc'] - 1,
                          step_size=d.step_size, burnin_step_size=res.settings.step_size_at(0),
                          mala=d.mala_acceptance, drift_z=d.drift_z, rhat=d.rhat, ess=d.ess,
                          reach_used=d.reach_used, relaxations=d.relaxations, flagged=d.flagged, problems=d.problems,
-                         seconds=time.perf_counter() - t0))
+                         seconds=seconds))
     return pd.DataFrame(rows)
 
 def flag_confusion(table: pd.DataFrame, limit: float = 0.15) -> pd.DataFrame:
@@ -138,10 +153,11 @@ def summarize(table: pd.DataFrame, by: str = 'setting') -> pd.DataFrame:
 
 # %% ../nbs/11a_llc_validation.ipynb #15b80305
 def validation_results(part: str = 'held-out') -> pd.DataFrame:
-    "The committed validation rows of `part` ('tune' or 'held-out'), from `nbs/llc_validation/` of this checkout."
-    name = {'tune': 'tuning.csv', 'held-out': 'held_out.csv'}
+    """The committed validation rows of `part` ('tune' or 'held-out'; 'sensitivity': the default's localization
+    sensitivity on both parts), from `nbs/llc_validation/` of this checkout."""
+    name = {'tune': 'tuning.csv', 'held-out': 'held_out.csv', 'sensitivity': 'sensitivity.csv'}
     if part not in name:
-        raise ValueError(f"part must be 'tune' or 'held-out', got {part!r}")
+        raise ValueError(f"part must be 'tune', 'held-out' or 'sensitivity', got {part!r}")
     path = Path(fracsgd.__file__).resolve().parent.parent / 'nbs' / 'llc_validation' / name[part]
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: the committed results live in a development checkout")
@@ -163,6 +179,14 @@ TUNING_GRID = [                 # the committed experiment table; nets: the tuni
          label='SGLD q=3e-3 c=0.1 5000+5000, new back-off'),                            # rerun with the new back-off
     dict(sampler='SGLD', q=1e-4, stiffness=0.3, n_burnin=6000, n_draws=6000, nets=[0, 1, 4, 7],
          label='SGLD q=1e-4 c=0.3 6000+6000, new back-off'),
+    # session 6: RMSprop-SGLD on the 8 tuning networks with the fewest parameters, and long chains
+    dict(sampler='RMSprop', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[0, 4, 5, 6, 9, 11, 14, 15]),
+    dict(sampler='RMSprop', q=1e-3, stiffness=0.3, n_burnin=5000, n_draws=5000, nets=[0, 4, 5, 6, 9, 11, 14, 15]),
+    dict(sampler='SGLD', q=1e-4, stiffness=0.1, n_burnin=150_000, n_draws=150_000, nets=[4, 14]),
+]
+
+SENSITIVITY_GRID = [            # the default with its localization sensitivity, on both parts (sensitivity.csv)
+    dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, sensitivity=(3,)),
 ]
 
 def grid_label(spec: dict) -> str:
@@ -173,8 +197,9 @@ def grid_label(spec: dict) -> str:
         return 'paper preset'
     c, cb = spec['stiffness'], spec.get('burnin_stiffness', spec['stiffness'])
     q = f"{spec['q']:.0e}".replace('e-0', 'e-')
-    name = {'SGLD': 'SGLD', 'MALA': 'MALA (full batch)'}[spec['sampler']]
-    return f"{name} q={q} c={c:g}{f'/{cb:g}' if cb != c else ''} {spec['n_burnin']}+{spec['n_draws']}"
+    name = {'SGLD': 'SGLD', 'RMSprop': 'RMSprop-SGLD', 'MALA': 'MALA (full batch)'}[spec['sampler']]
+    sens = ''.join(f', sensitivity x{f:g}' for f in spec.get('sensitivity', ()))
+    return f"{name} q={q} c={c:g}{f'/{cb:g}' if cb != c else ''} {spec['n_burnin']}+{spec['n_draws']}{sens}"
 
 def _mala_rows(specs: pd.DataFrame, spec: dict, device) -> pd.DataFrame:
     "`mala_llc` on every network of `specs` at the localization and step size of `spec`'s rule."
@@ -210,11 +235,13 @@ def validation_grid(settings_list: list = TUNING_GRID, part: str = 'tune', devic
         elif spec['sampler'] == 'paper':
             rows = run_validation(chosen, 'paper', device)
         else:
-            rows = run_validation(chosen, 'auto', device, localization_ratio=spec['q'],
-                                  stiffness=spec['stiffness'],
+            rows = run_validation(chosen, 'auto', device, sensitivity=spec.get('sensitivity', ()),
+                                  localization_ratio=spec['q'], stiffness=spec['stiffness'],
                                   burnin_stiffness=spec.get('burnin_stiffness', spec['stiffness']),
-                                  n_burnin=spec['n_burnin'], n_draws=spec['n_draws'])
-        sampler = {'SGLD': 'SGLD', 'MALA': 'MALA (full batch)', 'paper': 'SGLD (paper preset)'}[spec['sampler']]
+                                  n_burnin=spec['n_burnin'], n_draws=spec['n_draws'],
+                                  preconditioner='rmsprop' if spec['sampler'] == 'RMSprop' else 'none')
+        sampler = {'SGLD': 'SGLD', 'RMSprop': 'RMSprop-SGLD', 'MALA': 'MALA (full batch)',
+                   'paper': 'SGLD (paper preset)'}[spec['sampler']]
         rows.insert(0, 'setting', grid_label(spec))
         rows.insert(1, 'sampler', sampler)
         for k in ('q', 'stiffness', 'burnin_stiffness', 'n_burnin', 'n_draws'):
@@ -223,3 +250,18 @@ def validation_grid(settings_list: list = TUNING_GRID, part: str = 'tune', devic
         if out is not None:
             write_table(pd.concat(tables, ignore_index=True), out)
     return pd.concat(tables, ignore_index=True)
+
+# %% ../nbs/11a_llc_validation.ipynb #14af0d3a
+def sensitivity_flags(table: pd.DataFrame, tolerance: float = SENSITIVITY_TOLERANCE, factor: float = 3.0) -> pd.Series:
+    """`localization_sensitivity`'s flag for each row of `run_validation(..., sensitivity=(factor,))`: the
+    estimate moved by more than `tolerance` at `factor` times the localization (column `shift_x<factor>`), or the
+    run covered fewer than `MIN_RELAXATIONS` relaxation times, or there is no estimate at either localization."""
+    shift = table[f'shift_x{factor:g}']
+    return shift.isna() | (shift.abs() > tolerance) | ~(table.relaxations >= MIN_RELAXATIONS)
+
+def safe_tolerance(table: pd.DataFrame, factor: float = 3.0, limit: float = 0.15) -> float:
+    """The smallest |shift| among the rows of `table` whose |error| exceeds `limit` and whose flag depends on
+    the tolerance (an estimate, and at least `MIN_RELAXATIONS` relaxation times): `sensitivity_flags` with any
+    tolerance below it flags every row off by more than `limit`."""
+    bad = table[~(table.rel_error.abs() <= limit) & ~sensitivity_flags(table, math.inf, factor)]
+    return float(bad[f'shift_x{factor:g}'].abs().min())

@@ -20,7 +20,8 @@ from .stack import ModelStack, batched_loss, chain_minibatches, chain_seed
 
 # %% auto #0
 __all__ = ['PAPER_PRESET', 'CHUNK', 'RELAXATIONS_AFTER_BURNIN', 'default_n_beta', 'SGLDSettings', 'preset', 'SGLDDivergenceError',
-           'LangevinState', 'sum_sq', 'mala_acceptance', 'SGLDRun', 'SGLDSampler', 'phases_to_halve']
+           'LangevinState', 'sum_sq', 'mala_acceptance', 'SGLDRun', 'SGLDSampler', 'rmsprop_preconditioner',
+           'preconditioned_step', 'phases_to_halve']
 
 # %% ../nbs/09_sgld.ipynb #75b935be
 def default_n_beta(n: int) -> float:
@@ -47,6 +48,9 @@ class SGLDSettings:
     diag_every: int = 20                    # 0: no per-step diagnostics
     burnin_step_size: float | None = None
     on_divergence: str = 'raise'            # or 'backoff': halve the step sizes to blame; 3 retries
+    preconditioner: str = 'none'            # or 'rmsprop': RMSprop-SGLD (devinterp's `SGMCMC.rmsprop_sgld`)
+    rmsprop_alpha: float = 0.99             # decay of the running mean of squared gradients (devinterp's alpha)
+    rmsprop_eps: float = 0.1                # added to its square root (devinterp's eps)
 
     def __post_init__(self):
         for name in ('n_chains', 'n_draws', 'steps_between_draws'):
@@ -65,6 +69,10 @@ class SGLDSettings:
             raise ValueError(f"baseline must be 'full' or 'paired', got {self.baseline!r}")
         if self.on_divergence not in ('raise', 'backoff'):
             raise ValueError(f"on_divergence must be 'raise' or 'backoff', got {self.on_divergence!r}")
+        if self.preconditioner not in ('none', 'rmsprop'):
+            raise ValueError(f"preconditioner must be 'none' or 'rmsprop', got {self.preconditioner!r}")
+        check_range('rmsprop_alpha', self.rmsprop_alpha, 0, 1)
+        check_range('rmsprop_eps', self.rmsprop_eps, 0, low_ok=False)
 
     @property
     def n_steps(self) -> int:
@@ -78,6 +86,12 @@ class SGLDSettings:
     def step_size_at(self, t: int) -> float:
         "The step size of step `t`: `burnin_step_size` during burn-in when it is set, else `step_size`."
         return self.burnin_step_size if t < self.n_burnin and self.burnin_step_size else self.step_size
+
+    @property
+    def flat_step_size(self) -> float:
+        """The sampling step of a coordinate with a vanishing gradient: `step_size`, over `rmsprop_eps` with
+        RMSprop (there G = 1/rmsprop_eps). The steps of the flat directions, which set their relaxation time."""
+        return self.step_size / self.rmsprop_eps if self.preconditioner == 'rmsprop' else self.step_size
 
     def is_draw(self, t: int) -> bool:
         "Whether step `t` is a draw: after the burn-in, every `steps_between_draws` steps."
@@ -128,11 +142,19 @@ def sum_sq(fn, *tensors: torch.Tensor) -> torch.Tensor:
         total = total + fn(*(p.double() for p in parts)).pow(2).sum(-1)
     return total
 
-def mala_acceptance(old: LangevinState, new: LangevinState, step_size: float) -> torch.Tensor:
-    "MALA's acceptance probability [chains] of the Langevin proposal `old -> new` with step size `step_size`."
+def mala_acceptance(old: LangevinState, new: LangevinState, step_size: float,
+                    precond: torch.Tensor | None = None) -> torch.Tensor:
+    """MALA's acceptance probability [chains] of the Langevin proposal `old -> new` with step size `step_size`;
+    `precond` [chains, params]: a diagonal preconditioner G, held fixed over the step (proposal covariance eps*G)."""
     eps = step_size
-    log_q_forward = -sum_sq(lambda w1, w0, g0: w1 - w0 + eps / 2 * g0, new.w, old.w, old.grad) / (2 * eps)
-    log_q_backward = -sum_sq(lambda w0, w1, g1: w0 - w1 + eps / 2 * g1, old.w, new.w, new.grad) / (2 * eps)
+    if precond is None:
+        log_q_forward = -sum_sq(lambda w1, w0, g0: w1 - w0 + eps / 2 * g0, new.w, old.w, old.grad) / (2 * eps)
+        log_q_backward = -sum_sq(lambda w0, w1, g1: w0 - w1 + eps / 2 * g1, old.w, new.w, new.grad) / (2 * eps)
+    else:
+        log_q_forward = -sum_sq(lambda w1, w0, g0, G: (w1 - w0 + eps / 2 * G * g0) / G.sqrt(),
+                                new.w, old.w, old.grad, precond) / (2 * eps)
+        log_q_backward = -sum_sq(lambda w0, w1, g1, G: (w0 - w1 + eps / 2 * G * g1) / G.sqrt(),
+                                 old.w, new.w, new.grad, precond) / (2 * eps)
     log_a = (old.potential - new.potential) + log_q_backward - log_q_forward
     return torch.exp(log_a.clamp(max=0.0))
 
@@ -227,11 +249,13 @@ def _state(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grad: torch.T
     return LangevinState(w, potential, torch.sub(w, w_star).mul_(gamma).add_(grad, alpha=self.n_beta))
 
 @patch
-def _before_step(self: SGLDSampler, w, loss, grads, noise, chains: _Chains) -> dict:
-    "What the diagnostics need from before a step: the state, and the gradient and noise norms [chains]."
+def _before_step(self: SGLDSampler, w, loss, grads, noise, chains: _Chains, precond=None) -> dict:
+    """What the diagnostics need from before a step: the state, the gradient and noise norms [chains], and the
+    preconditioner of the step (None without one)."""
     grad = torch.cat([g.reshape(len(w), -1) for g in grads], 1)              # [chains, params]
     return dict(state=self._state(w.clone(), loss, grad, chains), grad_norm=grad.norm(dim=1),
-                noise_norm=noise.norm(dim=1), distance=(w - chains.w_star).norm(dim=1))
+                noise_norm=noise.norm(dim=1), distance=(w - chains.w_star).norm(dim=1),
+                precond=None if precond is None else precond.clone())
 
 @patch
 def _diagnostics(self: SGLDSampler, t: int, before: dict, w: torch.Tensor, batch: tuple,
@@ -242,13 +266,27 @@ def _diagnostics(self: SGLDSampler, t: int, before: dict, w: torch.Tensor, batch
     loss = self.f(self.stack.params(w_new), chains.buffers, *batch)   # one more forward + backward
     grad, = torch.autograd.grad(loss.sum(), w_new)
     with torch.no_grad():
-        acc = mala_acceptance(before['state'], self._state(w_new.detach(), loss, grad, chains), eps)
+        acc = mala_acceptance(before['state'], self._state(w_new.detach(), loss, grad, chains), eps,
+                              before['precond'])
         ratio = (eps / 2 * self.n_beta * before['grad_norm']) / (math.sqrt(eps) * before['noise_norm'])
     M = len(chains.models)
     return pd.DataFrame({'step': t, 'model': np.repeat(chains.models, C),
                          'chain': np.tile(np.arange(C), M), 'step_size': eps,
                          'mala_acceptance': acc.cpu().numpy(), 'grad_to_noise': ratio.cpu().numpy(),
                          'distance': before['distance'].cpu().numpy()})
+
+# %% ../nbs/09_sgld.ipynb #550143ae
+def rmsprop_preconditioner(square_avg: torch.Tensor, grad: torch.Tensor, alpha: float, eps: float) -> torch.Tensor:
+    """RMSprop's diagonal preconditioner G = 1/(sqrt(V) + eps) [chains, params], after updating the running mean
+    of squared gradients V (`square_avg`, in place) with `grad` [chains, params]."""
+    square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+    return square_avg.sqrt().add_(eps).reciprocal_()
+
+def preconditioned_step(w, w_star, grad, noise, precond, step_size: float, localization: float, n_beta: float):
+    "One RMSprop-SGLD step of all chains `w` [chains, params], in place: the drift and noise scaled by `precond`."
+    drift = torch.sub(w, w_star).mul_(localization).add_(grad, alpha=n_beta)      # grad of the potential U
+    w.addcmul_(precond, drift, value=-step_size / 2)
+    w.addcmul_(precond.sqrt(), noise, value=math.sqrt(step_size))
 
 # %% ../nbs/09_sgld.ipynb #a579b20c
 @patch
@@ -263,6 +301,8 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     leaves, step_loss = self._differentiable(w, chains.buffers)
     trace = torch.empty(len(w), s.n_steps, device=self.device)  # [chains, steps]
     noise, paired, diagnostics, recorded, checked = torch.empty_like(w), [], [], [], 0
+    rmsprop = s.preconditioner == 'rmsprop'
+    square_avg = torch.zeros_like(w) if rmsprop else None        # RMSprop's running mean of g^2 [chains, params]
     for t in range(s.n_steps):
         eps, batch = s.step_size_at(t), next(batches)
         loss = step_loss(*batch)                                 # [chains]
@@ -280,11 +320,17 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
             for i, gen in enumerate(noise_gens):                 # each chain's own generator, in place
                 noise[i].normal_(generator=gen)
             check = s.diag_every and t % s.diag_every == 0
+            if rmsprop:
+                g = torch.cat([x.reshape(len(w), -1) for x in grads], 1)            # grad L_B [chains, params]
+                precond = rmsprop_preconditioner(square_avg, g, s.rmsprop_alpha, s.rmsprop_eps)
             if check:
-                before = self._before_step(w, loss, grads, noise, chains)
-            w.lerp_(chains.w_star, eps * s.localization / 2)                  # w -= eps/2 gamma (w - w*)
-            torch._foreach_add_(leaves, grads, alpha=-eps * self.n_beta / 2)  # w -= eps/2 n_beta grad L_B
-            w.add_(noise, alpha=math.sqrt(eps))                               # w += N(0, eps)
+                before = self._before_step(w, loss, grads, noise, chains, precond if rmsprop else None)
+            if rmsprop:
+                preconditioned_step(w, chains.w_star, g, noise, precond, eps, s.localization, self.n_beta)
+            else:
+                w.lerp_(chains.w_star, eps * s.localization / 2)                  # w -= eps/2 gamma (w - w*)
+                torch._foreach_add_(leaves, grads, alpha=-eps * self.n_beta / 2)  # w -= eps/2 n_beta grad L_B
+                w.add_(noise, alpha=math.sqrt(eps))                               # w += N(0, eps)
         if check:
             diagnostics.append(self._diagnostics(t, before, w, batch, chains))
         if bar is not None:
@@ -305,7 +351,7 @@ def phases_to_halve(settings: SGLDSettings, error: SGLDDivergenceError) -> tuple
         return (error.phase,)
     if error.phase == 'burn-in':
         return ('burn-in', 'sampling') if settings.step_size > settings.burnin_step_size / 2 else ('burn-in',)
-    rate = settings.step_size * settings.localization / 2                    # offset shrinks by 1-rate per step
+    rate = settings.flat_step_size * settings.localization / 2               # offset shrinks by 1-rate per step
     if rate > 0 and (error.step - settings.n_burnin) * rate >= RELAXATIONS_AFTER_BURNIN:
         return ('sampling',)
     return ('burn-in', 'sampling')

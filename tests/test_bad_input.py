@@ -337,3 +337,27 @@ def test_recorder_tables_are_readable_by_others(tmp_path):
     finally:
         os.umask(mask)
     assert {oct(p.stat().st_mode & 0o777) for p in tmp_path.iterdir()} == {'0o644'}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sampler options and the localization-sensitivity diagnostic: bad values are refused where they enter.
+
+@pytest.mark.parametrize('changes, words', [
+    (dict(preconditioner='adam'), "preconditioner must be 'none' or 'rmsprop'"),
+    (dict(preconditioner='rmsprop', rmsprop_eps=0.0), 'rmsprop_eps must lie in (0'),
+    (dict(preconditioner='rmsprop', rmsprop_alpha=1.0), 'rmsprop_alpha must lie in [0, 1)'),
+])
+def test_bad_preconditioner_settings_are_named(changes, words):
+    with pytest.raises(ValueError, match=None) as e:
+        PAPER_PRESET.replace(**changes)
+    assert words in str(e.value)
+
+
+@pytest.mark.parametrize('changes, words', [(dict(factors=()), 'factors'), (dict(factors=(1,)), 'factors'),
+                                            (dict(factors=(-3,)), 'factors'), (dict(tolerance=0), 'tolerance'),
+                                            (dict(tolerance=math.nan), 'tolerance')])
+def test_bad_sensitivity_options_are_named_before_any_sampling(changes, words):
+    from fracsgd.llc import localization_sensitivity
+    with pytest.raises(ValueError) as e:
+        localization_sensitivity(make_mlp([2, 4, 2], seed=0), (X2, LABELS), 'classification', SHORT_LLC, **changes)
+    assert words in str(e.value)

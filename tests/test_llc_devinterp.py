@@ -74,3 +74,36 @@ def test_matches_devinterp_within_monte_carlo_error():
     # differ.
     assert abs(diff) < tol, (ours.llc, ours.llc_se, dev_llc, dev_se)
     assert ours.llc > 0 and ours.llc_se < 0.1 * ours.llc   # a meaningful comparison, not two noisy zeros
+
+
+def test_rmsprop_sgld_matches_devinterp_step_for_step():
+    # devinterp's SGMCMC.rmsprop_sgld (optim/sgmcmc.py, preconditioner.py) and our sampler with
+    # preconditioner='rmsprop': one chain of a linear model (one weight tensor, so both draw the noise in the
+    # same order from the same generator), full-batch gradients, 300 steps. A small rmsprop eps makes the
+    # preconditioner differ between coordinates. Agreement to float32 rounding.
+    from devinterp.optim.sgmcmc import SGMCMC
+    from fracsgd.models import dln_data, make_dln
+    from fracsgd.sgld import SGLDSampler
+    from fracsgd.stack import ModelStack, as_data, chain_seed, resolve_loss
+    torch.set_num_threads(1)
+    model = make_dln([10, 3], 3, seed=0)
+    X, y = dln_data(model, 500, seed=1)
+    y = y + 0.3 * torch.randn(y.shape, generator=torch.Generator().manual_seed(2))   # a gradient at w*
+    nb, gamma, eps_rms = default_n_beta(500), 5.0, 1e-2
+    s = SGLDSettings(step_size=0.05 * eps_rms / nb, localization=gamma, n_chains=1, n_draws=300, n_burnin=0,
+                     batch_size=None, n_beta=nb, seed=3, diag_every=0, preconditioner='rmsprop',
+                     rmsprop_eps=eps_rms)
+    weights = lambda params, buffers: next(iter(params.values()))[0].detach().clone().flatten()
+    ours = SGLDSampler(ModelStack([model], 'cpu'), resolve_loss('regression'), as_data((X, y), 'cpu'), s,
+                       record=weights).sample([0]).recorded
+
+    theirs = make_dln([10, 3], 3, seed=0)
+    (p,) = list(theirs.parameters())
+    opt = SGMCMC.rmsprop_sgld([p], lr=s.step_size, localization=gamma, nbeta=nb, alpha=0.99, eps=eps_rms)
+    gen = torch.Generator().manual_seed(chain_seed(s.seed, 0, 0, 0))    # our noise stream of chain (0, 0)
+    for t in range(s.n_steps):
+        assert torch.allclose(p.detach().flatten(), ours[t], rtol=0, atol=1e-5), t
+        opt.zero_grad()
+        (0.5 * (theirs(X) - y).pow(2).sum(1)).mean().backward()
+        opt.step(noise_generator=gen)
+    assert (ours[-1] - ours[0]).abs().max() > 1e-2                       # the chain moved

@@ -23,7 +23,8 @@ import torch
 import fracsgd
 from fracsgd.dln import aoyagi_dln_lambda, regression_settings
 from fracsgd.core import write_table
-from fracsgd.llc import chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
+from fracsgd.llc import (MIN_RELAXATIONS, SENSITIVITY_TOLERANCE, chain_statistics, estimate_llc, llc_problems,
+                         localization_sensitivity, top_hessian_eigenvalue)
 from fracsgd.models import make_dln
 from fracsgd.sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance
 from fracsgd.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
@@ -173,9 +174,12 @@ assert abs(exact['llc'] - 4) < 0.6 + 4 * exact['llc_se'] and 0.5 < exact['mala_a
 
 # %%
 #| export
-def run_validation(specs: pd.DataFrame, setting='auto', device=None, **changes) -> pd.DataFrame:
+def run_validation(specs: pd.DataFrame, setting='auto', device=None, sensitivity: tuple = (),
+                   **changes) -> pd.DataFrame:
     """Estimated against exact LLC, with the diagnostics, for every network of `specs` under one setting.
-    `retries` counts the back-off's retries; a run still diverging after them has no estimate."""
+    `retries` counts the back-off's retries; a run still diverging after them has no estimate. For each factor
+    of `sensitivity`, `localization_sensitivity` adds the column `shift_x<factor>` (one more run per factor,
+    timed in `sensitivity_seconds`)."""
     rows = []
     for _, row in specs.iterrows():
         model, data = validation_problem(row)
@@ -187,18 +191,28 @@ def run_validation(specs: pd.DataFrame, setting='auto', device=None, **changes) 
                 res = estimate_llc(model, data, 'regression', settings, device=device)
             except SGLDDivergenceError as e:
                 res = e
+        seconds = time.perf_counter() - t0
         out = dict(row.to_dict(), localization=settings.localization,
                    retries=sum('SGLD diverged; retrying' in str(w.message) for w in caught))
         if isinstance(res, SGLDDivergenceError):
             rows.append(dict(out, estimate=np.nan, rel_error=np.nan, step_size=res.step_size, flagged=True,
-                             problems=f'diverged after the back-off: {res}', seconds=time.perf_counter() - t0))
+                             problems=f'diverged after the back-off: {res}', seconds=seconds))
             continue
         d = res.diagnostics.iloc[0]
+        if sensitivity:                            # the step sizes the estimate used, after any back-off
+            t1 = time.perf_counter()
+            used = settings.replace(step_size=d.step_size, burnin_step_size=d.burnin_step_size)
+            try:
+                shifts = localization_sensitivity(model, data, 'regression', used, factors=sensitivity,
+                                                  base=res.llc, device=device)['shifts']
+            except SGLDDivergenceError:                # counts as moved: no estimate at the other localization
+                shifts = {float(f): np.nan for f in sensitivity}
+            out.update({f'shift_x{f:g}': v for f, v in shifts.items()}, sensitivity_seconds=time.perf_counter() - t1)
         rows.append(dict(out, estimate=res.llc, se=res.llc_se, rel_error=res.llc / row['true_llc'] - 1,
                          step_size=d.step_size, burnin_step_size=res.settings.step_size_at(0),
                          mala=d.mala_acceptance, drift_z=d.drift_z, rhat=d.rhat, ess=d.ess,
                          reach_used=d.reach_used, relaxations=d.relaxations, flagged=d.flagged, problems=d.problems,
-                         seconds=time.perf_counter() - t0))
+                         seconds=seconds))
     return pd.DataFrame(rows)
 
 def flag_confusion(table: pd.DataFrame, limit: float = 0.15) -> pd.DataFrame:
@@ -248,15 +262,19 @@ quick[['layers', 'rank', 'noise', 'n', 'true_llc', 'estimate', 'rel_error', 'mal
 # cell at the end reruns the held-out part. A setting is named by its sampler, $q=\gamma/(n\beta h_{\max})$,
 # the stiffness $c = \epsilon\,(n\beta h_{\max}+\gamma)$ (sampling/burn-in when they differ) and the burn-in +
 # draws. The flags were recomputed from the recorded numbers with the final `llc_problems` (the early grid runs
-# recorded neither $\hat R$ nor ESS, and their reach used comes from the last distance only).
+# recorded neither $\hat R$ nor ESS, and their reach used comes from the last distance only). The rows added
+# on 2026-11-24 (RMSprop-SGLD, the long chains, and `sensitivity.csv`) ran with torch 2.15.0, one network at a
+# time on one thread while other jobs used the other core (load 2–3), each by `validation_grid` on one network
+# of its grid entry; their seconds are within about 1.5 times a quiet machine's.
 
 # %%
 #| export
 def validation_results(part: str = 'held-out') -> pd.DataFrame:
-    "The committed validation rows of `part` ('tune' or 'held-out'), from `nbs/llc_validation/` of this checkout."
-    name = {'tune': 'tuning.csv', 'held-out': 'held_out.csv'}
+    """The committed validation rows of `part` ('tune' or 'held-out'; 'sensitivity': the default's localization
+    sensitivity on both parts), from `nbs/llc_validation/` of this checkout."""
+    name = {'tune': 'tuning.csv', 'held-out': 'held_out.csv', 'sensitivity': 'sensitivity.csv'}
     if part not in name:
-        raise ValueError(f"part must be 'tune' or 'held-out', got {part!r}")
+        raise ValueError(f"part must be 'tune', 'held-out' or 'sensitivity', got {part!r}")
     path = Path(fracsgd.__file__).resolve().parent.parent / 'nbs' / 'llc_validation' / name[part]
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: the committed results live in a development checkout")
@@ -289,6 +307,14 @@ TUNING_GRID = [                 # the committed experiment table; nets: the tuni
          label='SGLD q=3e-3 c=0.1 5000+5000, new back-off'),                            # rerun with the new back-off
     dict(sampler='SGLD', q=1e-4, stiffness=0.3, n_burnin=6000, n_draws=6000, nets=[0, 1, 4, 7],
          label='SGLD q=1e-4 c=0.3 6000+6000, new back-off'),
+    # session 6: RMSprop-SGLD on the 8 tuning networks with the fewest parameters, and long chains
+    dict(sampler='RMSprop', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, nets=[0, 4, 5, 6, 9, 11, 14, 15]),
+    dict(sampler='RMSprop', q=1e-3, stiffness=0.3, n_burnin=5000, n_draws=5000, nets=[0, 4, 5, 6, 9, 11, 14, 15]),
+    dict(sampler='SGLD', q=1e-4, stiffness=0.1, n_burnin=150_000, n_draws=150_000, nets=[4, 14]),
+]
+
+SENSITIVITY_GRID = [            # the default with its localization sensitivity, on both parts (sensitivity.csv)
+    dict(sampler='SGLD', q=3e-3, stiffness=0.1, n_burnin=5000, n_draws=5000, sensitivity=(3,)),
 ]
 
 def grid_label(spec: dict) -> str:
@@ -299,8 +325,9 @@ def grid_label(spec: dict) -> str:
         return 'paper preset'
     c, cb = spec['stiffness'], spec.get('burnin_stiffness', spec['stiffness'])
     q = f"{spec['q']:.0e}".replace('e-0', 'e-')
-    name = {'SGLD': 'SGLD', 'MALA': 'MALA (full batch)'}[spec['sampler']]
-    return f"{name} q={q} c={c:g}{f'/{cb:g}' if cb != c else ''} {spec['n_burnin']}+{spec['n_draws']}"
+    name = {'SGLD': 'SGLD', 'RMSprop': 'RMSprop-SGLD', 'MALA': 'MALA (full batch)'}[spec['sampler']]
+    sens = ''.join(f', sensitivity x{f:g}' for f in spec.get('sensitivity', ()))
+    return f"{name} q={q} c={c:g}{f'/{cb:g}' if cb != c else ''} {spec['n_burnin']}+{spec['n_draws']}{sens}"
 
 def _mala_rows(specs: pd.DataFrame, spec: dict, device) -> pd.DataFrame:
     "`mala_llc` on every network of `specs` at the localization and step size of `spec`'s rule."
@@ -336,11 +363,13 @@ def validation_grid(settings_list: list = TUNING_GRID, part: str = 'tune', devic
         elif spec['sampler'] == 'paper':
             rows = run_validation(chosen, 'paper', device)
         else:
-            rows = run_validation(chosen, 'auto', device, localization_ratio=spec['q'],
-                                  stiffness=spec['stiffness'],
+            rows = run_validation(chosen, 'auto', device, sensitivity=spec.get('sensitivity', ()),
+                                  localization_ratio=spec['q'], stiffness=spec['stiffness'],
                                   burnin_stiffness=spec.get('burnin_stiffness', spec['stiffness']),
-                                  n_burnin=spec['n_burnin'], n_draws=spec['n_draws'])
-        sampler = {'SGLD': 'SGLD', 'MALA': 'MALA (full batch)', 'paper': 'SGLD (paper preset)'}[spec['sampler']]
+                                  n_burnin=spec['n_burnin'], n_draws=spec['n_draws'],
+                                  preconditioner='rmsprop' if spec['sampler'] == 'RMSprop' else 'none')
+        sampler = {'SGLD': 'SGLD', 'RMSprop': 'RMSprop-SGLD', 'MALA': 'MALA (full batch)',
+                   'paper': 'SGLD (paper preset)'}[spec['sampler']]
         rows.insert(0, 'setting', grid_label(spec))
         rows.insert(1, 'sampler', sampler)
         for k in ('q', 'stiffness', 'burnin_stiffness', 'n_burnin', 'n_draws'):
@@ -379,7 +408,8 @@ mini[['setting', 'net', 'layers', 'true_llc', 'estimate', 'rel_error', 'retries'
 
 # %% [markdown]
 # To rebuild the tuning table (the `#| heavy` cell, not run in the tests): 89 minutes of one thread on the
-# loaded development CPU, by the seconds recorded in `tuning.csv` (three rows did not record their time).
+# loaded development CPU, by the seconds recorded in `tuning.csv` (three rows did not record their time), plus
+# 13 minutes for the rows added on 2026-11-24 (RMSprop-SGLD and the two long chains).
 
 # %%
 #| heavy
@@ -394,7 +424,7 @@ summarize(rebuilt)
 
 # %%
 tuning = validation_results('tune')
-experiments = summarize(tuning)
+experiments = summarize(tuning, by=['sampler', 'setting'])
 
 def with_new_backoff(table: pd.DataFrame, label: str) -> pd.Series:
     "|relative error| of the `label` rows, a diverged one replaced by its 'new back-off' rerun when there is one."
@@ -458,9 +488,28 @@ per_net.round(3)
 #   (−7% to −33%); **weaker** ($q=10^{-3}$, 0.8 relaxation times) leaves the chains drifting, with large errors
 #   both ways. $q = 3\cdot10^{-3}$ with $10^4$ steps is the smallest localization whose run covers about 3
 #   relaxation times.
-# * **Longer chains** would be needed to lower $q$ further: $3/(cq)$ steps, i.e. $3\cdot10^5$ at $q=10^{-4}$,
-#   beyond the 20-minute budget of the whole held-out run. A preconditioned (RMSprop) SGLD was not tried: it
-#   changes the step per direction, not the target, and the exact sampler shows that the target is the problem.
+# * **Longer chains** at a small localization: $3/(cq)$ steps relax $q=10^{-4}$ at $c = 0.1$, i.e.
+#   $3\cdot10^5$. Run on the worst underestimate and the worst overestimate
+#   of the tuning part: on network 14 (9-6-7-19, noisy, −41% at the default) it gives −10.5% (7 minutes, 3.0
+#   relaxation times, still falling at $z=-11$), so a thirtyfold weaker localization with chains long enough for
+#   it removes most of that error, and the estimate keeps moving with $\gamma$; on network 4 (7-8-18-13,
+#   noiseless, +77%) it diverged in the burn-in at step 105 265, after three halvings of the step: far out along
+#   the flat directions the chains meet curvature that the step scaled by $h_{\max}$ at $w^*$ does not survive.
+#   Too slow for a default (30 times the default's steps) and not safe.
+# * **RMSprop-SGLD** (devinterp's preconditioned sampler, `preconditioner='rmsprop'`; see the
+#   [SGLD chapter](sgld.html)) on the 8 tuning networks with the fewest parameters (0, 4, 5, 6, 9, 11, 14, 15: the
+#   cheapest, chosen by size before any run), at the default's rule (the step scaled so that the largest
+#   preconditioned step keeps $c$) and at a third of its localization with three times its stiffness (the same
+#   3 relaxation times of the flat directions). At the default's rule it
+#   changes little: mean |error| 32% against the rerun default's 34% on the same 8 networks; network 0 moves
+#   from +27% to +18%, the others by at most 4 points. With devinterp's $\varepsilon_{\rm rms}=0.1$ the
+#   minibatch gradients of these losses are mostly smaller than $\varepsilon_{\rm rms}$, so $G$ stays near
+#   $1/\varepsilon_{\rm rms}$ everywhere and the sampler is plain SGLD with a rescaled step. At a third of the
+#   localization and three times the stiffness it is closer on six networks (−3% to −31%, mean |error| 15%,
+#   where the default has 29%), but on the other two (0 and 4) the chains ran off, without a non-finite loss, to
+#   estimates about 120 and 500 times Aoyagi's $\lambda$ (MALA acceptance 0.83 and 0.43; flagged): the step, three times the
+#   default's wherever the gradients are small, is unstable once the chains reach stiffer regions, and the
+#   back-off never sees it. Neither rule is a better default on this evidence, so the default stays plain SGLD.
 
 # %% [markdown]
 # ### The held-out part
@@ -530,7 +579,7 @@ for name, rows in [('held-out, default', default_rows),
 missed = pd.concat([held_out, tuning])
 missed = missed[(missed.rel_error.abs() > 0.15) & ~missed.flagged.astype(bool)]
 print('estimates off by > 15% that were not flagged:', len(missed))
-assert sorted(missed.net) == [0, 10, 18] and not met         # what the prose says
+assert sorted(missed.net) == [0, 6, 10, 18] and not met      # what the prose says
 missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used', 'relaxations']]
 
 # %% [markdown]
@@ -548,13 +597,137 @@ missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used'
 #   had been seen, so we left the limits as they were, and the held-out part is reported as run. A third miss
 #   came with the rerun of the previous rule under the corrected back-off (network 0, +21%): its chains had
 #   covered only 0.045 relaxation times, but their reach used (0.021) is below `REACH_LIMIT`, so the drift
-#   check, which asks for both, stays silent.
+#   check, which asks for both, stays silent. A fourth came with RMSprop-SGLD at $q=10^{-3}$, $c=0.3$ on network 6
+#   (14-10-11-15, noisy, −17%): acceptance 0.91, 3 relaxation times, reach used 0.29, stationary and mixed.
 # * Every other bad estimate was flagged (43 of 45 on the tuning part, 11 of 12 of the default's held-out ones,
 #   counting the reruns with the corrected back-off).
 # * All 13 good held-out estimates were flagged too: the flags are a necessary warning on these networks, not
 #   a test that separates good estimates from bad. At the default, the reach used
 #   is 0.27–0.79 on every DLN, so the localization holds the chains in many flat directions and the estimate
 #   depends on $\gamma$, which is true and is what the flag says.
+# * The localization-sensitivity check of the next section, run on the default's rows, flags every bad one,
+#   the two misses of the default included (networks 18 and 10), and passes about half of the good ones.
+
+# %% [markdown]
+# ## A diagnostic that notices: localization sensitivity
+#
+# The diagnostics above look at the chains: acceptance, stationarity, agreement, how far out they sit. They
+# cannot see the error that matters here, because a chain can be healthy in every one of these senses and still
+# sample a target whose mean is not Aoyagi's $\lambda$. What they can see is whether the answer depends on a
+# choice the model does not make. The learning coefficient is a property of $w^*$; the localization $\gamma$ is
+# ours. `localization_sensitivity` (in the [LLC chapter](llc.html)) repeats an estimate at $k\gamma$ with the
+# same step sizes and seeds, and flags it when the estimate moves by more than a tolerance. Two things were
+# fixed before any of its numbers were seen:
+#
+# * **the direction and the factor**, $k = 3$ (half a decade) upwards: the stronger localization relaxes its
+#   flat directions three times faster, so the repeated run is at least as long, in relaxation times, as the
+#   estimate itself (a run at $\gamma/3$ with the same steps would cover one relaxation time and drift);
+# * **the limit for "bad"**, 15%, the issue's.
+#
+# The tolerance is then the one number left to choose, and it was chosen on the tuning part only. There, every
+# one of the 16 estimates moved, always downwards, by 4% to 36%. The three bad estimates that moved least (nets
+# 3, 4 and 12: −11%, −9%, −7%, at +62%, +77% and −23% error) are the three runs whose back-off had halved the
+# step, so that they covered only 0.4–1.5 relaxation times: chains that have not yet felt the localization
+# cannot show whether the estimate depends on it. That is a principle, not a fit, and it is now part of the
+# check: a run of fewer than `MIN_RELAXATIONS` = 2.5 relaxation times (the limit the drift check already used)
+# is flagged as too short to judge. Among the relaxed bad estimates the smallest move was 12.8% (net 2, at
+# −22%), so `SENSITIVITY_TOLERANCE` is 10%, the round value below it; it was fixed and committed before the
+# held-out rows were read. The held-out part was then run once with the same code, and its confusion is
+# reported as it came out.
+#
+# The rows: the default ($q=3\cdot10^{-3}$, $c=0.1$, 5000 + 5000 steps, the current back-off) on all 40
+# networks, each with its estimate at $3\gamma$ (`SENSITIVITY_GRID`; file `sensitivity.csv`, rebuilt by the
+# `#| heavy` cell below; `seconds` and `sensitivity_seconds` are the two runs, on one thread of the shared CPU
+# while another job used the other core).
+
+# %%
+#| export
+def sensitivity_flags(table: pd.DataFrame, tolerance: float = SENSITIVITY_TOLERANCE, factor: float = 3.0) -> pd.Series:
+    """`localization_sensitivity`'s flag for each row of `run_validation(..., sensitivity=(factor,))`: the
+    estimate moved by more than `tolerance` at `factor` times the localization (column `shift_x<factor>`), or the
+    run covered fewer than `MIN_RELAXATIONS` relaxation times, or there is no estimate at either localization."""
+    shift = table[f'shift_x{factor:g}']
+    return shift.isna() | (shift.abs() > tolerance) | ~(table.relaxations >= MIN_RELAXATIONS)
+
+def safe_tolerance(table: pd.DataFrame, factor: float = 3.0, limit: float = 0.15) -> float:
+    """The smallest |shift| among the rows of `table` whose |error| exceeds `limit` and whose flag depends on
+    the tolerance (an estimate, and at least `MIN_RELAXATIONS` relaxation times): `sensitivity_flags` with any
+    tolerance below it flags every row off by more than `limit`."""
+    bad = table[~(table.rel_error.abs() <= limit) & ~sensitivity_flags(table, math.inf, factor)]
+    return float(bad[f'shift_x{factor:g}'].abs().min())
+
+# %%
+sens = validation_results('sensitivity')
+sens_tune, sens_held = sens[sens.part == 'tune'], sens[sens.part == 'held-out']
+default_label = 'SGLD q=3e-3 c=0.1 5000+5000'
+committed = pd.concat([validation_results('tune'), validation_results('held-out')])
+committed = committed[committed.setting == default_label].set_index('net').estimate
+same = (sens.set_index('net').estimate - committed.reindex(sens.net).to_numpy()).abs()
+print(f"the default's estimates, rerun: equal to the committed rows (to 1e-6) on {(same < 1e-6).sum()} of "
+      f"{same.notna().sum()} networks that have both")
+tol_safe = safe_tolerance(sens_tune)
+print(f"tuning part: every estimate off by more than 15% moves by at least {tol_safe:.1%} at 3 x the localization")
+assert SENSITIVITY_TOLERANCE < tol_safe                 # the package's tolerance flags every bad tuning row
+confusion = {}
+for name, rows in [('tuning part', sens_tune), ('held-out part (computed once)', sens_held)]:
+    # a run that diverged has no estimate: it counts as off by more than 15%
+    confusion[name] = flag_confusion(rows.assign(flagged=sensitivity_flags(rows), rel_error=rows.rel_error.fillna(np.inf)))
+    print(name)
+    display(confusion[name])
+held = confusion['held-out part (computed once)']
+missed_held = sens_held[~sensitivity_flags(sens_held) & ~(sens_held.rel_error.abs() <= 0.15)]
+print('held-out estimates off by > 15% (or diverged) that the sensitivity did not flag:', list(missed_held.net))
+assert missed_held.empty and held.loc['flagged', '|error| > 15%'] == 13                       # what the prose says
+assert held.loc['not flagged', '|error| <= 15%'] == 6 and held.loc['flagged', '|error| <= 15%'] == 5
+sens[['part', 'net', 'layers', 'rank', 'noise', 'n', 'true_llc', 'estimate', 'rel_error', 'shift_x3', 'reach_used',
+      'retries', 'seconds', 'sensitivity_seconds']].round(3)
+
+# %%
+fig, ax = plt.subplots(figsize=(9, 4.2))
+ax.axvspan(-0.15, 0.15, color='0.88', label='|error| ≤ 15%')
+ax.axhspan(-SENSITIVITY_TOLERANCE, SENSITIVITY_TOLERANCE, color='C2', alpha=0.15,
+           label=f'|shift| ≤ {SENSITIVITY_TOLERANCE:.0%}: not flagged')
+for (part, rows), marker in zip([('tuning', sens_tune), ('held-out', sens_held)], ['o', 's']):
+    for noise, colour in [(0.0, 'C0'), (1.0, 'C3')]:
+        r = rows[rows.noise == noise]
+        ax.scatter(r.rel_error, r.shift_x3, marker=marker, edgecolors=colour,
+                   facecolors=colour if part == 'tuning' else 'none', s=32,
+                   label=f"{part}, {'noisy' if noise else 'noiseless'} targets")
+ax.axhline(0, color='k', lw=0.6)
+ax.set(xlabel='relative error of the estimate (against Aoyagi\'s λ)',
+       ylabel='relative change at 3 × localization', title='localization sensitivity of the default')
+ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1))
+plt.tight_layout()
+
+# %% [markdown]
+# What it says:
+#
+# * **Every bad estimate is flagged, on both parts.** On the held-out part all 13 failures (12 estimates off by
+#   more than 15% and the one run that still diverges) are flagged, among them network 18 (9-20-9, +132%), which
+#   every other diagnostic had passed: tripling its localization lowers the estimate by 40%. On the tuning part
+#   all 11 bad estimates are flagged, as the tolerance was chosen to do.
+# * **It clears about half of the good ones**: 6 of the 11 held-out estimates within 15% pass (3 of 5 on the
+#   tuning part), where the earlier diagnostics flagged all of them. The other five are flagged for good reason:
+#   four move by 15–28% at $3\gamma$ (at −13% to +2% error they are right at this $\gamma$ but would not be at
+#   another, so their accuracy is luck), and network 23 (+3%) ran 1.5 relaxation times after a back-off and
+#   cannot be judged.
+# * **The estimate always falls when $\gamma$ triples** (by 4% to 40%): on these networks and $n$ there is no
+#   plateau at the default's localization. The chains sit in the region where the localization still holds
+#   many flat directions (reach used 0.27–0.79), which is what the flag reports, and the cure it names (a sweep
+#   for a plateau, with long enough chains at the small $\gamma$) is what the rest of this page shows to be
+#   expensive: the long-chain rows of the experiment table.
+# * **Its cost is one more estimate**: the two runs took 7.7 minutes on the 16 tuning networks and 11.2 on the
+#   24 held-out ones (about half each), on one thread of the loaded CPU.
+# * **Rerun, the default reproduces the committed rows to the digit** (36 of the 37 networks that finished
+#   both times; network 12's back-off now retries differently and gives −23% instead of −22%), and the two
+#   held-out networks that diverged under the earlier back-off are as the "new back-off" rows say: network 30
+#   finishes at +47%, network 28 still diverges. With these rows the default's held-out score is a mean
+#   |error| of 29.6% (median 21%) over 23 of 24 networks, −59% to +132%, 11 within 15%; on the tuning part
+#   30.3% over all 16.
+
+# %%
+#| heavy
+sens_rebuilt = pd.concat([validation_grid(SENSITIVITY_GRID, part) for part in ('tune', 'held-out')])
 
 # %% [markdown]
 # To rerun the held-out part with the default (the `#| heavy` cell, not run in the tests):
