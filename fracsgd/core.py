@@ -14,7 +14,8 @@ import torch
 
 # %% auto #0
 __all__ = ['EXTRAS', 'default_device', 'full_mode', 'data_dir', 'results_dir', 'seed_everything', 'require', 'replace_checked',
-           'check_whole', 'check_range', 'shared_mode', 'atomic_path', 'write_table', 'read_table', 'save_figures']
+           'check_whole', 'check_range', 'added_field', 'key_fields', 'shared_mode', 'atomic_path', 'write_table',
+           'read_table', 'save_figures']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -86,6 +87,16 @@ def check_range(name: str, value, low: float, high: float = math.inf, low_ok: bo
     inside = (value >= low if low_ok else value > low) and value < high
     if not (isinstance(value, (int, float)) and math.isfinite(value) and inside):
         raise ValueError(f"{name} must lie in {'[' if low_ok else '('}{low}, {high}), got {value!r}")
+
+# %% ../nbs/00_core.ipynb #bbd7092e
+def added_field(default):
+    "A dataclass field added later: left out of run keys while it equals `default` (see `fracsgd.sweep.run_key`)."
+    return dataclasses.field(default=default, metadata={'key': 'omit at default'})
+
+def key_fields(obj) -> list:
+    "The fields of the dataclass instance `obj` that enter its run key (all but `added_field`s at their default)."
+    return [f for f in dataclasses.fields(obj)
+            if not (f.metadata.get('key') == 'omit at default' and getattr(obj, f.name) == f.default)]
 
 # %% ../nbs/00_core.ipynb #ea452ef0
 def _umask() -> int:

@@ -195,6 +195,23 @@ def check_range(name: str, value, low: float, high: float = math.inf, low_ok: bo
         raise ValueError(f"{name} must lie in {'[' if low_ok else '('}{low}, {high}), got {value!r}")
 
 
+# %% [markdown]
+# A setting added to a settings object after results were recorded must not change the key under which the
+# [sweep runner](sweep.html) filed them, or every old folder would stop resuming. `added_field` marks such a field:
+# the run key leaves it out while it holds its default, which is the behaviour before it existed.
+
+# %%
+#| export
+def added_field(default):
+    "A dataclass field added later: left out of run keys while it equals `default` (see `fracsgd.sweep.run_key`)."
+    return dataclasses.field(default=default, metadata={'key': 'omit at default'})
+
+def key_fields(obj) -> list:
+    "The fields of the dataclass instance `obj` that enter its run key (all but `added_field`s at their default)."
+    return [f for f in dataclasses.fields(obj)
+            if not (f.metadata.get('key') == 'omit at default' and getattr(obj, f.name) == f.default)]
+
+
 # %%
 check_whole('n_chains', 3)
 check_range('lr', 0.1, 0, low_ok=False)
@@ -213,6 +230,12 @@ for call, words in [(lambda: check_whole('n_burnin', 1.5, 0), 'n_burnin must be 
 class Example:
     lr: float = 0.1
 assert replace_checked(Example(), lr=0.2).lr == 0.2
+
+@dataclasses.dataclass(frozen=True)
+class Later:
+    lr: float = 0.1
+    momentum: float = added_field(0.0)
+assert [f.name for f in key_fields(Later())] == ['lr'] and [f.name for f in key_fields(Later(momentum=0.9))] == ['lr', 'momentum']
 try:
     replace_checked(Example(), lrr=0.2)
     raise AssertionError

@@ -24,7 +24,7 @@ from torch import nn
 
 from fastcore.basics import patch
 
-from fracsgd.core import check_range, check_whole, replace_checked
+from fracsgd.core import added_field, check_range, check_whole, replace_checked
 from fracsgd.stack import ModelStack, batched_loss, chain_minibatches, chain_seed
 
 # %%
@@ -91,9 +91,9 @@ class SGLDSettings:
     diag_every: int = 20                    # 0: no per-step diagnostics
     burnin_step_size: float | None = None
     on_divergence: str = 'raise'            # or 'backoff': halve the step sizes to blame; 3 retries
-    preconditioner: str = 'none'            # or 'rmsprop': RMSprop-SGLD (devinterp's `SGMCMC.rmsprop_sgld`)
-    rmsprop_alpha: float = 0.99             # decay of the running mean of squared gradients (devinterp's alpha)
-    rmsprop_eps: float = 0.1                # added to its square root (devinterp's eps)
+    preconditioner: str = added_field('none')   # or 'rmsprop': RMSprop-SGLD (devinterp's `SGMCMC.rmsprop_sgld`)
+    rmsprop_alpha: float = added_field(0.99)   # decay of the running mean of squared gradients (devinterp's alpha)
+    rmsprop_eps: float = added_field(0.1)      # added to its square root (devinterp's eps)
 
     def __post_init__(self):
         for name in ('n_chains', 'n_draws', 'steps_between_draws'):

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from fracsgd.core import require
+from fracsgd.core import key_fields, require
 from fracsgd.store import (RESERVED, ConfigChanged, open_study, locked, tidy, plan_change, save_plan, save_run,
                            save_error, done_keys, status, write_runs, split_result)
 
@@ -74,8 +74,7 @@ def _canonical(value, where: str):
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {k: _canonical(v, f'{where}.{k}') for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = dataclasses.fields(value)
-        return {f.name: _canonical(getattr(value, f.name), f'{where}.{f.name}') for f in fields}
+        return {f.name: _canonical(getattr(value, f.name), f'{where}.{f.name}') for f in key_fields(value)}
     raise ValueError(f'configuration field {where!r} holds a {type(value).__name__}, which has no stable '
                      'serialisation: use numbers, strings, booleans, None, or lists/dicts of them')
 
@@ -86,7 +85,7 @@ def config_record(config) -> dict:
     clash = [f.name for f in dataclasses.fields(config) if f.name in RESERVED]
     if clash:
         raise ValueError(f'configuration field {clash[0]!r} has the name of a column the store adds')
-    return {f.name: _canonical(getattr(config, f.name), f.name) for f in dataclasses.fields(config)}
+    return {f.name: _canonical(getattr(config, f.name), f.name) for f in key_fields(config)}
 
 
 # %%

@@ -623,7 +623,6 @@ if have_long:
     assert round(e.value, 2) == -0.38 and e.ci_low < 0 < e.ci_high
     assert round(w.value, 2) == 0.80 and w.ci_low > 0 and '0.007' in w.note
 
-
 # %%
 #| hide
 import nbdev
