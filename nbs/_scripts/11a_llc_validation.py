@@ -582,6 +582,7 @@ print('estimates off by > 15% that were not flagged:', len(missed))
 assert sorted(missed.net) == [0, 6, 10, 18] and not met      # what the prose says
 missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used', 'relaxations']]
 
+
 # %% [markdown]
 # What the confusion says:
 #
@@ -655,6 +656,7 @@ def safe_tolerance(table: pd.DataFrame, factor: float = 3.0, limit: float = 0.15
     tolerance below it flags every row off by more than `limit`."""
     bad = table[~(table.rel_error.abs() <= limit) & ~sensitivity_flags(table, math.inf, factor)]
     return float(bad[f'shift_x{factor:g}'].abs().min())
+
 
 # %%
 sens = validation_results('sensitivity')

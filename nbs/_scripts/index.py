@@ -85,7 +85,7 @@
 # | [SGLD](sgld.html) | `fracsgd.sgld` | `SGLDSettings`, the sampler, divergence, MALA acceptance, back-off |
 # | [LLC](llc.html) | `fracsgd.llc` | the LLC estimate, its error and diagnostics, calibration, recorder hook |
 # | [Deep linear networks](dln.html) | `fracsgd.dln` | Aoyagi's exact λ and the estimator's error on DLNs |
-# | [LLC validation](llc_validation.html) | `fracsgd.llc_validation` | 40 random DLNs, a tuning/held-out split, the exact MALA reference, the experiment table |
+# | [LLC validation](llc_validation.html) | `fracsgd.llc_validation` | 40 random DLNs, a tuning/held-out split, the exact MALA reference, the experiment table (SGLD, RMSprop-SGLD, long chains, MALA), localization sensitivity that flags every estimate off by more than 15% |
 # | [Ensembles](ensemble.html) | `fracsgd.ensemble` | many nets of one architecture trained at once, recorded per member |
 # | [Sweeps](sweep.html) | `fracsgd.sweep` | resumable sweeps of run configurations on a process pool or Ray |
 # | [Results store](store.html) | `fracsgd.store` | one folder per study; `load_study` reads it back in one call |
