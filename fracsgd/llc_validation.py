@@ -136,8 +136,9 @@ def run_validation(specs: pd.DataFrame, setting='auto', device=None, sensitivity
     return pd.DataFrame(rows)
 
 def flag_confusion(table: pd.DataFrame, limit: float = 0.15) -> pd.DataFrame:
-    "Counts of flagged / not flagged estimates against |relative error| above / within `limit`."
-    wrong = np.where(table.rel_error.abs() > limit, f'|error| > {limit:.0%}', f'|error| <= {limit:.0%}')
+    "Counts of flagged / not flagged estimates against |relative error| above / within `limit` (or no estimate)."
+    err = table.rel_error.abs()
+    wrong = np.where(err.isna(), 'diverged', np.where(err > limit, f'|error| > {limit:.0%}', f'|error| <= {limit:.0%}'))
     flagged = np.where(table.flagged.astype(bool), 'flagged', 'not flagged')
     return pd.crosstab(pd.Series(flagged, name='diagnostics'), pd.Series(wrong, name='truth'))
 
