@@ -128,11 +128,11 @@
 # on the page). nbdev is pinned to 2.4.x (with fastcore 1.14.5 and execnb 0.1.18) because nbdev 3 no longer
 # reads `settings.ini`.
 #
-# Measured on the 2-core development machine (no GPU), 2026-11-24: `make test` on a fresh clone took 10 min 44 s
-# (389 pytest tests, all passing; installation included, from pip's cache, with Debian's `chromium` already installed; a new
+# Measured on the 2-core development machine (no GPU), 2026-11-24: `make test` on a fresh clone took 10 min 54 s
+# (400 pytest tests, all passing; installation included, from pip's cache, with Debian's `chromium` already installed; a new
 # machine adds the PyTorch download, about 4.5 minutes). Of that, the site build, which runs every notebook once
-# and is the notebook test as well, took 4.4 minutes (the three MNIST studies' quick configurations
-# about 2.5 of them, two notebooks at a time) and pytest 4.5 (the slowest parts: the interval-coverage test
+# and is the notebook test as well, took 4.7 minutes (the three MNIST studies' smoke and committed results about
+# 2.5 of them, two notebooks at a time) and pytest 4.3 (the slowest parts: the interval-coverage test
 # of the crossover chapter, the bad-input tests that run a small study through the CLI, and the sweep runner's
 # kill tests on a local pool and on Ray). No check compares wall-clock times. One start-up limit is Ray's own:
 # its node must register within 30 s, which failed twice in the sweep chapter's Ray cell while six other jobs
