@@ -554,7 +554,7 @@ def llc_cost(arch: str = 'resnet18', image_size: int = 224, batch: int = 128, n1
             warnings.simplefilter('ignore')
             estimate_llc(model, (X, y), 'classification', s.replace(n_draws=n), device=device, eval_batch=batch)
     sgld = (_timed(lambda: llc(n2)) - _timed(lambda: llc(n1))) / (n2 - n1)
-    return dict(arch=arch, image_size=image_size, batch=batch, n_params=int(noise.numel()),
+    return dict(arch=arch, image_size=image_size, batch=batch, diag_every=diag_every, n_params=int(noise.numel()),
                 sgd_step_s=sgd, sgld_step_s=sgld, floor_step_s=floor, ratio=sgld / sgd, ratio_at_floor=floor / sgd)
 
 def cost_in_fresh_process(timeout: float = 3600, **kw) -> dict:
