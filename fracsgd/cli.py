@@ -8,23 +8,13 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .core import full_mode, results_dir
-from .store import StudyBusy, load_study, read_meta, status
-from .sweep import run_sweep
+from .runner import STUDIES, get_study, placement, report_study, run_study, StudyFailed
+from .store import StudyBusy, read_meta, status
 
 # %% auto #0
-__all__ = ['STUDIES', 'BENCHMARKS', 'INPUT_ERRORS', 'results_folder', 'main']
+__all__ = ['BENCHMARKS', 'INPUT_ERRORS', 'results_folder', 'main']
 
 # %% ../nbs/99_cli.ipynb #e066f4c7
-STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
-           'moons-posterior': 'fracsgd.studies.moons_posterior',
-           'mnist-seeds': 'fracsgd.studies.mnist_seeds',
-           'mnist-architectures': 'fracsgd.studies.mnist_architectures',
-           'mnist-ablations': 'fracsgd.studies.mnist_ablations',
-           'grokking': 'fracsgd.studies.grokking',
-           'cifar10': 'fracsgd.studies.cifar10',
-           'tinystories': 'fracsgd.studies.tinystories',
-           'tiny-imagenet': 'fracsgd.studies.tiny_imagenet'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
@@ -41,14 +31,19 @@ def _parser():
     r = sub.add_parser('run', help='run (or resume) a study and write its results')
     r.add_argument('study', choices=sorted(STUDIES))
     mode = r.add_mutually_exclusive_group()
-    mode.add_argument('--quick', action='store_true', help='CPU-sized configuration (default)')
-    mode.add_argument('--full', action='store_true',
-                      help="the paper's configuration (GPU); same as FRACSGD_FULL=1")
+    mode.add_argument('--quick', dest='preset', action='store_const', const='quick',
+                      help='CPU-sized configuration (default)')
+    mode.add_argument('--full', dest='preset', action='store_const', const='full',
+                      help="the paper's configuration")
+    mode.add_argument('--smoke', dest='preset', action='store_const', const='smoke',
+                      help='a seconds-long check that everything runs (its numbers mean nothing)')
+    mode.add_argument('--preset', help="any other preset of the study (see `fracsgd list`)")
     r.add_argument('--backend', choices=['local', 'ray'], default='local', help='where runs execute')
     r.add_argument('--workers', type=int, help='worker processes (local) or parallel tasks (ray)')
     r.add_argument('--address', help='a Ray cluster to join (default: start a local Ray)')
     r.add_argument('--device', help='cpu, cuda, cuda:1, ... (default: cuda when available)')
-    r.add_argument('--out', help='results folder (default: results/<study>/<quick|full>)')
+    r.add_argument('--dtype', default='float32', help='floating dtype of models and data (default float32)')
+    r.add_argument('--out', help='results folder (default: results/<study>/<preset>)')
     r.add_argument('--stand-in', action='store_true',
                    help="when the paper's data or weights cannot be had: run on the study's labelled stand-in "
                         "(studies that have one: cifar10, tiny-imagenet)")
@@ -63,7 +58,7 @@ def _parser():
     return p
 
 # %% ../nbs/99_cli.ipynb #4daf2814
-INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy)
+INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy)    # StudyFailed is a ValueError
 
 def _fail(message) -> int:
     sys.stderr.write(f"fracsgd: {message}\n")
@@ -72,10 +67,10 @@ def _fail(message) -> int:
 def _print_summary(res: dict):
     print(res['summary'].to_string(index=False, float_format=lambda v: f'{v:.4g}'))
 
-def results_folder(out: str | None, study: str, full: bool) -> Path:
-    "The folder `--out` names (default `results/<study>/<quick|full>`), refused unless it is or can be a folder."
+def results_folder(out: str | None) -> Path | None:
+    "The folder `--out` names (None: the runner's default), refused unless it is or can be a folder."
     if out is None:
-        return results_dir(study, 'full' if full else 'quick')
+        return None
     path = Path(out).expanduser()
     if path.exists() and not path.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
@@ -92,35 +87,18 @@ def results_folder(out: str | None, study: str, full: bool) -> Path:
 
 def _run(args) -> int:
     "`fracsgd run`: the sweep (resuming), then the report."
-    if args.full or args.quick:
-        os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
-    study = importlib.import_module(STUDIES[args.study])
     try:
-        full = full_mode()
-        cfg = study.config(full)
-        if args.stand_in:
-            if not hasattr(study, 'with_stand_in'):
-                raise ValueError(f"study {args.study} has no stand-in data (--stand-in)")
-            cfg = study.with_stand_in(cfg)
-        if hasattr(study, 'check_data'):                 # missing data: say how to get it, before any run
-            study.check_data(cfg)
-        out = results_folder(args.out, args.study, full)
-        run_sweep(study.sweep(cfg, args.device), out, backend=args.backend, workers=args.workers,
-                  address=args.address, progress=not args.no_progress)
-        if hasattr(study, 'finish'):
-            study.finish(out, cfg, args.device)
+        study = get_study(args.study)
+        study.config(args.preset or 'quick')                # an unknown preset, refused before anything is written
+        placement(args.device, args.dtype)                  # so is an unusable device or dtype
+        res = run_study(study, args.preset or 'quick', results_folder(args.out), stand_in=args.stand_in,
+                        device=args.device, dtype=args.dtype, backend=args.backend, workers=args.workers,
+                        address=args.address, progress=not args.no_progress)
     except INPUT_ERRORS as e:
         return _fail(e)
-    _print_summary(study.report(out, cfg))
-    print(f"\nresults written to {out}")
+    _print_summary(res)
+    print(f"\nresults written to {res['folder']}")
     return 0
-
-def _study_of(folder):
-    "The study module whose results `folder` holds."
-    name = read_meta(folder)['study']
-    if name not in STUDIES:
-        raise ValueError(f"{folder} holds study {name!r}, which this version does not know")
-    return importlib.import_module(STUDIES[name])
 
 @contextmanager
 def _one_line_warnings():
@@ -138,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv):
     args = _parser().parse_args(argv)
     if args.command == 'list':
-        print('studies:    ' + ', '.join(sorted(STUDIES)))
+        for name in sorted(STUDIES):
+            print(f"study {name}: presets {', '.join(get_study(name).presets)}")
         print('benchmarks: ' + ', '.join(sorted(BENCHMARKS)))
         return 0
     if args.command == 'run':
@@ -149,7 +128,7 @@ def _main(argv):
                 counts = status(args.folder)
                 print(', '.join(f'{n} {what}' for what, n in counts.items()))
                 return 0
-            _print_summary(_study_of(args.folder).report(args.folder))
+            _print_summary(report_study(args.folder))
         except INPUT_ERRORS as e:
             return _fail(e)
         return 0

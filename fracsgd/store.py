@@ -24,7 +24,7 @@ except ImportError:          # Windows: no advisory locks, one sweep per folder 
 # %% auto #0
 __all__ = ['RESERVED', 'environment', 'StudyMismatch', 'NotAStudy', 'read_meta', 'open_study', 'StudyBusy', 'locked', 'tidy',
            'split_result', 'save_run', 'save_error', 'done_keys', 'failed_keys', 'save_plan', 'read_plan', 'status',
-           'runs_table', 'ConfigChanged', 'plan_change', 'Study', 'write_runs', 'load_study']
+           'runs_table', 'ConfigChanged', 'plan_change', 'StoredStudy', 'write_runs', 'load_study']
 
 # %% ../nbs/14_store.ipynb #c7d48a84
 def _git_commit() -> str | None:
@@ -64,8 +64,9 @@ def read_meta(folder) -> dict:
         raise NotAStudy(f'{folder} is not a readable study folder: {path} ({e})') from None
 
 # %% ../nbs/14_store.ipynb #ba4261db
-def open_study(folder, name: str, device=None) -> Path:
-    "Create or reopen the study folder `folder` for study `name`; refuse a folder that holds anything else."
+def open_study(folder, name: str, device=None, fields: dict | None = None) -> Path:
+    """Create or reopen the study folder `folder` for study `name`, recording `fields` (e.g. the preset) in its
+    `meta.json`; refuse a folder that holds anything else."""
     folder = Path(folder)
     if (folder / 'meta.json').exists():
         meta = read_meta(folder)
@@ -77,6 +78,7 @@ def open_study(folder, name: str, device=None) -> Path:
         meta = dict(study=name, store_format=1, sessions=[])
     folder.mkdir(parents=True, exist_ok=True)
     meta['sessions'].append(environment(device))
+    meta.update(fields or {})
     _write_json(meta, folder / 'meta.json')
     return folder
 
@@ -247,7 +249,7 @@ def plan_change(folder, new: dict) -> str | None:
 
 # %% ../nbs/14_store.ipynb #bab54d01
 @dataclass
-class Study:
+class StoredStudy:
     "A study read back from its folder."
     name: str
     runs: pd.DataFrame
@@ -273,7 +275,7 @@ def _tables(folder, keys) -> dict:
     columns = lambda dfs: list(dict.fromkeys(c for df in dfs for c in df.columns if c != 'key'))  # all runs' columns
     return {name: pd.concat(dfs, ignore_index=True)[['key', *columns(dfs)]] for name, dfs in parts.items()}
 
-def load_study(folder, everything: bool = False) -> Study:
+def load_study(folder, everything: bool = False) -> StoredStudy:
     "The study in `folder`: runs table, tables (trajectories) and meta, all in one call."
     meta = read_meta(folder)
     runs = runs_table(folder, everything)
@@ -285,4 +287,4 @@ def load_study(folder, everything: bool = False) -> Study:
         except PermissionError:
             pass                                  # a study read from someone else's folder
     done = runs.key[runs.status == 'done'] if len(runs) else []
-    return Study(meta['study'], runs, _tables(folder, done), meta)
+    return StoredStudy(meta['study'], runs, _tables(folder, done), meta)

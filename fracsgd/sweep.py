@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_sweep.ipynb #8120ac9b
 from __future__ import annotations
-import dataclasses, hashlib, importlib.util, json, math, os, sys, time, traceback, warnings
+import dataclasses, hashlib, importlib.util, json, math, multiprocessing, os, sys, time, traceback, warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -49,7 +49,8 @@ def config_record(config) -> dict:
     clash = [f.name for f in dataclasses.fields(config) if f.name in RESERVED]
     if clash:
         raise ValueError(f'configuration field {clash[0]!r} has the name of a column the store adds')
-    return {f.name: _canonical(getattr(config, f.name), f.name) for f in key_fields(config)}
+    retired = {k: _canonical(v, k) for k, v in getattr(type(config), 'RETIRED_FIELDS', {}).items()}
+    return {**retired, **{f.name: _canonical(getattr(config, f.name), f.name) for f in key_fields(config)}}
 
 # %% ../nbs/13_sweep.ipynb #fcdbf8ff
 def run_key(config) -> str:
@@ -87,11 +88,13 @@ def execute(fn: Callable, config) -> tuple:
 def _set_threads(n: int):
     torch.set_num_threads(n)
 
-def local_pool(workers: int | None = None) -> ProcessPoolExecutor:
-    "A process pool of `workers` (default: CPU count) whose workers split the CPU's threads between them."
+def local_pool(workers: int | None = None, start_method: str | None = None) -> ProcessPoolExecutor:
+    """A process pool of `workers` (default: CPU count) whose workers split the CPU's threads between them;
+    `start_method` 'spawn' or 'forkserver' for work that uses CUDA (default: the platform's, fork on Linux)."""
     workers = workers or os.cpu_count() or 1
     threads = max(1, (os.cpu_count() or 1) // workers)
-    return ProcessPoolExecutor(workers, initializer=_set_threads, initargs=(threads,))
+    context = multiprocessing.get_context(start_method) if start_method else None
+    return ProcessPoolExecutor(workers, mp_context=context, initializer=_set_threads, initargs=(threads,))
 
 # %% ../nbs/13_sweep.ipynb #42ca424d
 @contextmanager
@@ -144,6 +147,7 @@ class Sweep:
     fn: Callable
     configs: Sequence
     device: str | None = None          # recorded in meta.json; default: `default_device()`
+    meta: dict | None = None           # more fields for meta.json (the runner records the preset here)
 
 # %% ../nbs/13_sweep.ipynb #939534ed
 def _check_backend(backend: str):
@@ -153,8 +157,8 @@ def _check_backend(backend: str):
     if backend == 'ray' and importlib.util.find_spec('ray') is None:
         raise ImportError('the ray backend needs ray: pip install "fracsgd[ray]"')
 
-def _pool(backend: str, workers: int | None, address: str | None):
-    return local_pool(workers) if backend == 'local' else RayPool(workers, address)
+def _pool(backend: str, workers: int | None, address: str | None, start_method: str | None = None):
+    return local_pool(workers, start_method) if backend == 'local' else RayPool(workers, address)
 
 def _outcomes(make_pool, fn: Callable, runs: dict, todo: list, limit: int):
     "Yield `(key, outcome)` as runs finish, keeping at most `limit` in flight; replace a broken local pool."
@@ -196,11 +200,11 @@ def _store(folder, key: str, record: dict, outcome: tuple) -> str:
     return 'failed'
 
 def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None = None,
-              address: str | None = None, progress: bool = True) -> dict:
+              address: str | None = None, progress: bool = True, start_method: str | None = None) -> dict:
     "Run the unfinished runs of `sweep` into the study folder `folder`; return done/failed/skipped counts."
     _check_backend(backend)
     runs = unique_runs(sweep.configs)        # a configuration that has no key fails before any folder exists
-    folder = open_study(folder, sweep.name, sweep.device)
+    folder = open_study(folder, sweep.name, sweep.device, sweep.meta)
     with locked(folder):
         tidy(folder)
         change = plan_change(folder, {k: config_record(c) for k, c in runs.items()})
@@ -213,7 +217,7 @@ def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None 
         limit = workers or (os.cpu_count() if backend == 'local' else len(todo)) or 1
         bar = tqdm(total=len(runs), initial=counts['skipped'], desc=sweep.name, unit='run',
                    disable=not progress)
-        outcomes = _outcomes(partial(_pool, backend, workers, address), sweep.fn, runs, todo, limit)
+        outcomes = _outcomes(partial(_pool, backend, workers, address, start_method), sweep.fn, runs, todo, limit)
         try:
             for key, outcome in outcomes:
                 counts[_store(folder, key, config_record(runs[key]), outcome)] += 1

@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
 
-from ..core import atomic_path, data_dir, default_device, require
+from ..core import atomic_path, data_dir, require
 from ..data import DataSourceWarning, Loaded, cache_dir
 
 # %% auto #0
@@ -150,7 +150,7 @@ def load_mnist(split: str = 'test', root=None, download: bool = True, device=Non
     _check_mnist(images, labels, source)
     source = f"{source}: {len(images)} images"
     warnings.warn('MNIST from ' + source + ''.join(f'; {f}' for f in failed), DataSourceWarning, stacklevel=2)
-    device = default_device() if device is None else device
+    device = 'cpu' if device is None else device
     X = torch.from_numpy(images.copy()).to(device=device, dtype=torch.float32).div_(255)
     X = X.unsqueeze(1)                                              # [n, 1, 28, 28]
     return Loaded(X, torch.from_numpy(labels).to(device), source)
@@ -179,7 +179,7 @@ def mnist_subset(n: int = 10_000, test_fraction: float = 0.5, seed: int = 0, spl
     rng = np.random.default_rng(seed)
     pool = np.sort(rng.choice(len(X), size=n, replace=False)) if n < len(X) else np.arange(n)
     tr, te = train_test_split(pool, test_size=test_fraction, stratify=y[pool].numpy(), random_state=seed)
-    device = default_device() if device is None else device
+    device = 'cpu' if device is None else device
     take = lambda idx: (X[torch.as_tensor(idx)].to(device), y[torch.as_tensor(idx)].to(device))
     return MNISTSubset(*take(np.sort(tr)), *take(np.sort(te)),
                        f"{source}; subset n={n}, test_fraction={test_fraction}, seed={seed}")

@@ -13,19 +13,19 @@ import pandas as pd
 import torch
 import matplotlib.pyplot as plt
 
-from ..core import default_device, full_mode, results_dir, save_figures, write_table
+from ..core import save_figures, write_table
 from ..datasets.moons import load_moons
 from ..models import make_mlp
 from ..displacement import runs_matrix
 from ..ensemble import EnsembleSettings, train_ensemble
-from ..sweep import Sweep, run_sweep
+from ..runner import Study, run_one, placement
 from ..store import load_study
 from ..spectral import fit_power_law, compare_growth_laws, diffusion_regime
 from ..crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'MoonsDiffusionConfig', 'config', 'MoonsRun', 'runs', 'train_run', 'sweep', 'analyse',
-           'plot_displacement', 'plot_layers', 'report', 'run']
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'STUDY', 'MoonsDiffusionConfig', 'MoonsRun', 'runs', 'train_run', 'MoonsDiffusion',
+           'analyse', 'plot_displacement', 'plot_layers', 'report']
 
 # %% ../../nbs/20_moons_diffusion.ipynb #bb7cd3cc
 @dataclass(frozen=True)
@@ -44,10 +44,7 @@ class MoonsDiffusionConfig:
 
 QUICK = MoonsDiffusionConfig()
 FULL = replace(QUICK, n_models=500, n_boot=500)
-
-def config(full: bool | None = None) -> MoonsDiffusionConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
+SMOKE = replace(QUICK, n_models=4, nets_per_run=2, n_boot=2)
 
 # %% ../../nbs/20_moons_diffusion.ipynb #36b66c57
 @dataclass(frozen=True)
@@ -62,34 +59,37 @@ class MoonsRun:
     data_seed: int
     first_seed: int
     n_nets: int
-    device: str | None = None                # None: cuda when available
+    RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
-def runs(cfg: MoonsDiffusionConfig, device=None) -> list[MoonsRun]:
-    "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`, on `device`."
+def runs(cfg: MoonsDiffusionConfig) -> list[MoonsRun]:
+    "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`."
     shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
-                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed,
-                  device=None if device is None else str(device))
+                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed)
     starts = range(0, cfg.n_models, cfg.nets_per_run)
     return [MoonsRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s)) for s in starts]
 
-def train_run(run: MoonsRun) -> dict:
-    "Train the nets of one run as an ensemble; their trajectory table (`run` = the net's seed)."
-    device = torch.device(run.device) if run.device else default_device()
-    X, y, _ = load_moons(run.n_samples, run.noise, seed=run.data_seed, device=device)
-    seeds = range(run.first_seed, run.first_seed + run.n_nets)
-    nets = [make_mlp([2, *run.hidden, 2], seed=s) for s in seeds]
+def train_run(run: MoonsRun, data, nets) -> dict:
+    "Train the nets of one run as an ensemble on `data`; their trajectory table (`run` = the net's seed)."
     settings = EnsembleSettings(optimizer='sgd', lr=run.lr, batch_size=run.batch_size, seed=run.first_seed,
                                 n_steps=run.epochs * math.ceil(run.n_samples / run.batch_size),
                                 every=1, groups='top')
-    table = train_ensemble(nets, (X, y), 'classification', settings, device=device)
+    table = train_ensemble(nets, data, 'classification', settings)
     table.insert(0, 'run', table.pop('member') + run.first_seed)
     final = table[table.step == table.step.max()]
     return dict(trajectory=table, final_loss=float(final.loss.mean()),
                 final_accuracy=float(final.accuracy.mean()))
 
-def sweep(cfg: MoonsDiffusionConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('moons-diffusion', train_run, runs(cfg, device), device=device)
+class MoonsDiffusion(Study):
+    "The moons anomalous-diffusion study, for the runner."
+    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    def runs(self, cfg): return runs(cfg)
+    def load_data(self, run): return tuple(load_moons(run.n_samples, run.noise, seed=run.data_seed)[:2])
+    def build_models(self, run):
+        return [make_mlp([2, *run.hidden, 2], seed=s) for s in range(run.first_seed, run.first_seed + run.n_nets)]
+    def train(self, run, data, nets): return train_run(run, data, nets)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = MoonsDiffusion()
 
 # %% ../../nbs/20_moons_diffusion.ipynb #33a6e6a9
 def _row(quantity, value, lo=np.nan, hi=np.nan, note=''):
@@ -166,22 +166,14 @@ def plot_layers(table: pd.DataFrame):
     return fig
 
 # %% ../../nbs/20_moons_diffusion.ipynb #305402cf
-def report(folder, cfg: MoonsDiffusionConfig | None = None) -> dict:
-    """Analyse the study in `folder` (read with `load_study`) with the bootstrap size of `cfg` (default
-    `config()`); write the summary, growth laws and figures there."""
+def report(folder, cfg: MoonsDiffusionConfig) -> dict:
+    """Analyse the study in `folder` (read with `load_study`) with the bootstrap size of `cfg`; write the
+    summary, growth laws and figures there."""
     out = Path(folder)
     table = load_study(out).trajectories.drop(columns='key')
-    res = analyse(table, n_boot=(cfg or config()).n_boot)
+    res = analyse(table, n_boot=cfg.n_boot)
     write_table(res['summary'], out / 'summary.csv')
     write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
     figs = save_figures({'displacement': plot_displacement(res), 'layers': plot_layers(table)}, out, dpi=120)
     res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, table=table, out=out)
-
-def run(cfg: MoonsDiffusionConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    """Run the moons study with `cfg` (default: quick or full by `FRACSGD_FULL`) into `out_dir`, resuming;
-    `runner` goes to `run_sweep` (backend, workers, address)."""
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('moons-diffusion', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)

@@ -21,8 +21,8 @@ import torch
 
 
 # %% [markdown]
-# Every dataset loader of `fracsgd` has the same shape: it returns tensors already on the chosen device (by
-# default `fracsgd.core.default_device()`), inputs as `float32` and class labels as `int64`, together with a
+# Every dataset loader of `fracsgd` has the same shape: it returns tensors on the device it is given (by
+# default the CPU: a study's data are placed by the [runner](runner.html), in one place), inputs as `float32` and class labels as `int64`, together with a
 # short `source` string that records where the examples came from. The source matters because several datasets
 # of the paper cannot be reached on every machine, and a figure made from a stand-in must be labelled as such.
 # This chapter holds what the loaders share; each dataset family has a chapter of its own, exporting to a

@@ -17,7 +17,6 @@ from __future__ import annotations
 import torch
 from sklearn.datasets import make_moons
 
-from fracsgd.core import default_device
 from fracsgd.data import Loaded
 
 
@@ -39,7 +38,7 @@ def load_moons(n_samples: int = 512, noise: float = 0.2, seed: int = 0, device=N
     if not noise >= 0:
         raise ValueError(f"noise must be a non-negative standard deviation, got {noise}")
     X, y = make_moons(n_samples=n_samples, noise=noise, random_state=seed)
-    device = default_device() if device is None else device
+    device = 'cpu' if device is None else device
     return Loaded(torch.as_tensor(X, dtype=torch.float32, device=device),
                   torch.as_tensor(y, dtype=torch.int64, device=device),
                   f"sklearn.datasets.make_moons(n_samples={n_samples}, noise={noise}, random_state={seed})")

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from sklearn.model_selection import train_test_split
 
-from fracsgd.core import atomic_path, data_dir, default_device, require
+from fracsgd.core import atomic_path, data_dir, require
 from fracsgd.data import DataSourceWarning
 
 # %%
@@ -218,7 +218,7 @@ def cifar10_subset(n: int = 10_000, test_fraction: float = 0.5, seed: int = 0, s
         mean, std = imgs[:len(tr)].mean((0, 2, 3), keepdim=True), imgs[:len(tr)].std((0, 2, 3), keepdim=True)
         imgs = (imgs - mean) / std.clamp_min(1e-6)
     labels = torch.from_numpy(y[np.concatenate([tr, te])])
-    device = default_device() if device is None else device
+    device = 'cpu' if device is None else device
     put = lambda t: t.contiguous().to(device)
     return CIFARSubset(put(imgs[:len(tr)]), put(labels[:len(tr)]), put(imgs[len(tr):]), put(labels[len(tr):]),
                        f"{text}; subset n={n}, test_fraction={test_fraction}, seed={seed}, {image_size}x{image_size}"

@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 import torch
 
-from fracsgd.core import default_device
 
 # %% [markdown]
 # The grokking experiment of the paper (arXiv 2503.22478, appendix E, fig. 11 and 13–14; ICLR version,
@@ -103,7 +102,7 @@ class ModularSplit(NamedTuple):
 def load_modular(p: int = 53, operation: str = 'division', train_fraction: float = 0.5, seed: int = 0,
                  device=None) -> ModularSplit:
     """The operation table mod `p` split at random (seed `seed`) into `train_fraction` training pairs and the
-    rest as test pairs, on `device` (default: cuda when available)."""
+    rest as test pairs, on `device` (default: the CPU; the runner places a study's data)."""
     _check(p, operation)
     if isinstance(train_fraction, bool) or not isinstance(train_fraction, (int, float)) or not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must be a number strictly between 0 and 1, got {train_fraction!r}")
@@ -114,7 +113,7 @@ def load_modular(p: int = 53, operation: str = 'division', train_fraction: float
                          "both the training and the test set must be non-empty")
     order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed))
     tr, te = order[:n_train], order[n_train:]
-    device = default_device() if device is None else device
+    device = 'cpu' if device is None else device
     to = lambda t: t.to(device)
     source = f"{operation} mod {p}, {n_train} of {len(X)} pairs for training (split seed {seed})"
     return ModularSplit(to(X[tr]), to(y[tr]), to(X[te]), to(y[te]), p, source)

@@ -136,8 +136,9 @@ with tempfile.TemporaryDirectory() as d:
 
 # %%
 #| export
-def open_study(folder, name: str, device=None) -> Path:
-    "Create or reopen the study folder `folder` for study `name`; refuse a folder that holds anything else."
+def open_study(folder, name: str, device=None, fields: dict | None = None) -> Path:
+    """Create or reopen the study folder `folder` for study `name`, recording `fields` (e.g. the preset) in its
+    `meta.json`; refuse a folder that holds anything else."""
     folder = Path(folder)
     if (folder / 'meta.json').exists():
         meta = read_meta(folder)
@@ -149,6 +150,7 @@ def open_study(folder, name: str, device=None) -> Path:
         meta = dict(study=name, store_format=1, sessions=[])
     folder.mkdir(parents=True, exist_ok=True)
     meta['sessions'].append(environment(device))
+    meta.update(fields or {})
     _write_json(meta, folder / 'meta.json')
     return folder
 
@@ -518,7 +520,7 @@ with tempfile.TemporaryDirectory() as d:
 # %%
 #| export
 @dataclass
-class Study:
+class StoredStudy:
     "A study read back from its folder."
     name: str
     runs: pd.DataFrame
@@ -533,8 +535,8 @@ class Study:
 
 # %%
 one_run = pd.DataFrame({'key': ['a', 'a'], 'R': [0, 1]})
-assert len(Study('demo', pd.DataFrame({'key': ['a']}), dict(trajectory=one_run)).trajectories) == 2
-assert list(Study('empty', pd.DataFrame()).trajectories.columns) == ['key']      # no tables: empty, keyed
+assert len(StoredStudy('demo', pd.DataFrame({'key': ['a']}), dict(trajectory=one_run)).trajectories) == 2
+assert list(StoredStudy('empty', pd.DataFrame()).trajectories.columns) == ['key']      # no tables: empty, keyed
 
 
 # %%
@@ -561,7 +563,7 @@ def _tables(folder, keys) -> dict:
     columns = lambda dfs: list(dict.fromkeys(c for df in dfs for c in df.columns if c != 'key'))  # all runs' columns
     return {name: pd.concat(dfs, ignore_index=True)[['key', *columns(dfs)]] for name, dfs in parts.items()}
 
-def load_study(folder, everything: bool = False) -> Study:
+def load_study(folder, everything: bool = False) -> StoredStudy:
     "The study in `folder`: runs table, tables (trajectories) and meta, all in one call."
     meta = read_meta(folder)
     runs = runs_table(folder, everything)
@@ -573,7 +575,7 @@ def load_study(folder, everything: bool = False) -> Study:
         except PermissionError:
             pass                                  # a study read from someone else's folder
     done = runs.key[runs.status == 'done'] if len(runs) else []
-    return Study(meta['study'], runs, _tables(folder, done), meta)
+    return StoredStudy(meta['study'], runs, _tables(folder, done), meta)
 
 
 # %%

@@ -22,12 +22,12 @@ import pandas as pd
 import torch
 import matplotlib.pyplot as plt
 
-from fracsgd.core import default_device, full_mode, results_dir, save_figures, write_table
+from fracsgd.core import save_figures, write_table
 from fracsgd.datasets.moons import load_moons
 from fracsgd.models import make_mlp
 from fracsgd.displacement import runs_matrix
 from fracsgd.ensemble import EnsembleSettings, train_ensemble
-from fracsgd.sweep import Sweep, run_sweep
+from fracsgd.runner import Study, run_one, placement
 from fracsgd.store import load_study
 from fracsgd.spectral import fit_power_law, compare_growth_laws, diffusion_regime
 from fracsgd.crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS
@@ -42,7 +42,8 @@ from fracsgd.crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATO
 #
 # **Quick vs full.** The only difference is the number of networks (100 vs 500) and the number of bootstrap
 # resamples. Every other setting is the paper's, so the quick run is a smaller sample of the same experiment,
-# not a different experiment. Select with `FRACSGD_FULL=1` (or `fracsgd run moons-diffusion --full`).
+# not a different experiment. The smoke preset (4 nets, 2 bootstrap resamples) exists for the tests: it runs in
+# seconds and its numbers mean nothing. Select with `fracsgd run moons-diffusion --full` (or `--preset smoke`).
 
 # %%
 #| export
@@ -62,10 +63,7 @@ class MoonsDiffusionConfig:
 
 QUICK = MoonsDiffusionConfig()
 FULL = replace(QUICK, n_models=500, n_boot=500)
-
-def config(full: bool | None = None) -> MoonsDiffusionConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
+SMOKE = replace(QUICK, n_models=4, nets_per_run=2, n_boot=2)
 
 
 # %% [markdown]
@@ -92,40 +90,48 @@ class MoonsRun:
     data_seed: int
     first_seed: int
     n_nets: int
-    device: str | None = None                # None: cuda when available
+    RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
-def runs(cfg: MoonsDiffusionConfig, device=None) -> list[MoonsRun]:
-    "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`, on `device`."
+def runs(cfg: MoonsDiffusionConfig) -> list[MoonsRun]:
+    "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`."
     shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
-                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed,
-                  device=None if device is None else str(device))
+                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed)
     starts = range(0, cfg.n_models, cfg.nets_per_run)
     return [MoonsRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s)) for s in starts]
 
-def train_run(run: MoonsRun) -> dict:
-    "Train the nets of one run as an ensemble; their trajectory table (`run` = the net's seed)."
-    device = torch.device(run.device) if run.device else default_device()
-    X, y, _ = load_moons(run.n_samples, run.noise, seed=run.data_seed, device=device)
-    seeds = range(run.first_seed, run.first_seed + run.n_nets)
-    nets = [make_mlp([2, *run.hidden, 2], seed=s) for s in seeds]
+def train_run(run: MoonsRun, data, nets) -> dict:
+    "Train the nets of one run as an ensemble on `data`; their trajectory table (`run` = the net's seed)."
     settings = EnsembleSettings(optimizer='sgd', lr=run.lr, batch_size=run.batch_size, seed=run.first_seed,
                                 n_steps=run.epochs * math.ceil(run.n_samples / run.batch_size),
                                 every=1, groups='top')
-    table = train_ensemble(nets, (X, y), 'classification', settings, device=device)
+    table = train_ensemble(nets, data, 'classification', settings)
     table.insert(0, 'run', table.pop('member') + run.first_seed)
     final = table[table.step == table.step.max()]
     return dict(trajectory=table, final_loss=float(final.loss.mean()),
                 final_accuracy=float(final.accuracy.mean()))
 
-def sweep(cfg: MoonsDiffusionConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('moons-diffusion', train_run, runs(cfg, device), device=device)
+class MoonsDiffusion(Study):
+    "The moons anomalous-diffusion study, for the runner."
+    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    def runs(self, cfg): return runs(cfg)
+    def load_data(self, run): return tuple(load_moons(run.n_samples, run.noise, seed=run.data_seed)[:2])
+    def build_models(self, run):
+        return [make_mlp([2, *run.hidden, 2], seed=s) for s in range(run.first_seed, run.first_seed + run.n_nets)]
+    def train(self, run, data, nets): return train_run(run, data, nets)
+    def report(self, folder, cfg): return report(folder, cfg)
 
+STUDY = MoonsDiffusion()
+
+
+# %% [markdown]
+# The runner calls these in order: it seeds, loads the data, builds the nets, places both, trains. `run_one`
+# does exactly that for one run, here on the CPU (the study never says where):
 
 # %%
+import tempfile
 few = replace(QUICK, n_models=5, nets_per_run=2, epochs=2)
 assert [(r.first_seed, r.n_nets) for r in runs(few)] == [(0, 2), (2, 2), (4, 1)]
-small = train_run(runs(few)[1])
+small = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(few)[1])
 assert set(small['trajectory'].run) == {2, 3} and small['trajectory'].step.max() == 2 * 4
 assert 0 < small['final_loss'] < 1
 
@@ -245,32 +251,25 @@ def plot_layers(table: pd.DataFrame):
 # %% [markdown]
 # ## One function runs the study
 #
-# `run` runs the sweep (or resumes it) into the results folder, then `report` reads the folder back with
-# `load_study`, analyses the trajectories, writes `summary.csv`, `growth_laws.csv` and two figures beside the
-# runs, and returns everything. The command line does the same: `fracsgd run moons-diffusion --quick` (this is
-# also `make demo`), and `fracsgd report FOLDER` reads a finished folder again.
+# The [runner](runner.html)'s `run_study('moons-diffusion', 'quick', folder)` runs the sweep (or resumes it)
+# into the results folder, then `report` reads the folder back with `load_study`, analyses the trajectories,
+# writes `summary.csv`, `growth_laws.csv` and two figures beside the runs, and returns everything. The command
+# line does the same: `fracsgd run moons-diffusion --quick` (this is also `make demo`), and `fracsgd report
+# FOLDER` reads a finished folder again, with the configuration recorded in it.
 
 # %%
 #| export
-def report(folder, cfg: MoonsDiffusionConfig | None = None) -> dict:
-    """Analyse the study in `folder` (read with `load_study`) with the bootstrap size of `cfg` (default
-    `config()`); write the summary, growth laws and figures there."""
+def report(folder, cfg: MoonsDiffusionConfig) -> dict:
+    """Analyse the study in `folder` (read with `load_study`) with the bootstrap size of `cfg`; write the
+    summary, growth laws and figures there."""
     out = Path(folder)
     table = load_study(out).trajectories.drop(columns='key')
-    res = analyse(table, n_boot=(cfg or config()).n_boot)
+    res = analyse(table, n_boot=cfg.n_boot)
     write_table(res['summary'], out / 'summary.csv')
     write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
     figs = save_figures({'displacement': plot_displacement(res), 'layers': plot_layers(table)}, out, dpi=120)
     res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, table=table, out=out)
-
-def run(cfg: MoonsDiffusionConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    """Run the moons study with `cfg` (default: quick or full by `FRACSGD_FULL`) into `out_dir`, resuming;
-    `runner` goes to `run_sweep` (backend, workers, address)."""
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('moons-diffusion', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
 
 
 # %% [markdown]
@@ -279,13 +278,13 @@ def run(cfg: MoonsDiffusionConfig | None = None, out_dir=None, progress: bool = 
 # The cell below runs the quick configuration: 100 nets, everything else as in the paper. (Until the nets
 # trained as ensembles, the quick run had 24 nets; with the same 24 seeds, the ensemble trainer reproduces the
 # old one-net-at-a-time trajectories and every number of the table: $t_c$ 354.5, early 0.882, late 0.3975;
-# re-run with `run(replace(QUICK, n_models=24), folder)`.)
+# re-run with `run_study(STUDY, config=replace(QUICK, n_models=24), folder=folder)`.)
 
 # %%
-import tempfile
+from fracsgd.runner import run_study
 from fracsgd.crossover import local_slope
 out = Path(tempfile.mkdtemp())
-res = run(QUICK, out, progress=False)
+res = run_study(STUDY, 'quick', out, progress=False)
 res['summary']
 
 # %% [markdown]
@@ -378,8 +377,8 @@ res['fig_layers']
 import contextlib, io
 printed = io.StringIO()
 with contextlib.redirect_stdout(printed):
-    run_sweep(sweep(QUICK), out, progress=False)
-assert '0 done, 0 failed, 2 skipped' in printed.getvalue(), printed.getvalue()
+    again = run_study(STUDY, 'quick', out, progress=False, report=False)
+assert again['counts'] == dict(done=0, failed=0, skipped=2), again['counts']
 assert load_study(out).trajectories.drop(columns='key').equals(res['table'])
 
 # %% [markdown]

@@ -17,9 +17,8 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from fracsgd.core import full_mode, results_dir
-from fracsgd.store import StudyBusy, load_study, read_meta, status
-from fracsgd.sweep import run_sweep
+from fracsgd.runner import STUDIES, get_study, placement, report_study, run_study, StudyFailed
+from fracsgd.store import StudyBusy, read_meta, status
 
 # %% [markdown]
 # The command line calls studies, the sweep runner and benchmarks; nothing in the core knows about it.
@@ -31,27 +30,18 @@ from fracsgd.sweep import run_sweep
 # * `fracsgd report DIR` analyses a study folder again and prints its summary.
 # * `fracsgd bench WHAT [--json]` and `fracsgd list`.
 #
-# Studies register here by name and module. A study module exposes `config(full)`, `sweep(cfg, device)` (the
-# sweep the runner runs) and `report(folder, cfg)` (a dict with a `summary` table); adding a study is one line in
-# `STUDIES`. A study with a second stage that needs every run of its sweep (the posterior chains of
-# moons-posterior) also exposes `finish(folder, cfg, device)`, which `run` calls after the sweep. `--full` sets
-# the one documented switch, `FRACSGD_FULL=1`, for the whole process. Bad input (an unknown study, a
-# `FRACSGD_FULL` that is neither 0 nor 1, an `--out` that is a file or cannot be created, `--backend ray` without
+# Studies register with the [runner](runner.html), which does everything here: the command line only reads
+# arguments. `--quick` (the default), `--full` and `--smoke` name a preset; `--preset NAME` names any other a
+# study has (the long CIFAR-10 run, say). `--device` is checked before anything is written: a device that does
+# not exist, or a GPU on a machine without one, ends in one line. `fracsgd report FOLDER` reads the study and
+# its configuration from the folder's `meta.json`, never from the caller's environment. Bad input (an unknown
+# study or preset, an unusable device, an `--out` that is a file or cannot be created, `--backend ray` without
 # Ray, a folder holding another study, a configuration that cannot be stored) ends with one line naming the
 # problem and exit status 2, no traceback. Warnings (for instance that a folder held a sweep of another
 # configuration) are printed as one line each. `python -m fracsgd` is the same command.
 
 # %%
 #| export
-STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
-           'moons-posterior': 'fracsgd.studies.moons_posterior',
-           'mnist-seeds': 'fracsgd.studies.mnist_seeds',
-           'mnist-architectures': 'fracsgd.studies.mnist_architectures',
-           'mnist-ablations': 'fracsgd.studies.mnist_ablations',
-           'grokking': 'fracsgd.studies.grokking',
-           'cifar10': 'fracsgd.studies.cifar10',
-           'tinystories': 'fracsgd.studies.tinystories',
-           'tiny-imagenet': 'fracsgd.studies.tiny_imagenet'}
 BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
               'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
               'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
@@ -68,14 +58,19 @@ def _parser():
     r = sub.add_parser('run', help='run (or resume) a study and write its results')
     r.add_argument('study', choices=sorted(STUDIES))
     mode = r.add_mutually_exclusive_group()
-    mode.add_argument('--quick', action='store_true', help='CPU-sized configuration (default)')
-    mode.add_argument('--full', action='store_true',
-                      help="the paper's configuration (GPU); same as FRACSGD_FULL=1")
+    mode.add_argument('--quick', dest='preset', action='store_const', const='quick',
+                      help='CPU-sized configuration (default)')
+    mode.add_argument('--full', dest='preset', action='store_const', const='full',
+                      help="the paper's configuration")
+    mode.add_argument('--smoke', dest='preset', action='store_const', const='smoke',
+                      help='a seconds-long check that everything runs (its numbers mean nothing)')
+    mode.add_argument('--preset', help="any other preset of the study (see `fracsgd list`)")
     r.add_argument('--backend', choices=['local', 'ray'], default='local', help='where runs execute')
     r.add_argument('--workers', type=int, help='worker processes (local) or parallel tasks (ray)')
     r.add_argument('--address', help='a Ray cluster to join (default: start a local Ray)')
     r.add_argument('--device', help='cpu, cuda, cuda:1, ... (default: cuda when available)')
-    r.add_argument('--out', help='results folder (default: results/<study>/<quick|full>)')
+    r.add_argument('--dtype', default='float32', help='floating dtype of models and data (default float32)')
+    r.add_argument('--out', help='results folder (default: results/<study>/<preset>)')
     r.add_argument('--stand-in', action='store_true',
                    help="when the paper's data or weights cannot be had: run on the study's labelled stand-in "
                         "(studies that have one: cifar10, tiny-imagenet)")
@@ -96,7 +91,7 @@ def _parser():
 
 # %%
 #| export
-INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy)
+INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy)    # StudyFailed is a ValueError
 
 def _fail(message) -> int:
     sys.stderr.write(f"fracsgd: {message}\n")
@@ -105,10 +100,10 @@ def _fail(message) -> int:
 def _print_summary(res: dict):
     print(res['summary'].to_string(index=False, float_format=lambda v: f'{v:.4g}'))
 
-def results_folder(out: str | None, study: str, full: bool) -> Path:
-    "The folder `--out` names (default `results/<study>/<quick|full>`), refused unless it is or can be a folder."
+def results_folder(out: str | None) -> Path | None:
+    "The folder `--out` names (None: the runner's default), refused unless it is or can be a folder."
     if out is None:
-        return results_dir(study, 'full' if full else 'quick')
+        return None
     path = Path(out).expanduser()
     if path.exists() and not path.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
@@ -125,35 +120,18 @@ def results_folder(out: str | None, study: str, full: bool) -> Path:
 
 def _run(args) -> int:
     "`fracsgd run`: the sweep (resuming), then the report."
-    if args.full or args.quick:
-        os.environ['FRACSGD_FULL'] = '1' if args.full else '0'
-    study = importlib.import_module(STUDIES[args.study])
     try:
-        full = full_mode()
-        cfg = study.config(full)
-        if args.stand_in:
-            if not hasattr(study, 'with_stand_in'):
-                raise ValueError(f"study {args.study} has no stand-in data (--stand-in)")
-            cfg = study.with_stand_in(cfg)
-        if hasattr(study, 'check_data'):                 # missing data: say how to get it, before any run
-            study.check_data(cfg)
-        out = results_folder(args.out, args.study, full)
-        run_sweep(study.sweep(cfg, args.device), out, backend=args.backend, workers=args.workers,
-                  address=args.address, progress=not args.no_progress)
-        if hasattr(study, 'finish'):
-            study.finish(out, cfg, args.device)
+        study = get_study(args.study)
+        study.config(args.preset or 'quick')                # an unknown preset, refused before anything is written
+        placement(args.device, args.dtype)                  # so is an unusable device or dtype
+        res = run_study(study, args.preset or 'quick', results_folder(args.out), stand_in=args.stand_in,
+                        device=args.device, dtype=args.dtype, backend=args.backend, workers=args.workers,
+                        address=args.address, progress=not args.no_progress)
     except INPUT_ERRORS as e:
         return _fail(e)
-    _print_summary(study.report(out, cfg))
-    print(f"\nresults written to {out}")
+    _print_summary(res)
+    print(f"\nresults written to {res['folder']}")
     return 0
-
-def _study_of(folder):
-    "The study module whose results `folder` holds."
-    name = read_meta(folder)['study']
-    if name not in STUDIES:
-        raise ValueError(f"{folder} holds study {name!r}, which this version does not know")
-    return importlib.import_module(STUDIES[name])
 
 @contextmanager
 def _one_line_warnings():
@@ -171,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv):
     args = _parser().parse_args(argv)
     if args.command == 'list':
-        print('studies:    ' + ', '.join(sorted(STUDIES)))
+        for name in sorted(STUDIES):
+            print(f"study {name}: presets {', '.join(get_study(name).presets)}")
         print('benchmarks: ' + ', '.join(sorted(BENCHMARKS)))
         return 0
     if args.command == 'run':
@@ -182,7 +161,7 @@ def _main(argv):
                 counts = status(args.folder)
                 print(', '.join(f'{n} {what}' for what, n in counts.items()))
                 return 0
-            _print_summary(_study_of(args.folder).report(args.folder))
+            _print_summary(report_study(args.folder))
         except INPUT_ERRORS as e:
             return _fail(e)
         return 0
@@ -206,6 +185,7 @@ def _main(argv):
 # %%
 import contextlib, io, subprocess, sys, tempfile
 from pathlib import Path
+import torch
 
 def fracsgd(*args) -> subprocess.CompletedProcess:
     "Run the `fracsgd` command in a fresh process; its exit status and output."
@@ -228,24 +208,25 @@ for words, argv in bad_inputs.items():
     p = fracsgd(*argv)
     assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, (argv, p.stderr)
     print(p.stderr.strip())
-os.environ['FRACSGD_FULL'] = 'maybe'
-p = fracsgd('run', 'moons-diffusion', '--out', str(scratch / 'new'))
-os.environ.pop('FRACSGD_FULL')
-assert p.returncode == 2 and p.stderr == "fracsgd: FRACSGD_FULL must be 0/1 (quick/full), got 'maybe'\n", p.stderr
-assert not (scratch / 'new').exists()
+for argv, words in [(['--device', 'tpu9'], "unknown device 'tpu9'"), (['--preset', 'huge'], "no preset 'huge'"),
+                    (['--dtype', 'float8'], "unknown dtype 'float8'")] + \
+                   ([] if torch.cuda.is_available() else [(['--device', 'cuda'], "'cuda' is not available")]):
+    p = fracsgd('run', 'moons-diffusion', '--out', str(scratch / 'new'), *argv)
+    assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, (argv, p.stderr)
+    print(p.stderr.strip())
+assert not (scratch / 'new').exists()                   # refused before anything was written
 
 # %% [markdown]
 # `--backend ray` without Ray installed is refused the same way, naming the extra to install (checked where Ray is
 # missing: the development environment installs it). `status` and `report` read a folder that a study wrote:
 
 # %%
-from dataclasses import replace
-import fracsgd.studies.moons_diffusion as moons
 folder = scratch / 'moons'
-with contextlib.redirect_stdout(io.StringIO()):
-    run_sweep(moons.sweep(replace(moons.QUICK, n_models=2, epochs=2)), folder, progress=False)
+p = fracsgd('run', 'moons-diffusion', '--smoke', '--out', str(folder), '--no-progress')
+assert p.returncode == 0 and 'crossover time' in p.stdout, p.stderr
 p = fracsgd('status', str(folder))
-assert p.returncode == 0 and p.stdout.strip() == '1 done, 0 failed, 0 pending', p.stdout
+assert p.returncode == 0 and p.stdout.strip() == '2 done, 0 failed, 0 pending', p.stdout
+assert read_meta(folder)['preset'] == 'smoke'
 with contextlib.redirect_stdout(io.StringIO()) as listing:
     assert main(['list']) == 0
 assert 'moons-diffusion' in listing.getvalue()

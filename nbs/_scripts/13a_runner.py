@@ -1,0 +1,412 @@
+# %% [markdown]
+# # Runner
+#
+# > One protocol for every study, one runner for all of them: the runner decides where a run's tensors live,
+# > seeds it, keeps its trained state before analysis, and records the preset that made a folder.
+
+# %%
+#| default_exp runner
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import dataclasses, importlib, json, os, warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from fracsgd.core import atomic_path, default_device, results_dir, seed_everything
+from fracsgd.store import read_meta, status, failed_keys, done_keys, read_plan
+from fracsgd.sweep import Sweep, run_sweep, run_key, config_record
+
+# %% [markdown]
+# A study of this project is a list of runs that do not talk to each other, then a report that reads what the
+# runs stored. Before this chapter, each of the nine studies decided for itself where its nets and data lived,
+# which preset it was in (an environment variable read in some twenty places) and how it was run; on a GPU,
+# five of them trained their nets on the device, copied the weights back into nets on the CPU and then crashed
+# when they evaluated those nets on data that was still on the GPU.
+#
+# This chapter splits the work the way fastai's `Learner` or Lightning's `Trainer` does. A **study** says *what*
+# to run: its presets, its runs, how to load a run's data and build its models, the one function that trains
+# them, what to measure on the trained models, and its report. The **runner** says *where and how*: device,
+# floating dtype and CPU threads; seeds; placing the data and the models, with one check at the hand-off;
+# keeping each run's trained state before anything else can fail; resuming; the results folder and what it
+# records about itself. No study names a device.
+
+# %% [markdown]
+# ## Placement
+#
+# A `Placement` is a device, a floating dtype and, optionally, a number of CPU threads. `check_device` refuses a
+# device that does not exist or is not available here, in one line, before anything is written: asking for
+# `cuda` on a machine without a GPU used to start the sweep and fail every run.
+
+# %%
+#| export
+DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
+
+def check_device(device=None) -> torch.device:
+    "The device `device` names (default: cuda when available, else cpu); `ValueError` in one line when unusable."
+    if device is None or str(device).strip() == '':
+        return default_device()
+    try:
+        d = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"unknown device {device!r}: use cpu, cuda or cuda:N (or mps on a Mac)") from None
+    if d.type == 'cuda':
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device!r} is not available: PyTorch {torch.__version__} sees no CUDA GPU "
+                             "on this machine (use --device cpu)")
+        if d.index is not None and d.index >= torch.cuda.device_count():
+            raise ValueError(f"device {device!r} is not available: this machine has "
+                             f"{torch.cuda.device_count()} CUDA GPU(s), numbered from 0")
+    elif d.type == 'mps':
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"device {device!r} is not available: PyTorch sees no Apple GPU here")
+    elif d.type not in ('cpu', 'meta'):
+        raise ValueError(f"device {device!r} is not supported by fracsgd: use cpu, cuda or cuda:N")
+    return d
+
+@dataclass(frozen=True)
+class Placement:
+    "Where a run's tensors live: a device, the floating dtype of its models and data, CPU threads (None: as is)."
+    device: str = 'cpu'
+    dtype: str = 'float32'
+    threads: int | None = None
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}: use one of {sorted(DTYPES)}")
+        if self.threads is not None and int(self.threads) < 1:
+            raise ValueError(f"threads must be a positive integer or None, got {self.threads!r}")
+        object.__setattr__(self, 'device', str(check_device(self.device)))
+
+    @property
+    def torch_device(self) -> torch.device: return torch.device(self.device)
+    @property
+    def torch_dtype(self) -> torch.dtype: return DTYPES[self.dtype]
+
+def placement(device=None, dtype: str = 'float32', threads: int | None = None) -> Placement:
+    "A checked `Placement`; `device` None means cuda when available, else cpu."
+    return Placement(str(check_device(device)), dtype, threads)
+
+# %%
+assert placement('cpu') == Placement('cpu', 'float32')
+for bad, why in [('tpu9', 'unknown device'), ('cuda:7' if torch.cuda.is_available() else 'cuda', 'not available')]:
+    try:
+        placement(bad)
+        raise AssertionError(f'{bad} was accepted')
+    except ValueError as e:
+        assert why in str(e) and '\n' not in str(e), e
+        print(e)
+
+# %% [markdown]
+# `placed(p)` runs a block under a placement: it sets the thread count and restores it after, and makes `p` the
+# one that `place` and `current_placement` see. It deliberately does *not* change PyTorch's default dtype: a
+# tensor or module that a study creates behind the runner's back must keep the default, so that a placement in
+# float64 exposes it exactly as a GPU exposes a module left on the CPU.
+
+# %%
+#| export
+_ACTIVE: list = []
+
+def current_placement() -> Placement:
+    "The placement of the innermost `placed` block (outside any: the CPU in float32)."
+    return _ACTIVE[-1] if _ACTIVE else Placement('cpu', 'float32')
+
+@contextmanager
+def placed(p: Placement):
+    "Run the block under `p`: its thread count, and `p` as the `current_placement`; both restored after."
+    threads = torch.get_num_threads()
+    if p.threads:
+        torch.set_num_threads(int(p.threads))
+    _ACTIVE.append(p)
+    try:
+        yield p
+    finally:
+        _ACTIVE.pop()
+        torch.set_num_threads(threads)
+
+# %% [markdown]
+# `place` moves what a study hands over, a module, a tensor, or a list, tuple, dict, named tuple or dataclass of
+# them, onto a placement: floating tensors and a module's floating parameters and buffers take its dtype, the
+# rest (labels, token ids, a batch-norm step count) keeps its dtype and only moves. `check_placed` is the one
+# assertion at the hand-off: it names the first tensor that is elsewhere.
+
+# %%
+#| export
+def place(obj, p: Placement | None = None):
+    "`obj` with its modules and tensors on `p` (default: `current_placement()`); containers are walked."
+    p = p or current_placement()
+    if isinstance(obj, nn.Module):
+        return obj.to(device=p.torch_device, dtype=p.torch_dtype)
+    if isinstance(obj, torch.Tensor):
+        return obj.to(p.torch_device, p.torch_dtype) if obj.is_floating_point() else obj.to(p.torch_device)
+    if isinstance(obj, tuple) and hasattr(obj, '_fields'):
+        return type(obj)(*(place(v, p) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(place(v, p) for v in obj)
+    if isinstance(obj, dict):
+        return {k: place(v, p) for k, v in obj.items()}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.replace(obj, **{f.name: place(getattr(obj, f.name), p)
+                                           for f in dataclasses.fields(obj) if f.init})
+    return obj
+
+def _tensors(obj, path: str):
+    "Yield `(path, tensor)` for every tensor in `obj` (modules: parameters and buffers)."
+    if isinstance(obj, nn.Module):
+        for name, t in [*obj.named_parameters(), *obj.named_buffers()]:
+            yield f'{path}.{name}', t
+    elif isinstance(obj, torch.Tensor):
+        yield path, obj
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _tensors(v, f'{path}[{i}]')
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _tensors(v, f'{path}[{k!r}]')
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            yield from _tensors(getattr(obj, f.name), f'{path}.{f.name}')
+
+class PlacementError(RuntimeError):
+    "A tensor of a run is not where the runner placed the run."
+
+def check_placed(obj, p: Placement | None = None, what: str = 'data'):
+    "Refuse `obj` unless every tensor is on `p`'s device and every floating one has `p`'s dtype."
+    p = p or current_placement()
+    for path, t in _tensors(obj, what):
+        if t.device != p.torch_device and not (t.device.type == p.torch_device.type == 'cuda'
+                                               and p.torch_device.index is None):
+            raise PlacementError(f"{path} is on {t.device}, but the run is placed on {p.device}")
+        if t.is_floating_point() and t.dtype != p.torch_dtype:
+            raise PlacementError(f"{path} is {str(t.dtype).split('.')[-1]}, but the run is placed in {p.dtype}")
+
+# %%
+p64 = Placement('cpu', 'float64')
+net = place(nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)), p64)
+data = place((torch.zeros(4, 3), torch.zeros(4, dtype=torch.long)), p64)
+check_placed([net, data], p64)
+assert net[1].num_batches_tracked.dtype == torch.long and data[1].dtype == torch.long   # integers keep their dtype
+try:
+    check_placed([net, nn.Linear(3, 2)], p64, 'models')                              # a module the runner never saw
+    raise AssertionError('a float32 module passed a float64 placement')
+except PlacementError as e:
+    print(e)
+
+# %% [markdown]
+# ## The study protocol
+#
+# A study subclasses `Study` and fills in what it knows. The runner calls, for each run and in this order:
+# `seed(run)` (the seed set before anything is built), `load_data(run)`, `build_models(run)`, then `train(run,
+# data, models)`, whose result dict (trajectory tables and scalars) is kept with the models' trained weights
+# *before* `evaluate(run, data, models, trained)` measures what the trained models need (test accuracy, LLCs at the
+# final weights). If evaluation fails, the next `run_study` loads the kept state and evaluates again without
+# training. A study with a stage that needs every run (the posterior chains of moons-posterior) adds `finish`.
+#
+# Presets are part of the study: `smoke` (seconds, for tests), `quick` (a laptop CPU in minutes), `full` (the
+# paper's configuration) and any others it needs. A stand-in for data or weights that cannot be had is a change
+# of the configuration (`with_stand_in`) that `stand_in(cfg)` describes; the runner records it in the folder, and
+# the ledger labels every row made from it.
+
+# %%
+#| export
+class Study:
+    "What a study supplies; the runner does the rest. Subclass it and fill in what the study needs."
+    name: str = ''
+    presets: dict = {}                  # 'smoke', 'quick', 'full', ...: configuration dataclasses
+    keep: tuple = ()                    # files of a reported folder that the ledger keeps beside summary.csv
+
+    def config(self, preset: str = 'quick'):
+        "The configuration of `preset`."
+        if preset not in self.presets:
+            raise ValueError(f"study {self.name} has no preset {preset!r}; it has {sorted(self.presets)}")
+        return self.presets[preset]
+
+    def preset_of(self, cfg) -> str:
+        "The name of the preset whose configuration is `cfg` ('custom' when none is)."
+        return next((k for k, v in self.presets.items() if v == cfg), 'custom')
+
+    def config_from_record(self, record: dict):
+        "The configuration a folder's `meta.json` recorded (lists back to tuples)."
+        cls = type(self.presets['quick'])
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.items()})
+
+    def runs(self, cfg) -> list: raise NotImplementedError
+    def seed(self, run) -> int: return int(getattr(run, 'first_seed', getattr(run, 'seed', 0)))
+    def load_data(self, run): return None
+    def build_models(self, run) -> list: return []
+    def train(self, run, data, models) -> dict: raise NotImplementedError
+    def evaluate(self, run, data, models, trained: dict) -> dict: return {}
+    def finish(self, folder, cfg): "A stage after every run finished; runs under the study's placement."
+    def report(self, folder, cfg) -> dict: raise NotImplementedError
+    def check_data(self, cfg): "Refuse, before any run, a configuration whose data cannot be found (say how)."
+    def stand_in(self, cfg) -> str: "What stands in for the paper's data or weights in `cfg` ('' for nothing)."; return ''
+
+    def with_stand_in(self, cfg):
+        raise ValueError(f"study {self.name} has no stand-in data (--stand-in)")
+
+    def __repr__(self): return f'{type(self).__name__}({self.name!r}, presets {sorted(self.presets)})'
+
+# %% [markdown]
+# Studies register by name; the runner, the command line and the ledger find them here, and a study module
+# exposes its `Study` as `STUDY`.
+
+# %%
+#| export
+STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
+           'moons-posterior': 'fracsgd.studies.moons_posterior',
+           'mnist-seeds': 'fracsgd.studies.mnist_seeds',
+           'mnist-architectures': 'fracsgd.studies.mnist_architectures',
+           'mnist-ablations': 'fracsgd.studies.mnist_ablations',
+           'grokking': 'fracsgd.studies.grokking',
+           'cifar10': 'fracsgd.studies.cifar10',
+           'tinystories': 'fracsgd.studies.tinystories',
+           'tiny-imagenet': 'fracsgd.studies.tiny_imagenet'}
+
+def get_study(name) -> Study:
+    "The registered study called `name` (or `name` itself when it is a `Study`)."
+    if isinstance(name, Study):
+        return name
+    if name not in STUDIES:
+        raise ValueError(f"unknown study {name!r}; known: {', '.join(sorted(STUDIES))}")
+    return importlib.import_module(STUDIES[name]).STUDY
+
+# %% [markdown]
+# ## One run
+#
+# `run_one` is what a worker process executes. It is a top-level function, and a study pickles as a reference
+# to its class, so both travel to a process pool or to Ray. The trained state goes to `trained/<key>.pt` in the study folder, written whole or
+# not at all; the runner deletes it once the run's results are stored.
+
+# %%
+#| export
+def _models_list(models) -> list:
+    return [models] if isinstance(models, nn.Module) else list(models or [])
+
+def trained_path(folder, key: str) -> Path:
+    "Where the trained state of run `key` waits for its evaluation."
+    return Path(folder) / 'trained' / f'{key}.pt'
+
+def run_one(study, p: Placement, folder, run) -> dict:
+    "Train (or reload the trained state of) one run under placement `p`, then evaluate it; its result dict."
+    study, key = get_study(study), run_key(run)
+    with placed(p):
+        seed_everything(study.seed(run))
+        data = place(study.load_data(run), p)
+        models = place(study.build_models(run), p)
+        check_placed(data, p, 'data')
+        check_placed(models, p, 'models')
+        saved = trained_path(folder, key)
+        if saved.exists():                                       # trained before; its evaluation failed
+            state = torch.load(saved, map_location=p.torch_device, weights_only=False)
+            for m, s in zip(_models_list(models), state['models']):
+                m.load_state_dict(s)
+            trained = state['trained']
+        else:
+            trained = study.train(run, data, models)
+            with atomic_path(saved) as tmp:
+                torch.save(dict(models=[m.state_dict() for m in _models_list(models)], trained=trained), tmp)
+        seed_everything(study.seed(run))                         # evaluation sees the same RNG fresh or resumed
+        return {**trained, **study.evaluate(run, data, models, trained)}
+
+# %% [markdown]
+# ## A study, run and reported
+#
+# `run_study` resolves the configuration (a preset, or a configuration of the study's own type), refuses what it
+# cannot run before anything is written (an unknown device, data that are missing), then runs the unfinished
+# runs, stores them, runs `finish`, records in `meta.json` the preset, the configuration, the placement and the
+# stand-in, and reports. A run's key is its configuration alone: neither the device nor the number of workers
+# nor the backend enters it, so a folder started on a laptop resumes on a GPU.
+#
+# A local pool of workers forks by default; once CUDA may be initialised, forking is unsafe (Python 3.12 warns
+# about it), so runs placed on a GPU start their workers with `spawn`.
+
+# %%
+#| export
+def _write_meta(folder, **fields):
+    meta = read_meta(folder)
+    meta.update(fields)
+    with atomic_path(Path(folder) / 'meta.json') as tmp:
+        tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+
+def default_folder(study: Study, preset: str, stand_in: str) -> Path:
+    "`results/<study>/<preset>` (`-stand-in` added when something stands in)."
+    return results_dir(study.name, preset + ('-stand-in' if stand_in else ''))
+
+def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_in: bool = False, device=None,
+              dtype: str = 'float32', backend: str = 'local', workers: int | None = None,
+              address: str | None = None, progress: bool = True, report: bool = True) -> dict:
+    """Run (or resume) `study` with `preset` (or `config`) into `folder` on `device`; report it. The report's dict,
+    with `folder`, `config`, `preset` and the run `counts`."""
+    study = get_study(study)
+    cfg = config if config is not None else study.config(preset)
+    if stand_in:
+        cfg = study.with_stand_in(cfg)
+    label = study.preset_of(cfg) if config is not None else preset
+    p = placement(device, dtype)                                 # refuses an unusable device, writes nothing
+    study.check_data(cfg)
+    what = study.stand_in(cfg)
+    folder = Path(folder) if folder is not None else default_folder(study, label, what)
+    runs = study.runs(cfg)
+    meta = dict(preset=label, config=config_record(cfg), placement=dataclasses.asdict(p), stand_in=what)
+    fn = partial(run_one, study, p, str(folder))
+    counts = run_sweep(Sweep(study.name, fn, runs, device=p.device, meta=meta), folder, backend=backend,
+                       workers=workers, address=address, progress=progress,
+                       start_method='spawn' if p.torch_device.type == 'cuda' else None)
+    for key in done_keys(folder):
+        trained_path(folder, key).unlink(missing_ok=True)
+    if counts['done'] + counts['skipped'] == len(set(run_key(r) for r in runs)):
+        with placed(p):
+            study.finish(folder, cfg)
+    out = report_study(folder) if report else {}
+    return dict(out, folder=folder, config=cfg, preset=label, counts=counts)
+
+# %% [markdown]
+# `report_study` reads everything it needs from the folder: the study and its configuration from `meta.json`,
+# never from the caller's environment. A folder whose runs all failed is refused in one line with the count, the
+# first error and where the rest are; one where only some failed is reported with a warning that says so.
+
+# %%
+#| export
+class StudyFailed(ValueError):
+    "No run of the study finished."
+
+def _failures(folder) -> str:
+    keys = failed_keys(folder)
+    first = json.loads((Path(folder) / 'errors' / f'{keys[0]}.json').read_text())
+    message = str(first.get('message', '')).splitlines()[0][:200] if first.get('message') else ''
+    return (f"first error: {first.get('type')}: {message}; every error with its traceback is in "
+            f"{Path(folder) / 'errors'}")
+
+def study_config(folder):
+    "The study and the configuration that made `folder`, read from its `meta.json`."
+    meta = read_meta(folder)
+    study = get_study(meta['study'])
+    if 'config' not in meta:
+        raise ValueError(f"{folder} was written before study folders recorded their configuration: run "
+                         f"`fracsgd run {study.name} --out {folder}` with the preset that made it (finished runs "
+                         "are reused) to record it")
+    return study, study.config_from_record(meta['config'])
+
+def report_study(folder) -> dict:
+    "Report the study in `folder` with the configuration recorded there; refuse a folder where no run finished."
+    study, cfg = study_config(folder)
+    counts = status(folder)
+    total = sum(counts.values())
+    if counts['done'] == 0:
+        if counts['failed']:
+            raise StudyFailed(f"{folder}: all {counts['failed']} of {total} runs failed; {_failures(folder)}")
+        raise StudyFailed(f"{folder}: none of its {total} runs has finished yet: run the study first")
+    if counts['failed']:
+        warnings.warn(f"{folder}: {counts['failed']} of {total} runs failed, the report covers the "
+                      f"{counts['done']} that finished; {_failures(folder)}", stacklevel=2)
+    return study.report(folder, cfg)
