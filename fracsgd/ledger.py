@@ -91,11 +91,9 @@ def verdict(claim, value=math.nan, ci_low=math.nan, ci_high=math.nan) -> str:
     return 'inconclusive' if ci_high - ci_low > abs(float(claim['paper_value'])) else 'reproduced'
 
 # %% ../nbs/30_ledger.ipynb #23f46ed0
-def _study_module(name: str):
-    from fracsgd.cli import STUDIES                     # late: the studies import this module
-    if name not in STUDIES:
-        raise ValueError(f'study {name!r} is not one of the studies this version knows: {sorted(STUDIES)}')
-    return importlib.import_module(STUDIES[name])
+def _study(name: str):
+    from fracsgd.runner import get_study                # late: the studies import this module
+    return get_study(name)
 
 STAND_IN = 'stand_in'        # meta.json key: what stood in for the paper's data or weights ('' or absent: nothing)
 
@@ -125,11 +123,13 @@ def study_configuration(folder) -> dict:
         raise ValueError(f'{folder}: the study is not finished ({counts["failed"]} failed, {counts["pending"]} '
                          'pending runs): finish its sweep before recording claims')
     from fracsgd.sweep import unique_runs
-    study = _study_module(name)
-    labels = [lab for lab in ('quick', 'full') if set(unique_runs(study.sweep(study.config(lab == 'full')).configs))
-              == set(plan)]
+    study, preset = _study(name), read_meta(folder).get('preset')
+    if preset is None:
+        raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
+                         f'run `fracsgd run {name} --out {folder}` with that preset once (finished runs are reused)')
+    same = preset in ('quick', 'full') and set(unique_runs(study.runs(study.config(preset)))) == set(plan)
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
-    label = (labels[0] if labels else 'custom') + ('-stand-in' if stand_in(folder) else '')
+    label = (preset if same else 'custom') + ('-stand-in' if stand_in(folder) else '')
     return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan),
                 stand_in=stand_in(folder))
 
@@ -216,14 +216,20 @@ def record_claims(folder, ledger=None, compact_dir=None, claims=None) -> pd.Data
     write_table(new.reset_index(drop=True), ledger)
     return new.reset_index(drop=True)
 
-def keep_results(folder, files=(), ledger=None, compact_dir=None) -> Path:
-    "`record_claims`, then copy the study folder's `files` beside its compact summary; return that compact folder."
+def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
+    """`record_claims`, then copy the study folder's `files` (default: the files its study keeps) and the measured
+    times (`timing.json`, every `seconds*` column of the runs table summed) beside its compact summary; return
+    that compact folder."""
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     cfg = study_configuration(folder)
     dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
-    for name in files:
+    for name in (_study(cfg['study']).keep if files is None else files):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
+    runs = runs_table(folder)
+    timing = {c: round(float(runs[c].sum()), 1) for c in runs if c.startswith('seconds')}
+    with atomic_path(dest / 'timing.json') as tmp:
+        tmp.write_text(json.dumps(timing, indent=1) + '\n')
     return dest
 
 # %% ../nbs/30_ledger.ipynb #1a1989aa

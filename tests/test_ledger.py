@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 import fracsgd.studies.moons_diffusion as moons
+from fracsgd.runner import run_study
 from fracsgd.core import write_table, read_table
 from fracsgd.ledger import (CLAIMS, LEDGER, COMPACT, VERDICTS, read_claims, read_ledger, ledger_rows,
                             record_claims, save_compact, stale_rows, verdict, paper_interval, ledger_table)
@@ -19,8 +20,8 @@ SUMMARY_COLUMNS = ['quantity', 'value', 'ci_low', 'ci_high', 'note']
 
 def _study(folder, rows, skip_last=False):
     "A finished (or, with `skip_last`, unfinished) moons-diffusion study folder with the quick run keys."
-    open_study(folder, 'moons-diffusion')
-    runs = unique_runs(moons.sweep(moons.QUICK).configs)
+    open_study(folder, 'moons-diffusion', fields=dict(preset='quick'))
+    runs = unique_runs(moons.runs(moons.QUICK))
     save_plan(folder, runs)
     for key, cfg in list(runs.items())[:-1 if skip_last else None]:
         save_run(folder, key, config_record(cfg), {})
@@ -45,7 +46,7 @@ def test_quick_moons_study_still_gives_the_committed_result(tmp_path):
     # Rerun the quick configuration (100 nets, ~20 s of training on 2 cores) and record it into a scratch ledger:
     # the same configuration hash, the same numbers (seeded training and bootstrap; rtol 1e-6 allows for float
     # rounding on another CPU, far below the 4th digit any verdict or page shows) and the same verdicts.
-    moons.run(moons.QUICK, tmp_path / 'study', progress=False)
+    run_study('moons-diffusion', 'quick', tmp_path / 'study', progress=False)
     fresh = record_claims(tmp_path / 'study', ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
     committed = read_ledger().set_index('claim_id').loc[fresh.claim_id]
     assert (fresh.config.values == committed.config.values).all()

@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 import torch
 
-
 # %% [markdown]
 # The grokking experiment of the paper (arXiv 2503.22478, appendix E, fig. 11 and 13–14; ICLR version,
 # appendix F, fig. 5–6) trains on one of the algorithmic tasks of Power et al. (2022): modular division modulo

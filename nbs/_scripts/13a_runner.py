@@ -97,6 +97,7 @@ def placement(device=None, dtype: str = 'float32', threads: int | None = None) -
     "A checked `Placement`; `device` None means cuda when available, else cpu."
     return Placement(str(check_device(device)), dtype, threads)
 
+
 # %%
 assert placement('cpu') == Placement('cpu', 'float32')
 for bad, why in [('tpu9', 'unknown device'), ('cuda:7' if torch.cuda.is_available() else 'cuda', 'not available')]:
@@ -133,6 +134,7 @@ def placed(p: Placement):
     finally:
         _ACTIVE.pop()
         torch.set_num_threads(threads)
+
 
 # %% [markdown]
 # `place` moves what a study hands over, a module, a tensor, or a list, tuple, dict, named tuple or dataclass of
@@ -190,6 +192,7 @@ def check_placed(obj, p: Placement | None = None, what: str = 'data'):
         if t.is_floating_point() and t.dtype != p.torch_dtype:
             raise PlacementError(f"{path} is {str(t.dtype).split('.')[-1]}, but the run is placed in {p.dtype}")
 
+
 # %%
 p64 = Placement('cpu', 'float64')
 net = place(nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)), p64)
@@ -201,6 +204,7 @@ try:
     raise AssertionError('a float32 module passed a float64 placement')
 except PlacementError as e:
     print(e)
+
 
 # %% [markdown]
 # ## The study protocol
@@ -256,6 +260,7 @@ class Study:
 
     def __repr__(self): return f'{type(self).__name__}({self.name!r}, presets {sorted(self.presets)})'
 
+
 # %% [markdown]
 # Studies register by name; the runner, the command line and the ledger find them here, and a study module
 # exposes its `Study` as `STUDY`.
@@ -279,6 +284,7 @@ def get_study(name) -> Study:
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r}; known: {', '.join(sorted(STUDIES))}")
     return importlib.import_module(STUDIES[name]).STUDY
+
 
 # %% [markdown]
 # ## One run
@@ -317,6 +323,7 @@ def run_one(study, p: Placement, folder, run) -> dict:
                 torch.save(dict(models=[m.state_dict() for m in _models_list(models)], trained=trained), tmp)
         seed_everything(study.seed(run))                         # evaluation sees the same RNG fresh or resumed
         return {**trained, **study.evaluate(run, data, models, trained)}
+
 
 # %% [markdown]
 # ## A study, run and reported
@@ -369,6 +376,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
             study.finish(folder, cfg)
     out = report_study(folder) if report else {}
     return dict(out, folder=folder, config=cfg, preset=label, counts=counts)
+
 
 # %% [markdown]
 # `report_study` reads everything it needs from the folder: the study and its configuration from `meta.json`,

@@ -122,7 +122,6 @@ class MoonsDiffusion(Study):
 
 STUDY = MoonsDiffusion()
 
-
 # %% [markdown]
 # The runner calls these in order: it seeds, loads the data, builds the nets, places both, trains. `run_one`
 # does exactly that for one run, here on the CPU (the study never says where):
