@@ -175,8 +175,8 @@ def unwritable(tmp_path):
 def test_python_dash_m_fracsgd():
     p = fracsgd('--help')
     assert p.returncode == 0 and p.stdout.startswith('usage: fracsgd') and 'run' in p.stdout
-    p = fracsgd('run', 'moons-diffusion', env={'FRACSGD_FULL': 'maybe'})     # a fresh process: no traceback
-    assert one_line_exit_2(p.returncode, p.stderr) == "fracsgd: FRACSGD_FULL must be 0/1 (quick/full), got 'maybe'"
+    p = fracsgd('run', 'moons-diffusion', '--device', 'tpu9')          # a fresh process: no traceback
+    assert one_line_exit_2(p.returncode, p.stderr).startswith("fracsgd: unknown device 'tpu9'")
 
 
 def test_out_that_is_a_file_is_refused(tmp_path, cli):
@@ -193,18 +193,21 @@ def test_unwritable_out_is_refused(unwritable, cli):
     assert 'permission denied' in msg.lower() or 'not permitted' in msg
 
 
-@pytest.mark.parametrize('command', ['run', 'report'])
-def test_bad_full_switch_is_refused(tmp_path, cli, monkeypatch, command):
-    monkeypatch.setenv('FRACSGD_FULL', 'maybe')
-    if command == 'run':
-        argv = ['run', 'moons-diffusion', '--out', str(tmp_path / 'moons')]
-    else:                                                       # a study folder to report on, as `run` leaves
-        (tmp_path / 'results').mkdir()
-        (tmp_path / 'results' / 'meta.json').write_text('{"study": "moons-diffusion", "sessions": []}')
-        argv = ['report', str(tmp_path / 'results')]
-    msg = one_line_exit_2(*cli(*argv))
-    assert msg == "fracsgd: FRACSGD_FULL must be 0/1 (quick/full), got 'maybe'"
-    assert not (tmp_path / 'moons').exists()                  # refused before anything was written
+@pytest.mark.parametrize('argv, words', [(['--device', 'tpu9'], "unknown device 'tpu9'"),
+                                         (['--device', 'cuda:99'], "'cuda:99' is not available"),
+                                         (['--preset', 'huge'], "has no preset 'huge'"),
+                                         (['--dtype', 'float8'], "unknown dtype 'float8'")])
+def test_what_the_runner_cannot_run_is_refused_before_anything_is_written(tmp_path, cli, argv, words):
+    msg = one_line_exit_2(*cli('run', 'moons-diffusion', '--out', str(tmp_path / 'moons'), *argv))
+    assert words in msg, msg
+    assert not (tmp_path / 'moons').exists()
+
+
+def test_report_of_a_folder_without_its_preset_says_how_to_record_it(tmp_path, cli):
+    (tmp_path / 'results').mkdir()
+    (tmp_path / 'results' / 'meta.json').write_text('{"study": "moons-diffusion", "sessions": []}')
+    msg = one_line_exit_2(*cli('report', str(tmp_path / 'results')))
+    assert 'before study folders recorded their configuration' in msg, msg
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -270,20 +273,23 @@ def test_hf_resume_without_recorder_state_says_so(tmp_path):
 # command line; everything a study run writes is whole and readable by other users.
 
 import fracsgd.studies.moons_diffusion as moons
+from fracsgd.runner import run_study
 from fracsgd.store import ConfigChanged, load_study
-from fracsgd.sweep import run_sweep
 
 TINY = replace(moons.QUICK, n_models=2, nets_per_run=2, epochs=2)      # a study folder to start from, in seconds
+
+def tiny_run(folder, cfg=TINY):
+    return run_study(moons.STUDY, config=cfg, folder=folder, workers=1, progress=False, report=False)
 
 
 def test_python_sweep_into_another_configuration_says_so(tmp_path):
     folder = tmp_path / 'moons'
-    run_sweep(moons.sweep(TINY), folder, workers=1, progress=False)
+    tiny_run(folder)
     with warnings.catch_warnings():
         warnings.simplefilter('error', ConfigChanged)                  # resuming the same plan: nothing to say
-        run_sweep(moons.sweep(TINY), folder, workers=1, progress=False)
+        tiny_run(folder)
     with pytest.warns(ConfigChanged) as caught:
-        run_sweep(moons.sweep(replace(TINY, epochs=3)), folder, workers=1, progress=False)
+        tiny_run(folder, replace(TINY, epochs=3))
     note = str(caught[0].message)
     assert 'held a sweep of another configuration (epochs: 2 → 3)' in note
     assert '0 earlier run(s) with unchanged configuration are reused, 1 stay on disk' in note
@@ -294,15 +300,13 @@ def test_python_sweep_into_another_configuration_says_so(tmp_path):
 def cli_study(tmp_path_factory):
     "A quick study run by the command line (umask 022) into a folder that held another configuration."
     folder = tmp_path_factory.mktemp('cli') / 'moons'
-    quick = replace(moons.QUICK, n_models=2, nets_per_run=2, n_boot=10)     # the quick study, two nets
     from fracsgd.cli import main
     err, mask = io.StringIO(), os.umask(0o022)
     try:
-        run_sweep(moons.sweep(TINY), folder, workers=1, progress=False)
-        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err), \
-                contextlib.redirect_stdout(io.StringIO()):
-            mp.setattr(moons, 'config', lambda full=None: quick)
-            code = main(['run', 'moons-diffusion', '--out', str(folder), '--workers', '1', '--no-progress'])
+        tiny_run(folder)
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(['run', 'moons-diffusion', '--smoke', '--out', str(folder), '--workers', '1',
+                         '--no-progress'])
     finally:
         os.umask(mask)
     return folder, code, err.getvalue()
@@ -312,8 +316,8 @@ def test_cli_run_into_another_configuration_says_so(cli_study):
     folder, code, err = cli_study
     assert code == 0
     notes = [line for line in err.splitlines() if 'another configuration' in line]
-    assert len(notes) == 1 and notes[0].startswith('fracsgd: warning: ') and '(epochs: 2 → 200)' in notes[0], err
-    assert load_study(folder).runs.epochs.tolist() == [200]
+    assert len(notes) == 1 and notes[0].startswith('fracsgd: warning: ') and '(epochs: 2 → 200' in notes[0], err
+    assert load_study(folder).runs.epochs.tolist() == [200, 200]
 
 
 def test_everything_a_study_run_writes_is_whole_and_readable_by_others(cli_study):

@@ -7,7 +7,8 @@ import fracsgd.studies.moons_diffusion as study
 import pytest
 
 from fracsgd.store import ConfigChanged, load_study
-from fracsgd.sweep import run_key, run_sweep
+from fracsgd.runner import run_study
+from fracsgd.sweep import run_key
 
 TINY = replace(study.QUICK, n_models=5, nets_per_run=2, epochs=2)
 
@@ -15,7 +16,7 @@ TINY = replace(study.QUICK, n_models=5, nets_per_run=2, epochs=2)
 def _sweep(cfg, folder):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        run_sweep(study.sweep(cfg), folder, workers=1, progress=False)
+        run_study(study.STUDY, config=cfg, folder=folder, workers=1, progress=False, report=False)
     return printed.getvalue()
 
 

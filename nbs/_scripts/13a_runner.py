@@ -374,7 +374,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     if counts['done'] + counts['skipped'] == len(set(run_key(r) for r in runs)):
         with placed(p):
             study.finish(folder, cfg)
-    out = report_study(folder) if report else {}
+    out = report_study(folder, study) if report else {}
     return dict(out, folder=folder, config=cfg, preset=label, counts=counts)
 
 
@@ -395,19 +395,19 @@ def _failures(folder) -> str:
     return (f"first error: {first.get('type')}: {message}; every error with its traceback is in "
             f"{Path(folder) / 'errors'}")
 
-def study_config(folder):
-    "The study and the configuration that made `folder`, read from its `meta.json`."
+def study_config(folder, study=None):
+    "The study (default: the registered one named there) and the configuration that made `folder`, from `meta.json`."
     meta = read_meta(folder)
-    study = get_study(meta['study'])
+    study = get_study(study or meta['study'])
     if 'config' not in meta:
         raise ValueError(f"{folder} was written before study folders recorded their configuration: run "
                          f"`fracsgd run {study.name} --out {folder}` with the preset that made it (finished runs "
                          "are reused) to record it")
     return study, study.config_from_record(meta['config'])
 
-def report_study(folder) -> dict:
+def report_study(folder, study=None) -> dict:
     "Report the study in `folder` with the configuration recorded there; refuse a folder where no run finished."
-    study, cfg = study_config(folder)
+    study, cfg = study_config(folder, study)
     counts = status(folder)
     total = sum(counts.values())
     if counts['done'] == 0:
