@@ -8,7 +8,7 @@ export FRACSGD_DATA ?= $(shell [ -d ../shared/data/MNIST/raw ] && cd ../shared/d
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
-.PHONY: venv install demo test test-nbs test-py check-clean docs chromium bench clean sync lab
+.PHONY: venv install demo test test-nbs test-py check-clean docs chromium bench gpu-check clean sync lab
 
 venv: .venv/.installed
 
@@ -68,6 +68,13 @@ chromium:
 
 bench: venv
 	$(BIN)/fracsgd bench displacement
+
+## On a machine with a GPU: every study's smoke and quick presets on cuda, and the LLC and ensemble benchmarks, into
+## results/gpu-check/gpu_check.md (commit it under nbs/bench/ with the card and date). GPU_PY: a Python that has
+## the project's packages, e.g. `make gpu-check GPU_PY=python3` on a machine without .venv.
+GPU_PY ?= $(PY)
+gpu-check:
+	$(GPU_PY) tools/gpu_check.py --device cuda --out results/gpu-check
 
 clean:
 	rm -rf _docs _proc _site results .pytest_cache
