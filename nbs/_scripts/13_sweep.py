@@ -36,7 +36,8 @@ from fracsgd.store import (RESERVED, ConfigChanged, open_study, locked, tidy, pl
 # other. This chapter runs such a list. A **run** is a top-level function `fn(config) -> dict` applied to one
 # configuration, a dataclass; what it returns is stored by the [results store](store.html). A **sweep** is a
 # name, that function, the list of configurations and, optionally, the device the runs use, which is recorded
-# with the results (the runs themselves read it from their configuration).
+# with the results. A study does not call this chapter directly: the [runner](runner.html) builds the sweep, with
+# a function that places each run's data and models, and the configuration never says where a run runs.
 #
 # The runner adds three things to a plain `map`: it knows which runs are already finished and skips them
 # (so a killed sweep resumes), it records a run that raises and goes on, and it runs on two backends, a pool
@@ -58,6 +59,11 @@ from fracsgd.store import (RESERVED, ConfigChanged, open_study, locked, tidy, pl
 # A field that JSON cannot hold (a function, a tensor, an object) is refused with a `ValueError` naming the
 # field: a key that depended on an object's memory address would change on every start. So is a field named
 # like a column the store adds to the runs table (`key`, `status`, `seconds`, `error`).
+#
+# A field that once belonged to a configuration and no longer does (the device, which the runner now decides)
+# would change every stored key if it simply vanished. A configuration class keeps such fields in a class
+# attribute `RETIRED_FIELDS = {'device': None}`: their names and the value every stored key was made with enter
+# the record and the key, and nothing else reads them.
 
 # %%
 #| export
@@ -119,6 +125,18 @@ def run_key(config) -> str:
 assert run_key(Toy(0)) == run_key(Toy(0, 0.1, [8, 8]))           # equal configurations, one key
 assert run_key(Toy(0)) != run_key(Toy(0, lr=0.2)) != run_key(Toy(1))
 assert run_key(Toy(0)) == '078ff7cd0901becb', run_key(Toy(0))      # fixed: the same on every machine
+
+@dataclass(frozen=True)
+class Placed:                                 # a configuration as it was, with the device in it
+    lr: float
+    device: str | None = None
+before = run_key(Placed(0.1))
+
+@dataclass(frozen=True)
+class Placed:                                 # the same configuration once the runner decides the device
+    lr: float
+    RETIRED_FIELDS = {'device': None}
+assert run_key(Placed(0.1)) == before and config_record(Placed(0.1)) == dict(lr=0.1, device=None)
 
 
 # %% [markdown]
