@@ -1,5 +1,6 @@
-"""The moons posterior study: both stages run and resume, the report works from the folder's tables alone, the
-analysis agrees with numbers nobody chose, and bad input is refused with a clear error."""
+"""The moons posterior study: both stages run through the runner (on the CPU in float64, so that anything built
+behind the runner's back fails) and resume, the run keys of the committed results stay, the report works from the
+folder's tables alone, the analysis agrees with numbers nobody chose, and bad input is refused with a clear error."""
 import contextlib, io, json, shutil
 
 import numpy as np
@@ -9,11 +10,13 @@ import torch
 
 import fracsgd.studies.moons_posterior as study
 from fracsgd.clusters import cluster_masses
-from fracsgd.store import load_study
-from fracsgd.sweep import run_key, run_sweep
+from fracsgd.ledger import COMPACT
+from fracsgd.runner import report_study, run_study
+from fracsgd.store import load_study, read_meta, status
+from fracsgd.sweep import run_key, unique_runs
 from fracsgd.tempering import tempered_masses, kl_divergence, xi_scan
 
-SMOKE = study.SMOKE
+SMOKE, STUDY = study.SMOKE, study.STUDY
 torch.set_num_threads(1)   # forking the sweep's workers after multi-threaded torch work in this process can hang them
 
 
@@ -23,11 +26,39 @@ def _quiet(f, *a, **kw):
     return res, out.getvalue()
 
 
+def _run(folder, **kw):
+    "The smoke preset through the runner, on the CPU in float64."
+    return run_study(STUDY, 'smoke', folder, device='cpu', dtype='float64', progress=False, workers=1, **kw)
+
+
 @pytest.fixture(scope='module')
 def finished(tmp_path_factory):
     folder = tmp_path_factory.mktemp('posterior')
-    res, _ = _quiet(study.run, SMOKE, folder, progress=False, workers=1)
+    res, _ = _quiet(_run, folder)
     return folder, res
+
+
+def test_smoke_preset_runs_through_the_runner_in_float64(finished):
+    folder, res = finished
+    assert res['counts'] == dict(done=2, failed=0, skipped=0) and status(folder)['done'] == 2
+    assert read_meta(folder)['preset'] == 'smoke' and read_meta(folder)['placement']['dtype'] == 'float64'
+    assert res['summary'].set_index('quantity').value['nets trained'] == SMOKE.n_models
+    assert not list((folder / 'trained').glob('*.pt'))               # trained state deleted once the runs are stored
+    # the nets were trained and evaluated where the runner placed them, stage 2 too: float64 weights and chains
+    assert load_study(folder).tables['weights'].w[0].dtype == np.float64
+    assert json.loads((folder / 'chains.json').read_text())['seconds'] > 0
+
+
+@pytest.mark.parametrize('provenance', sorted((COMPACT / 'moons-posterior').glob('*/provenance.json')),
+                         ids=lambda p: p.parent.name)
+def test_run_keys_of_the_committed_results_stay(provenance):
+    committed = json.loads(provenance.read_text())
+    assert committed['config'] in STUDY.presets, committed['config']        # no custom-<hash> folder here
+    assert sorted(unique_runs(STUDY.runs(STUDY.config(committed['config'])))) == committed['run_keys']
+
+
+def test_committed_results_exist_for_quick_and_full():
+    assert {p.parent.name for p in (COMPACT / 'moons-posterior').glob('*/provenance.json')} == {'quick', 'full'}
 
 
 def test_run_writes_tables_figures_and_resumes(finished):
@@ -35,13 +66,10 @@ def test_run_writes_tables_figures_and_resumes(finished):
     written = {p.name for p in folder.iterdir()}
     assert {'summary.csv', 'scan.csv', 'solutions.csv', 'masses.csv', 'timing.csv', 'fig3.png', 'fig4.png',
             'chains.parquet', 'chains.json', 'wall.json'} <= written, written
-    summary = res['summary'].set_index('quantity')
-    assert summary.value['nets trained'] == SMOKE.n_models
     # a rerun trains nothing and samples no chain again: stage 2's inputs are unchanged
     before = (folder / 'chains.parquet').stat().st_mtime_ns
-    _, printed = _quiet(run_sweep, study.sweep(SMOKE), folder, progress=False, workers=1)
-    assert '0 done, 0 failed, 2 skipped' in printed
-    study.finish(folder, SMOKE)
+    again, _ = _quiet(_run, folder, report=False)
+    assert again['counts'] == dict(done=0, failed=0, skipped=2)
     assert (folder / 'chains.parquet').stat().st_mtime_ns == before
 
 
@@ -53,10 +81,9 @@ def test_a_killed_run_is_redone_and_gives_the_same_tables(finished, tmp_path):
     shutil.rmtree(copy / 'runs' / lost)
     (copy / 'chains.json').unlink()                             # and stage 2 had not finished
     with pytest.raises(ValueError, match='1 pending'):
-        study.finish(copy, SMOKE)
-    _, printed = _quiet(run_sweep, study.sweep(SMOKE), copy, progress=False, workers=1)
-    assert '1 done, 0 failed, 1 skipped' in printed
-    study.finish(copy, SMOKE)
+        STUDY.finish(copy, SMOKE)
+    again, _ = _quiet(_run, copy, report=False)                 # redoes the run, then stage 2
+    assert again['counts'] == dict(done=1, failed=0, skipped=1)
     old, new = load_study(folder).tables['solutions'], load_study(copy).tables['solutions']
     pd.testing.assert_frame_equal(old.drop(columns='key').sort_values('net').reset_index(drop=True),
                                   new.drop(columns='key').sort_values('net').reset_index(drop=True))
@@ -68,6 +95,7 @@ def test_report_reads_the_folder_alone(finished):
     folder, res = finished
     again = study.report(folder, SMOKE)
     pd.testing.assert_frame_equal(again['summary'], res['summary'])
+    pd.testing.assert_frame_equal(report_study(folder)['summary'], res['summary'])   # its configuration from meta.json
     tables = study.read_results(folder)
     pd.testing.assert_frame_equal(tables['summary'], pd.read_csv(folder / 'summary.csv'))
     # the per-net table holds every net once, with its cluster for the analysed ones
@@ -100,9 +128,9 @@ def test_analysis_agrees_with_numbers_nobody_chose(finished):
 def test_bayes_accuracy_of_the_moons_distribution():
     # the Bayes rule of make_moons: 97% on noise 0.2 (the moons overlap; 20 000 points, seed 1, ± 0.5% covers the
     # sampling error of a 3% error rate), 100% with almost no noise
-    X, y, _ = study.load_moons(20000, 0.2, seed=1, device='cpu')
+    X, y, _ = study.load_moons(20000, 0.2, seed=1)
     assert abs(study.bayes_accuracy(X, y, 0.2) - 0.97) < 0.005
-    X, y, _ = study.load_moons(500, 0.01, seed=2, device='cpu')
+    X, y, _ = study.load_moons(500, 0.01, seed=2)
     assert study.bayes_accuracy(X, y, 0.01) == 1.0
 
 
@@ -133,4 +161,4 @@ def test_bad_input_is_refused(tmp_path, finished):
     other.mkdir()
     (other / 'meta.json').write_text(json.dumps({'study': 'moons-diffusion', 'sessions': []}))
     with pytest.raises(ValueError, match="holds study 'moons-diffusion'"):
-        study.finish(other, SMOKE)
+        STUDY.finish(other, SMOKE)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/21a_moons_posterior.ipynb #45842a8f
 from __future__ import annotations
-import json, math, time, warnings
+import datetime, json, math, time, warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,14 +15,15 @@ import matplotlib.pyplot as plt
 from torch.nn.utils import vector_to_parameters
 
 import fracsgd
-from ..core import atomic_path, default_device, full_mode, results_dir, save_figures, write_table
+from ..core import atomic_path, save_figures, write_table
 from ..datasets.moons import load_moons
 from ..models import make_mlp
 from ..ensemble import EnsembleSettings, train_ensemble
 from ..llc import estimate_llc
 from ..sgld import PAPER_PRESET, SGLDSettings
-from ..store import read_plan
-from ..sweep import Sweep, config_record, run_sweep
+from ..runner import Study, place
+from ..store import read_meta, read_plan
+from ..sweep import config_record
 from ..clusters import POSTERIOR_PAPER, predict_on_probe, probe_grid, sample_posterior, seed_solutions
 from .posterior_comparison import (FIG3_KL, FIGURES, LEDGER_CHOICE, LEDGER_M, TAB2_KL, AnalysisSettings,
                                                   analyse, best_xi, centroid_table, exponents, loss_curves,
@@ -33,11 +34,11 @@ _all_ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponent
          'analyse', 'plot_fig3', 'plot_fig4', 'plot_clusters', 'plot_loss', 'read_results']   # importable from here too
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'QUICK_CONVERGED', 'FULL_CONVERGED', 'SMOKE', 'RESULTS', 'MoonsPosteriorConfig', 'config',
-           'PosteriorRun', 'runs', 'train_run', 'sweep', 'bayes_accuracy', 'convergence', 'finish', 'read_study',
-           'result_tables', 'report', 'run', 'save_results', 'LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL',
-           'FIGURES', 'exponents', 'tempering_choices', 'best_xi', 'analyse', 'plot_fig3', 'plot_fig4', 'plot_clusters',
-           'plot_loss', 'read_results']
+__all__ = ['QUICK', 'FULL', 'QUICK_CONVERGED', 'FULL_CONVERGED', 'SMOKE', 'PRESETS', 'STUDY', 'RESULTS', 'MoonsPosteriorConfig',
+           'PosteriorRun', 'runs', 'train_run', 'evaluate_run', 'MoonsPosterior', 'bayes_accuracy', 'convergence',
+           'sample_chains', 'finish', 'read_study', 'result_tables', 'report', 'save_results', 'LEDGER_CHOICE',
+           'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponents', 'tempering_choices', 'best_xi', 'analyse',
+           'plot_fig3', 'plot_fig4', 'plot_clusters', 'plot_loss', 'read_results']
 
 # %% ../../nbs/21a_moons_posterior.ipynb #3531cfc9
 @dataclass(frozen=True)
@@ -70,12 +71,8 @@ QUICK_CONVERGED, FULL_CONVERGED = replace(QUICK, epochs=1000), replace(FULL, epo
 SMOKE = replace(QUICK, n_models=8, nets_per_run=4, epochs=10, probe_side=6, llc=PAPER_PRESET.replace(n_draws=20),
                 posterior=POSTERIOR_PAPER.replace(n_draws=30, n_burnin=10, steps_between_draws=2), min_kept=3,
                 ks=(2, 3), block=5, n_boot=20)         # seconds: for tests and the page, not a result
-
-def config(full: bool | None = None, converged: bool = False) -> MoonsPosteriorConfig:
-    "The quick configuration, or the paper's when `full` (or `FRACSGD_FULL=1`); its converged variant if asked."
-    if full_mode(full):
-        return FULL_CONVERGED if converged else FULL
-    return QUICK_CONVERGED if converged else QUICK
+PRESETS = {'smoke': SMOKE, 'quick': QUICK, 'full': FULL, 'quick-converged': QUICK_CONVERGED,
+           'full-converged': FULL_CONVERGED}
 
 # %% ../../nbs/21a_moons_posterior.ipynb #79fc50c0
 @dataclass(frozen=True)
@@ -92,19 +89,20 @@ class PosteriorRun:
     n_nets: int
     probe_side: int
     llc: SGLDSettings
-    device: str | None = None
+    RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
-def runs(cfg: MoonsPosteriorConfig, device=None) -> list[PosteriorRun]:
+def runs(cfg: MoonsPosteriorConfig) -> list[PosteriorRun]:
     "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`."
     shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
                   batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed,
-                  probe_side=cfg.probe_side, llc=cfg.llc, device=None if device is None else str(device))
+                  probe_side=cfg.probe_side, llc=cfg.llc)
     starts = range(0, cfg.n_models, cfg.nets_per_run)
     return [PosteriorRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s)) for s in starts]
 
-def _data(run, device):
-    X, y, _ = load_moons(run.n_samples, run.noise, seed=run.data_seed, device=device)
-    return X, y, probe_grid(X.cpu(), run.probe_side)
+def _data(c) -> tuple:
+    "Inputs, labels and probe grid of a run or a configuration, on the CPU."
+    X, y, _ = load_moons(c.n_samples, c.noise, seed=c.data_seed)
+    return X, y, probe_grid(X, c.probe_side)
 
 def _long_predictions(P: np.ndarray, ids, id_name: str = 'net') -> pd.DataFrame:
     "Probabilities [solutions, probe, 2] as a long table: id, probe, p0, p1."
@@ -119,40 +117,51 @@ def _end_of_training(nets, X, y) -> pd.DataFrame:
     return pd.DataFrame({'loss': [float(torch.nn.functional.cross_entropy(o, y)) for o in out],
                          'accuracy': [float((o.argmax(1) == y).double().mean()) for o in out]})
 
-def train_run(run: PosteriorRun) -> dict:
-    "Train the nets of one run as an ensemble, estimate their LLCs in one call; the tables above."
-    device = torch.device(run.device) if run.device else default_device()
-    X, y, probe = _data(run, device)
-    ids = np.arange(run.first_seed, run.first_seed + run.n_nets)
-    nets = [make_mlp([2, *run.hidden, 2], seed=int(s)) for s in ids]
+def train_run(run: PosteriorRun, data, nets) -> dict:
+    "Train the nets of one run as an ensemble on `data`: their trajectories and epoch-mean losses."
+    X, y, _ = data
     per_epoch = math.ceil(run.n_samples / run.batch_size)
     settings = EnsembleSettings(optimizer='sgd', lr=run.lr, batch_size=run.batch_size, seed=run.first_seed,
                                 n_steps=run.epochs * per_epoch, every=1, groups='top')
     t0 = time.perf_counter()
-    steps = train_ensemble(nets, (X, y), 'classification', settings, device=device)
+    steps = train_ensemble(nets, (X, y), 'classification', settings)
     train_seconds = time.perf_counter() - t0
     steps.insert(0, 'net', steps.pop('member') + run.first_seed)
     trained = steps[steps.step > 0].assign(epoch=lambda d: (d.step - 1) // per_epoch + 1)
     epochs = trained.groupby(['net', 'epoch'], as_index=False).loss.mean()
     keep = (steps.step <= 800) | (steps.step % per_epoch == 0)
+    return dict(trajectory=steps.loc[keep, ['net', 'step', 'R']], epoch_loss=epochs, train_seconds=train_seconds)
+
+def evaluate_run(run: PosteriorRun, data, nets) -> dict:
+    "The trained nets of one run: loss and accuracy, LLCs (one call), probe predictions and final weights."
+    X, y, probe = data
+    ids = np.arange(run.first_seed, run.first_seed + run.n_nets)
     solutions = _end_of_training(nets, X, y)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                      # flagged estimates are counted in the table
-        llc = estimate_llc(nets, (X, y), 'classification', run.llc, device=device)
+        llc = estimate_llc(nets, (X, y), 'classification', run.llc)
     llc_seconds = time.perf_counter() - t0
     solutions.insert(0, 'net', ids)
     solutions = solutions.assign(llc=np.atleast_1d(llc.llc), llc_se=np.atleast_1d(llc.llc_se),
                                  llc_flagged=(llc.diagnostics.problems != '').to_numpy())
     weights = torch.stack([torch.cat([p.detach().reshape(-1).cpu() for p in n.parameters()]) for n in nets])
     return dict(solutions=solutions, predictions=_long_predictions(predict_on_probe(nets, probe), ids),
-                trajectory=steps.loc[keep, ['net', 'step', 'R']], epoch_loss=epochs,
-                weights=pd.DataFrame({'net': ids, 'w': list(weights.numpy())}),
-                train_seconds=train_seconds, llc_seconds=llc_seconds)
+                weights=pd.DataFrame({'net': ids, 'w': list(weights.numpy())}), llc_seconds=llc_seconds)
 
-def sweep(cfg: MoonsPosteriorConfig, device=None) -> Sweep:
-    "Stage 1 of the study as a sweep for the runner."
-    return Sweep('moons-posterior', train_run, runs(cfg, device), device=device)
+class MoonsPosterior(Study):
+    "The moons posterior study, for the runner: stage 1 run by run, stage 2 (`finish`) once every run is done."
+    name, presets, keep = 'moons-posterior', PRESETS, ('timing.csv',)
+    def runs(self, cfg): return runs(cfg)
+    def load_data(self, run): return _data(run)
+    def build_models(self, run):
+        return [make_mlp([2, *run.hidden, 2], seed=s) for s in range(run.first_seed, run.first_seed + run.n_nets)]
+    def train(self, run, data, nets): return train_run(run, data, nets)
+    def evaluate(self, run, data, nets, trained): return evaluate_run(run, data, nets)
+    def finish(self, folder, cfg): return finish(folder, cfg)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = MoonsPosterior()
 
 # %% ../../nbs/21a_moons_posterior.ipynb #58852d3e
 def bayes_accuracy(X, y, noise: float, n_arc: int = 2001) -> float:
@@ -178,17 +187,21 @@ def convergence(solutions: pd.DataFrame, epochs: pd.DataFrame, cfg: MoonsPosteri
 
 # %% ../../nbs/21a_moons_posterior.ipynb #6ad691cd
 def _bayes(cfg: MoonsPosteriorConfig) -> float:
-    X, y, _ = load_moons(cfg.n_samples, cfg.noise, seed=cfg.data_seed, device='cpu')
+    X, y, _ = load_moons(cfg.n_samples, cfg.noise, seed=cfg.data_seed)
     return bayes_accuracy(X, y, cfg.noise)
 
-def _net(w: np.ndarray, hidden) -> torch.nn.Module:
-    net = make_mlp([2, *hidden, 2])
-    vector_to_parameters(torch.tensor(np.array(w, dtype=np.float32)), net.parameters())
-    return net
+def _nets(weights: pd.Series, ids, hidden) -> list:
+    "Nets with the stored weights of nets `ids`, placed where the runner places the study."
+    nets = place([make_mlp([2, *hidden, 2]) for _ in ids])
+    for net, i in zip(nets, ids):
+        p = next(net.parameters())
+        vector_to_parameters(torch.tensor(np.asarray(weights[i]), dtype=p.dtype, device=p.device),
+                             net.parameters())
+    return nets
 
-def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict:
+def sample_chains(folder, cfg: MoonsPosteriorConfig) -> dict:
     "Stage 2: the posterior chains from the seed solutions of the finished stage 1 in `folder`; skipped if done."
-    cfg, folder = cfg or config(), Path(folder)
+    folder = Path(folder)
     study = stored_study(folder)
     sol = convergence(study.tables['solutions'].drop(columns='key'), study.tables['epoch_loss'], cfg,
                       _bayes(cfg)).sort_index()
@@ -203,15 +216,13 @@ def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict
         done = json.loads(meta.read_text())
         if {k: done[k] for k in inputs} == json.loads(json.dumps(inputs)):
             return done
-    device = torch.device(device) if device else default_device()
-    X, y, probe = _data(cfg, device)
+    X, y, probe = place(_data(cfg))
     nets = list(dict.fromkeys(seeds.values()))                # one chain set per distinct seed net
-    weights = study.tables['weights'].set_index('net').w
+    models = _nets(study.tables['weights'].set_index('net').w, nets, cfg.hidden)
     t0, threads = time.perf_counter(), torch.get_num_threads()
     torch.set_num_threads(1)             # two chains of a tiny net: threads only spin against other jobs' work
     try:
-        draws = sample_posterior([_net(weights[i], cfg.hidden) for i in nets], (X, y), probe, cfg.posterior,
-                                 device=device)                # [nets, chains, draws, probe, 2]
+        draws = sample_posterior(models, (X, y), probe, cfg.posterior)   # [nets, chains, draws, probe, 2]
     finally:
         torch.set_num_threads(threads)
     seconds = time.perf_counter() - t0
@@ -224,10 +235,18 @@ def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict
         tmp.write_text(json.dumps(done, indent=1) + '\n')
     return done
 
+def finish(folder, cfg: MoonsPosteriorConfig) -> dict:
+    "Stage 2 (`sample_chains`), then the wall clock since the last session began in `wall.json`."
+    done = sample_chains(folder, cfg)
+    began = datetime.datetime.fromisoformat(read_meta(folder)['sessions'][-1]['time'])
+    seconds = (datetime.datetime.now(datetime.timezone.utc) - began).total_seconds()
+    with atomic_path(Path(folder) / 'wall.json') as tmp:
+        tmp.write_text(json.dumps(dict(seconds=seconds)) + '\n')
+    return done
+
 # %% ../../nbs/21a_moons_posterior.ipynb #e51e4e5c
-def read_study(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
+def read_study(folder, cfg: MoonsPosteriorConfig) -> dict:
     "`read_tables(folder)` with the convergence columns of `cfg` on the solutions and the Bayes-rule accuracy."
-    cfg = cfg or config()
     data, bayes = read_tables(folder), _bayes(cfg)
     return dict(data, solutions=convergence(data['solutions'], data['epochs'], cfg, bayes).sort_index(), bayes=bayes)
 
@@ -245,12 +264,12 @@ def result_tables(res: dict, data: dict, cfg: MoonsPosteriorConfig, wall: float 
     return dict(summary=res['summary'], clusters=res['reports'], scan=res['scan'], table2=res['table2'],
                 choices=res['each_choice'].astype({'D_xi': str, 'tempered': str}), masses=res['masses'],
                 chains=res['chains'], solutions=sol.reset_index().astype({'cluster': int}),
-                centroids=centroid_table(res['centroids'], _data(cfg, 'cpu')[2].numpy()),
+                centroids=centroid_table(res['centroids'], _data(cfg)[2].numpy()),
                 curves=loss_curves(data['epochs']), timing=timing)
 
-def report(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
+def report(folder, cfg: MoonsPosteriorConfig) -> dict:
     "Analyse the study in `folder` (tables only); write its csv files and figures there; return them."
-    cfg, out = cfg or config(), Path(folder)
+    out = Path(folder)
     data = read_study(out, cfg)
     res = analyse(data, cfg)
     wall = json.loads((out / 'wall.json').read_text())['seconds'] if (out / 'wall.json').exists() else None
@@ -260,18 +279,6 @@ def report(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
     figs = save_figures({name: draw(tables, cfg) for name, draw in FIGURES.items()}, out)
     res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, tables=tables, summary=tables['summary'], out=out)
-
-def run(cfg: MoonsPosteriorConfig | None = None, out_dir=None, progress: bool = True, device=None, **runner) -> dict:
-    "Run both stages of the study with `cfg` into `out_dir` (resuming), then `report`; time the whole call."
-    cfg = cfg or config()
-    label = {QUICK: 'quick', FULL: 'full', QUICK_CONVERGED: 'quick-converged', FULL_CONVERGED: 'full-converged'}
-    out = Path(out_dir) if out_dir else results_dir('moons-posterior', label.get(cfg, 'custom'))
-    t0 = time.perf_counter()
-    run_sweep(sweep(cfg, device), out, progress=progress, **runner)
-    finish(out, cfg, device)
-    with atomic_path(out / 'wall.json') as tmp:
-        tmp.write_text(json.dumps(dict(seconds=time.perf_counter() - t0)) + '\n')
-    return dict(report(out, cfg), config=cfg)
 
 # %% ../../nbs/21a_moons_posterior.ipynb #6e147cd4
 RESULTS = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'moons_posterior'     # in a source checkout

@@ -58,7 +58,8 @@ def read_tables(folder) -> dict:
     trajectories, epoch losses, runs, and the posterior draws [seed nets, chains, draws, probe, 2]."""
     folder = Path(folder)
     if not (folder / 'chains.parquet').exists():
-        raise ValueError(f"{folder} has no posterior chains (chains.parquet): run stage 2, finish(folder), first")
+        raise ValueError(f"{folder} has no posterior chains (chains.parquet): run stage 2 (the study's "
+                         "`finish`, which `run_study` calls after the last run) first")
     study = stored_study(folder)
     chains, meta = read_table(folder / 'chains.parquet'), json.loads((folder / 'chains.json').read_text())
     nets = list(dict.fromkeys(meta['seeds'].values()))

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import json, math, time, warnings
+import datetime, json, math, time, warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,14 +24,15 @@ import matplotlib.pyplot as plt
 from torch.nn.utils import vector_to_parameters
 
 import fracsgd
-from fracsgd.core import atomic_path, default_device, full_mode, results_dir, save_figures, write_table
+from fracsgd.core import atomic_path, save_figures, write_table
 from fracsgd.datasets.moons import load_moons
 from fracsgd.models import make_mlp
 from fracsgd.ensemble import EnsembleSettings, train_ensemble
 from fracsgd.llc import estimate_llc
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
-from fracsgd.store import read_plan
-from fracsgd.sweep import Sweep, config_record, run_sweep
+from fracsgd.runner import Study, place
+from fracsgd.store import read_meta, read_plan
+from fracsgd.sweep import config_record
 from fracsgd.clusters import POSTERIOR_PAPER, predict_on_probe, probe_grid, sample_posterior, seed_solutions
 from fracsgd.studies.posterior_comparison import (FIG3_KL, FIGURES, LEDGER_CHOICE, LEDGER_M, TAB2_KL, AnalysisSettings,
                                                   analyse, best_xi, centroid_table, exponents, loss_curves,
@@ -68,8 +69,9 @@ torch.set_num_threads(1)   # one thread in this process: forking the sweep's wor
 #
 # **Configurations.** `FULL` is the paper's protocol as printed (500 nets). `QUICK` trains 100 nets, everything
 # else the same. The paper's 200 epochs leave the nets unconverged (below), so each has a **converged variant**
-# that only trains longer (`epochs=1000`): `QUICK_CONVERGED` and `FULL_CONVERGED`, or `config(full, converged=True)`.
-# The command line runs the first two: `fracsgd run moons-posterior [--full]`.
+# that only trains longer (`epochs=1000`): `QUICK_CONVERGED` and `FULL_CONVERGED`. They are the study's presets
+# `quick`, `full`, `quick-converged` and `full-converged`, with `smoke` for the tests: `fracsgd run
+# moons-posterior [--full | --preset full-converged]`.
 
 # %%
 #| export
@@ -103,12 +105,8 @@ QUICK_CONVERGED, FULL_CONVERGED = replace(QUICK, epochs=1000), replace(FULL, epo
 SMOKE = replace(QUICK, n_models=8, nets_per_run=4, epochs=10, probe_side=6, llc=PAPER_PRESET.replace(n_draws=20),
                 posterior=POSTERIOR_PAPER.replace(n_draws=30, n_burnin=10, steps_between_draws=2), min_kept=3,
                 ks=(2, 3), block=5, n_boot=20)         # seconds: for tests and the page, not a result
-
-def config(full: bool | None = None, converged: bool = False) -> MoonsPosteriorConfig:
-    "The quick configuration, or the paper's when `full` (or `FRACSGD_FULL=1`); its converged variant if asked."
-    if full_mode(full):
-        return FULL_CONVERGED if converged else FULL
-    return QUICK_CONVERGED if converged else QUICK
+PRESETS = {'smoke': SMOKE, 'quick': QUICK, 'full': FULL, 'quick-converged': QUICK_CONVERGED,
+           'full-converged': FULL_CONVERGED}
 
 
 # %% [markdown]
@@ -126,6 +124,14 @@ def config(full: bool | None = None, converged: bool = False) -> MoonsPosteriorC
 # * `trajectory`: the distance from initialisation R(t) at every step of the first 800 and at every epoch's end;
 # * `epoch_loss`: the epoch-mean minibatch loss of every net (to show whether the loss still falls);
 # * `weights`: the final weights (4482 numbers per net), for the second stage.
+#
+# The [runner](runner.html) does a run in the order of its study protocol: `load_data` (the moons and the probe
+# grid, on the CPU), `build_models` (the run's nets), both placed where the runner puts the run; `train` (the
+# ensemble: trajectories and epoch losses); the trained weights are kept; then `evaluate` measures the trained
+# nets (loss, accuracy, LLCs, probe predictions, weights). Nets and data are placed together before training, so
+# the nets that are evaluated are the nets that were trained, on the device of the data. (Before the runner, the
+# nets were built on the CPU, the trainer trained copies on the GPU and wrote their weights back into the CPU nets,
+# and the end-of-training loss then fed those CPU nets the data on the GPU: the study crashed on every GPU run.)
 
 # %%
 #| export
@@ -143,19 +149,20 @@ class PosteriorRun:
     n_nets: int
     probe_side: int
     llc: SGLDSettings
-    device: str | None = None
+    RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
-def runs(cfg: MoonsPosteriorConfig, device=None) -> list[PosteriorRun]:
+def runs(cfg: MoonsPosteriorConfig) -> list[PosteriorRun]:
     "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`."
     shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
                   batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed,
-                  probe_side=cfg.probe_side, llc=cfg.llc, device=None if device is None else str(device))
+                  probe_side=cfg.probe_side, llc=cfg.llc)
     starts = range(0, cfg.n_models, cfg.nets_per_run)
     return [PosteriorRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s)) for s in starts]
 
-def _data(run, device):
-    X, y, _ = load_moons(run.n_samples, run.noise, seed=run.data_seed, device=device)
-    return X, y, probe_grid(X.cpu(), run.probe_side)
+def _data(c) -> tuple:
+    "Inputs, labels and probe grid of a run or a configuration, on the CPU."
+    X, y, _ = load_moons(c.n_samples, c.noise, seed=c.data_seed)
+    return X, y, probe_grid(X, c.probe_side)
 
 def _long_predictions(P: np.ndarray, ids, id_name: str = 'net') -> pd.DataFrame:
     "Probabilities [solutions, probe, 2] as a long table: id, probe, p0, p1."
@@ -170,46 +177,59 @@ def _end_of_training(nets, X, y) -> pd.DataFrame:
     return pd.DataFrame({'loss': [float(torch.nn.functional.cross_entropy(o, y)) for o in out],
                          'accuracy': [float((o.argmax(1) == y).double().mean()) for o in out]})
 
-def train_run(run: PosteriorRun) -> dict:
-    "Train the nets of one run as an ensemble, estimate their LLCs in one call; the tables above."
-    device = torch.device(run.device) if run.device else default_device()
-    X, y, probe = _data(run, device)
-    ids = np.arange(run.first_seed, run.first_seed + run.n_nets)
-    nets = [make_mlp([2, *run.hidden, 2], seed=int(s)) for s in ids]
+def train_run(run: PosteriorRun, data, nets) -> dict:
+    "Train the nets of one run as an ensemble on `data`: their trajectories and epoch-mean losses."
+    X, y, _ = data
     per_epoch = math.ceil(run.n_samples / run.batch_size)
     settings = EnsembleSettings(optimizer='sgd', lr=run.lr, batch_size=run.batch_size, seed=run.first_seed,
                                 n_steps=run.epochs * per_epoch, every=1, groups='top')
     t0 = time.perf_counter()
-    steps = train_ensemble(nets, (X, y), 'classification', settings, device=device)
+    steps = train_ensemble(nets, (X, y), 'classification', settings)
     train_seconds = time.perf_counter() - t0
     steps.insert(0, 'net', steps.pop('member') + run.first_seed)
     trained = steps[steps.step > 0].assign(epoch=lambda d: (d.step - 1) // per_epoch + 1)
     epochs = trained.groupby(['net', 'epoch'], as_index=False).loss.mean()
     keep = (steps.step <= 800) | (steps.step % per_epoch == 0)
+    return dict(trajectory=steps.loc[keep, ['net', 'step', 'R']], epoch_loss=epochs, train_seconds=train_seconds)
+
+def evaluate_run(run: PosteriorRun, data, nets) -> dict:
+    "The trained nets of one run: loss and accuracy, LLCs (one call), probe predictions and final weights."
+    X, y, probe = data
+    ids = np.arange(run.first_seed, run.first_seed + run.n_nets)
     solutions = _end_of_training(nets, X, y)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                      # flagged estimates are counted in the table
-        llc = estimate_llc(nets, (X, y), 'classification', run.llc, device=device)
+        llc = estimate_llc(nets, (X, y), 'classification', run.llc)
     llc_seconds = time.perf_counter() - t0
     solutions.insert(0, 'net', ids)
     solutions = solutions.assign(llc=np.atleast_1d(llc.llc), llc_se=np.atleast_1d(llc.llc_se),
                                  llc_flagged=(llc.diagnostics.problems != '').to_numpy())
     weights = torch.stack([torch.cat([p.detach().reshape(-1).cpu() for p in n.parameters()]) for n in nets])
     return dict(solutions=solutions, predictions=_long_predictions(predict_on_probe(nets, probe), ids),
-                trajectory=steps.loc[keep, ['net', 'step', 'R']], epoch_loss=epochs,
-                weights=pd.DataFrame({'net': ids, 'w': list(weights.numpy())}),
-                train_seconds=train_seconds, llc_seconds=llc_seconds)
+                weights=pd.DataFrame({'net': ids, 'w': list(weights.numpy())}), llc_seconds=llc_seconds)
 
-def sweep(cfg: MoonsPosteriorConfig, device=None) -> Sweep:
-    "Stage 1 of the study as a sweep for the runner."
-    return Sweep('moons-posterior', train_run, runs(cfg, device), device=device)
+class MoonsPosterior(Study):
+    "The moons posterior study, for the runner: stage 1 run by run, stage 2 (`finish`) once every run is done."
+    name, presets, keep = 'moons-posterior', PRESETS, ('timing.csv',)
+    def runs(self, cfg): return runs(cfg)
+    def load_data(self, run): return _data(run)
+    def build_models(self, run):
+        return [make_mlp([2, *run.hidden, 2], seed=s) for s in range(run.first_seed, run.first_seed + run.n_nets)]
+    def train(self, run, data, nets): return train_run(run, data, nets)
+    def evaluate(self, run, data, nets, trained): return evaluate_run(run, data, nets)
+    def finish(self, folder, cfg): return finish(folder, cfg)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = MoonsPosterior()
 
 
 # %%
+import tempfile
+from fracsgd.runner import placement, run_one
 few = replace(QUICK, n_models=5, nets_per_run=2, epochs=3, probe_side=4, llc=PAPER_PRESET.replace(n_draws=20))
 assert [(r.first_seed, r.n_nets) for r in runs(few)] == [(0, 2), (2, 2), (4, 1)]
-small = train_run(runs(few)[1])
+small = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(few)[1])
 assert list(small['solutions'].net) == [2, 3] and small['predictions'].shape == (2 * 16, 4)
 assert small['epoch_loss'].epoch.max() == 3 and small['trajectory'].step.max() == 12
 assert len(small['weights'].w[0]) == 2 * 64 + 64 + 64 * 64 + 64 + 64 * 2 + 2
@@ -256,9 +276,9 @@ def convergence(solutions: pd.DataFrame, epochs: pd.DataFrame, cfg: MoonsPosteri
 
 
 # %%
-Xm, ym, _ = load_moons(4000, 0.2, seed=1, device='cpu')
+Xm, ym, _ = load_moons(4000, 0.2, seed=1)
 assert 0.95 < bayes_accuracy(Xm, ym, 0.2) < 0.99                       # the noise makes the moons overlap
-Xc, yc, _ = load_moons(400, 0.01, seed=1, device='cpu')
+Xc, yc, _ = load_moons(400, 0.01, seed=1)
 assert bayes_accuracy(Xc, yc, 0.01) == 1.0                              # nearly noiseless: perfectly separable
 
 
@@ -267,27 +287,34 @@ assert bayes_accuracy(Xc, yc, 0.01) == 1.0                              # nearly
 #
 # The posterior chains start from the lowest-loss and the lowest-LLC solution among the analysed nets (the
 # paper's choice; nets with an LLC ≤ 0, a failed estimate, cannot be chosen). They can only start once every
-# net is trained, so they are a second stage: `finish(folder, cfg)` reads the stored tables and final weights,
-# runs the chains with `cfg.posterior` ([clusters chapter](clusters.html)'s `sample_posterior`; the paper's
-# settings: step size $10^{-5}$, 200 burn-in steps, 1000 draws 10 steps apart, at temperature 1) and writes the
-# draws' class probabilities on the probe set to `chains.parquet`, with `chains.json` naming the inputs. Run
-# again with the same inputs, it does nothing; a killed stage 2 is redone whole (it takes about a minute).
-# `fracsgd run moons-posterior` runs both stages.
+# net is trained, so they are a second stage, the study's `finish(folder, cfg)`, which the runner calls once
+# every run is done, under the placement of the runs. `sample_chains(folder, cfg)` reads the stored tables and
+# final weights, rebuilds the two seed nets where the runner places them (`place`), runs the chains with
+# `cfg.posterior` ([clusters chapter](clusters.html)'s `sample_posterior`; the paper's settings: step size
+# $10^{-5}$, 200 burn-in steps, 1000 draws 10 steps apart, at temperature 1) and writes the draws' class
+# probabilities on the probe set to `chains.parquet`, with `chains.json` naming the inputs. Run again with the
+# same inputs, it does nothing; a killed stage 2 is redone whole (it takes about a minute). `finish` then records
+# in `wall.json` the wall clock since the runner opened the folder (the last session of `meta.json`): the whole
+# study, both stages, of the last call. `fracsgd run moons-posterior` runs both stages.
 
 # %%
 #| export
 def _bayes(cfg: MoonsPosteriorConfig) -> float:
-    X, y, _ = load_moons(cfg.n_samples, cfg.noise, seed=cfg.data_seed, device='cpu')
+    X, y, _ = load_moons(cfg.n_samples, cfg.noise, seed=cfg.data_seed)
     return bayes_accuracy(X, y, cfg.noise)
 
-def _net(w: np.ndarray, hidden) -> torch.nn.Module:
-    net = make_mlp([2, *hidden, 2])
-    vector_to_parameters(torch.tensor(np.array(w, dtype=np.float32)), net.parameters())
-    return net
+def _nets(weights: pd.Series, ids, hidden) -> list:
+    "Nets with the stored weights of nets `ids`, placed where the runner places the study."
+    nets = place([make_mlp([2, *hidden, 2]) for _ in ids])
+    for net, i in zip(nets, ids):
+        p = next(net.parameters())
+        vector_to_parameters(torch.tensor(np.asarray(weights[i]), dtype=p.dtype, device=p.device),
+                             net.parameters())
+    return nets
 
-def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict:
+def sample_chains(folder, cfg: MoonsPosteriorConfig) -> dict:
     "Stage 2: the posterior chains from the seed solutions of the finished stage 1 in `folder`; skipped if done."
-    cfg, folder = cfg or config(), Path(folder)
+    folder = Path(folder)
     study = stored_study(folder)
     sol = convergence(study.tables['solutions'].drop(columns='key'), study.tables['epoch_loss'], cfg,
                       _bayes(cfg)).sort_index()
@@ -302,15 +329,13 @@ def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict
         done = json.loads(meta.read_text())
         if {k: done[k] for k in inputs} == json.loads(json.dumps(inputs)):
             return done
-    device = torch.device(device) if device else default_device()
-    X, y, probe = _data(cfg, device)
+    X, y, probe = place(_data(cfg))
     nets = list(dict.fromkeys(seeds.values()))                # one chain set per distinct seed net
-    weights = study.tables['weights'].set_index('net').w
+    models = _nets(study.tables['weights'].set_index('net').w, nets, cfg.hidden)
     t0, threads = time.perf_counter(), torch.get_num_threads()
     torch.set_num_threads(1)             # two chains of a tiny net: threads only spin against other jobs' work
     try:
-        draws = sample_posterior([_net(weights[i], cfg.hidden) for i in nets], (X, y), probe, cfg.posterior,
-                                 device=device)                # [nets, chains, draws, probe, 2]
+        draws = sample_posterior(models, (X, y), probe, cfg.posterior)   # [nets, chains, draws, probe, 2]
     finally:
         torch.set_num_threads(threads)
     seconds = time.perf_counter() - t0
@@ -321,6 +346,15 @@ def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict
     done = dict(inputs, seconds=seconds)
     with atomic_path(meta) as tmp:
         tmp.write_text(json.dumps(done, indent=1) + '\n')
+    return done
+
+def finish(folder, cfg: MoonsPosteriorConfig) -> dict:
+    "Stage 2 (`sample_chains`), then the wall clock since the last session began in `wall.json`."
+    done = sample_chains(folder, cfg)
+    began = datetime.datetime.fromisoformat(read_meta(folder)['sessions'][-1]['time'])
+    seconds = (datetime.datetime.now(datetime.timezone.utc) - began).total_seconds()
+    with atomic_path(Path(folder) / 'wall.json') as tmp:
+        tmp.write_text(json.dumps(dict(seconds=seconds)) + '\n')
     return done
 
 
@@ -337,9 +371,8 @@ def finish(folder, cfg: MoonsPosteriorConfig | None = None, device=None) -> dict
 
 # %%
 #| export
-def read_study(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
+def read_study(folder, cfg: MoonsPosteriorConfig) -> dict:
     "`read_tables(folder)` with the convergence columns of `cfg` on the solutions and the Bayes-rule accuracy."
-    cfg = cfg or config()
     data, bayes = read_tables(folder), _bayes(cfg)
     return dict(data, solutions=convergence(data['solutions'], data['epochs'], cfg, bayes).sort_index(), bayes=bayes)
 
@@ -351,12 +384,12 @@ assert isinstance(QUICK, AnalysisSettings) and isinstance(SMOKE, AnalysisSetting
 # %% [markdown]
 # ## One function runs the study
 #
-# `run` runs stage 1 through the sweep runner (resuming; `runner` options such as `workers` go to `run_sweep`),
-# then stage 2, then `report`, and records the wall-clock time of the whole call in `wall.json`. `report` reads
-# the folder back (tables only), writes the analysis as small csv files beside the runs (the summary, the fig.-3
-# scan, the per-net table with each net's cluster, the cluster masses and centres, the loss curves, the timing),
-# draws the figures from those tables and returns them with the analysis. The command line does the same:
-# `fracsgd run moons-posterior [--full]`, and `fracsgd report FOLDER` again later.
+# The [runner](runner.html)'s `run_study(STUDY, 'quick', folder)` runs stage 1 (resuming; options such as
+# `workers` and `device` are the runner's), then stage 2 (`finish`), then `report`. `report` reads the folder
+# back (tables only), writes the analysis as small csv files beside the runs (the summary, the fig.-3 scan, the
+# per-net table with each net's cluster, the cluster masses and centres, the loss curves, the timing), draws the
+# figures from those tables and returns them with the analysis. The command line does the same: `fracsgd run
+# moons-posterior [--full]`, and `fracsgd report FOLDER` again later, with the configuration recorded there.
 
 # %%
 #| export
@@ -373,12 +406,12 @@ def result_tables(res: dict, data: dict, cfg: MoonsPosteriorConfig, wall: float 
     return dict(summary=res['summary'], clusters=res['reports'], scan=res['scan'], table2=res['table2'],
                 choices=res['each_choice'].astype({'D_xi': str, 'tempered': str}), masses=res['masses'],
                 chains=res['chains'], solutions=sol.reset_index().astype({'cluster': int}),
-                centroids=centroid_table(res['centroids'], _data(cfg, 'cpu')[2].numpy()),
+                centroids=centroid_table(res['centroids'], _data(cfg)[2].numpy()),
                 curves=loss_curves(data['epochs']), timing=timing)
 
-def report(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
+def report(folder, cfg: MoonsPosteriorConfig) -> dict:
     "Analyse the study in `folder` (tables only); write its csv files and figures there; return them."
-    cfg, out = cfg or config(), Path(folder)
+    out = Path(folder)
     data = read_study(out, cfg)
     res = analyse(data, cfg)
     wall = json.loads((out / 'wall.json').read_text())['seconds'] if (out / 'wall.json').exists() else None
@@ -389,22 +422,14 @@ def report(folder, cfg: MoonsPosteriorConfig | None = None) -> dict:
     res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, tables=tables, summary=tables['summary'], out=out)
 
-def run(cfg: MoonsPosteriorConfig | None = None, out_dir=None, progress: bool = True, device=None, **runner) -> dict:
-    "Run both stages of the study with `cfg` into `out_dir` (resuming), then `report`; time the whole call."
-    cfg = cfg or config()
-    label = {QUICK: 'quick', FULL: 'full', QUICK_CONVERGED: 'quick-converged', FULL_CONVERGED: 'full-converged'}
-    out = Path(out_dir) if out_dir else results_dir('moons-posterior', label.get(cfg, 'custom'))
-    t0 = time.perf_counter()
-    run_sweep(sweep(cfg, device), out, progress=progress, **runner)
-    finish(out, cfg, device)
-    with atomic_path(out / 'wall.json') as tmp:
-        tmp.write_text(json.dumps(dict(seconds=time.perf_counter() - t0)) + '\n')
-    return dict(report(out, cfg), config=cfg)
-
 
 # %% [markdown]
 # `save_results` copies the small csv files of a finished folder (well under 1 MB) to where the page reads them,
-# `nbs/moons_posterior/<label>/`; the runs themselves (tens of MB) stay in the results folder.
+# `nbs/moons_posterior/<label>/`; the runs themselves (tens of MB) stay in the results folder. It is for this
+# page, which draws four configurations (two of them, the converged variants, are not the paper's and have no
+# ledger rows) from eleven tables each. What the [claims ledger](ledger.html) keeps of the quick and full
+# folders is `keep_results(folder)`'s: the summary, `timing.csv` (the study's `keep`, with stage 2's time) and the
+# runs' summed time.
 
 # %%
 #| export
@@ -428,13 +453,16 @@ def save_results(folder, label: str, dest=None) -> Path:
 # baseline.
 
 # %%
-import tempfile, contextlib, io
+import contextlib, io
+from fracsgd.runner import run_study
 from fracsgd.tempering import kl_divergence, tempered_masses
 smoke_dir = Path(tempfile.mkdtemp())
 with contextlib.redirect_stdout(io.StringIO()):
-    smoke = run(SMOKE, smoke_dir, progress=False, workers=1)
-    again = run_sweep(sweep(SMOKE), smoke_dir, progress=False, workers=1)
-assert again == dict(done=0, failed=0, skipped=2), again
+    smoke = run_study(STUDY, 'smoke', smoke_dir, progress=False, workers=1)
+    sampled = (smoke_dir / 'chains.parquet').stat().st_mtime_ns
+    again = run_study(STUDY, 'smoke', smoke_dir, progress=False, workers=1, report=False)
+assert again['counts'] == dict(done=0, failed=0, skipped=2), again['counts']
+assert (smoke_dir / 'chains.parquet').stat().st_mtime_ns == sampled
 at1 = smoke['scan'].query('xi == 1.0 and m == 1 and comparison == "tempered"')
 assert np.allclose(at1.D_xi, 1) and np.allclose(at1[TAB2_KL], kl_divergence(smoke['p_post'], smoke['p_sgd']))
 for kw in smoke['choices'].values():
@@ -446,14 +474,15 @@ smoke['tables']['timing']
 # %% [markdown]
 # ## Results
 #
-# The four configurations were run with `run(cfg, folder, workers=2)` through the sweep runner on the shared
-# 2-core development CPU (two other helpers' jobs ran beside them, so the times are those of a loaded machine),
-# reported, and copied here with `save_results(folder, label)`. The page reads those files; the `#| heavy` cell
-# at the end reruns everything. One line per configuration:
+# The four configurations were run through the sweep runner, with `workers=2`, on the shared 2-core development
+# CPU (two other helpers' jobs ran beside them, so the times are those of a loaded machine), reported, and copied
+# here with `save_results(folder, label)`. (They were run before the [runner](runner.html) chapter, by the study's
+# own `run`, which did what `run_study(STUDY, label, workers=2)` does now: the run keys are the same.) The page
+# reads those files; the `#| heavy` cell at the end reruns everything. One line per configuration:
 
 # %%
 LABELS = ['quick', 'full', 'quick-converged', 'full-converged']
-CONFIGS = dict(zip(LABELS, [QUICK, FULL, QUICK_CONVERGED, FULL_CONVERGED]))
+CONFIGS = {label: STUDY.config(label) for label in LABELS}
 results = {label: read_results(RESULTS / label) for label in LABELS if (RESULTS / label / 'summary.csv').exists()}
 assert {'quick', 'full', 'quick-converged', 'full-converged'} <= set(results), sorted(results)
 
@@ -672,7 +701,7 @@ mine.query('config == "full"')[['claim_id', 'kind', 'paper_value', 'value', 'ci_
 # The LLC of every solution is estimated vectorized: one `estimate_llc` call per run of the sweep, over its 50
 # nets, whose SGLD chains advance together (the LLC chapter chunks them by memory). The timing of each stage,
 # summed over the runs of the sweep (two runs at a time on the two cores, so the wall clock is about half the
-# sum), and the wall clock of the whole `run` call:
+# sum), and the wall clock of the whole study, both stages, in its last call:
 
 # %%
 pd.DataFrame({label: results[label]['timing'].set_index('what').seconds.round(1).values for label in LABELS},
@@ -699,24 +728,24 @@ speed.round(2)
 # %%
 #| heavy
 # Reruns everything on this page: the four configurations (about 25 minutes on the loaded 2-core CPU) and the speed
-# comparison. The results folders are scratch; save_results copies their tables to nbs/moons_posterior/.
-from fracsgd.ledger import record_claims
-for label, cfg in CONFIGS.items():
-    folder = results_dir('moons-posterior', label)
-    run(cfg, folder, workers=2)
+# comparison. The results folders (results/moons-posterior/<label>) are scratch; save_results copies their tables
+# to nbs/moons_posterior/ for this page, keep_results records the paper's two configurations in the claims ledger.
+from fracsgd.ledger import keep_results
+for label in CONFIGS:
+    folder = run_study(STUDY, label, workers=2)['folder']
     save_results(folder, label)
     if label in ('quick', 'full'):
-        record_claims(folder)
+        keep_results(folder)
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')
-    X, y, _ = load_moons(512, 0.2, seed=0, device='cpu')
+    X, y, _ = load_moons(512, 0.2, seed=0)                      # on the CPU, as the nets: the speed of the CPU
     nets, rows = [make_mlp([2, 64, 64, 2], seed=s) for s in range(20)], []
     for repeat in range(2):
-        t0 = time.perf_counter(); estimate_llc(nets, (X, y), 'classification', PAPER_PRESET, device='cpu')
+        t0 = time.perf_counter(); estimate_llc(nets, (X, y), 'classification', PAPER_PRESET)
         vec = time.perf_counter() - t0
         t0 = time.perf_counter()
         for net in nets:
-            estimate_llc(net, (X, y), 'classification', PAPER_PRESET, device='cpu')
+            estimate_llc(net, (X, y), 'classification', PAPER_PRESET)
         loop = time.perf_counter() - t0
         rows.append(dict(repeat=repeat, nets=len(nets), vectorized_seconds=vec, loop_seconds=loop, ratio=loop / vec))
 write_table(pd.DataFrame(rows), RESULTS / 'speed.csv')
