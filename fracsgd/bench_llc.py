@@ -4,7 +4,7 @@
 
 # %% ../nbs/97_bench_llc.ipynb #e25ec091
 from __future__ import annotations
-import contextlib, io, tempfile, warnings
+import contextlib, io, json, math, tempfile, time, warnings
 from pathlib import Path
 
 import pandas as pd
@@ -14,11 +14,13 @@ import torch.nn.functional as F
 from .core import default_device
 from .models import make_mlp
 from .llc import estimate_llc
-from .sgld import SGLDSettings, default_n_beta
+from .sgld import PAPER_PRESET, SGLDSettings, default_n_beta
+from .convnets import build_net
 from .bench import report, timed
 
 # %% auto #0
-__all__ = ['bare_steps', 'bench_vs_devinterp', 'bench_ensemble', 'bench_step_overhead', 'run_llc_benchmark']
+__all__ = ['bare_steps', 'bench_vs_devinterp', 'bench_ensemble', 'bench_step_overhead', 'run_llc_benchmark', 'llc_cost',
+           'cost_in_fresh_process']
 
 # %% ../nbs/97_bench_llc.ipynb #bb012991
 def _devinterp_llc(model, X, y, s: SGLDSettings):
@@ -148,3 +150,54 @@ def run_llc_benchmark(quick: bool = True, as_json: bool = False) -> str:
     devinterp always runs at 4 chains x 400 draws; `quick` shortens the others."""
     rows = [bench_vs_devinterp(quick=False)] + bench_ensemble(quick) + bench_step_overhead(quick)
     return report(pd.DataFrame(rows), as_json=as_json)
+
+# %% ../nbs/97_bench_llc.ipynb #13063758
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+def llc_cost(arch: str = 'resnet18', image_size: int = 224, batch: int = 128, n1: int = 1, n2: int = 3,
+             sgd_steps: int = 2, diag_every: int = 20, device=None) -> dict:
+    "Seconds per SGD step, per SGLD step (table 3's setting) and per floor step for `arch` at `batch` images."
+    device = torch.device(device) if device else default_device()
+    model = build_net(arch, 'scratch', image_size).to(device)
+    model.new_head(200)
+    g = torch.Generator().manual_seed(0)
+    X = torch.randint(0, 256, (batch, 3, 64, 64), dtype=torch.uint8, generator=g).to(device)
+    y = torch.randint(0, 200, (batch,), generator=g).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-5)
+    def step(noise=None):
+        model.train()
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if noise is not None:
+            noise.normal_()
+    step()                                                                   # warm-up
+    sgd = _timed(lambda: [step() for _ in range(sgd_steps)]) / sgd_steps
+    noise = torch.empty(sum(p.numel() for p in model.parameters()), device=device)
+    floor = _timed(lambda: [step(noise) for _ in range(sgd_steps)]) / sgd_steps
+    s = PAPER_PRESET.replace(batch_size=batch, n_beta=batch / math.log(batch), diag_every=diag_every)
+    def llc(n):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            estimate_llc(model, (X, y), 'classification', s.replace(n_draws=n), device=device, eval_batch=batch)
+    sgld = (_timed(lambda: llc(n2)) - _timed(lambda: llc(n1))) / (n2 - n1)
+    return dict(arch=arch, image_size=image_size, batch=batch, diag_every=diag_every, n_params=int(noise.numel()),
+                sgd_step_s=sgd, sgld_step_s=sgld, floor_step_s=floor, ratio=sgld / sgd, ratio_at_floor=floor / sgd)
+
+def cost_in_fresh_process(timeout: float = 3600, **kw) -> dict:
+    "`llc_cost(**kw)` in a new Python process (one thread), with that process's peak resident memory in GB."
+    import subprocess, sys
+    code = ("import json, resource, torch; torch.set_num_threads(1); "
+            "from fracsgd.bench_llc import llc_cost; "
+            f"r = llc_cost(**{kw!r}); "
+            "r['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20; print(json.dumps(r))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=timeout)
+    if out.returncode:
+        raise RuntimeError(f"llc_cost failed in its process: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -1,5 +1,6 @@
 """Tiny ImageNet: the reader on a fake tree in the official layout, its errors, the study's pieces on known
-answers, the command line without the dataset, and the LLC's memory not growing with the number of draws."""
+answers, the command line without the dataset, the smoke preset through the runner in float64, the run keys of the
+committed results, and the LLC's memory not growing with the number of draws."""
 import json, subprocess, sys
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +13,10 @@ import torch
 from fracsgd.datasets.tiny_imagenet import (TINY_FOLDER, TINY_URL, TinyImageNetMissing, check_class_count,
                                             find_tiny_imagenet, load_tiny_imagenet, read_val_annotations,
                                             read_wnids, stand_in_images, write_fake_tiny_imagenet)
+from fracsgd.convnets import PretrainedWeightsMissing, build_net
+from fracsgd.runner import placement, run_one, run_study
 from fracsgd.studies import tiny_imagenet as ti
+from fracsgd.sweep import unique_runs
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,8 +90,8 @@ def test_weights_unreachable_says_what_to_do(monkeypatch):
             raise OSError('<urlopen error [Errno -3] Temporary failure in name resolution>')
         return torchvision.models.resnet18()
     monkeypatch.setattr(torchvision.models, 'get_model', offline)
-    with pytest.raises(ti.PretrainedWeightsMissing, match='--stand-in'):
-        ti.build_net('resnet18', 'IMAGENET1K_V1')
+    with pytest.raises(PretrainedWeightsMissing, match='--stand-in'):
+        build_net('resnet18', 'IMAGENET1K_V1')
 
 
 def test_cli_without_dataset(tmp_path, monkeypatch, capsys):
@@ -101,12 +105,15 @@ def test_cli_without_dataset(tmp_path, monkeypatch, capsys):
 def test_stopping_rule_and_modes(monkeypatch, tmp_path):
     assert not ti.stop_now([3.0, 2.0, 1.0]) and ti.stop_now([2.0, 1.00005, 1.00003, 1.00002, 1.00001])
     monkeypatch.setenv('FRACSGD_DATA', str(tmp_path))
-    assert ti.config(False) == ti.QUICK and ti.config(True) == ti.FULL and not ti.QUICK.stand_in
+    study = ti.STUDY
+    assert study.config('quick') == ti.QUICK and study.config('full') == ti.FULL and not ti.QUICK.stand_in
     with pytest.raises(TinyImageNetMissing):                             # no dataset: named, before any training
-        ti.check_data(ti.QUICK)
-    ti.check_data(ti.with_stand_in(ti.QUICK))                            # the stand-in needs no dataset
+        study.check_data(ti.QUICK)
+    study.check_data(study.with_stand_in(ti.QUICK))                      # the stand-in needs no dataset
+    assert study.stand_in(ti.QUICK) == '' and 'resnet18 trained 60 Adam steps' in study.stand_in(
+        study.with_stand_in(ti.QUICK))
     write_fake_tiny_imagenet(tmp_path)
-    ti.check_data(ti.QUICK)
+    study.check_data(ti.QUICK)
 
 
 def _trajectory(alpha=0.25, head_slope=0.9, switch=50, steps=200, llc=10.0):
@@ -133,13 +140,41 @@ def test_run_on_the_real_format(tmp_path, monkeypatch):
     write_fake_tiny_imagenet(tmp_path, n_classes=3, per_class=4, n_val=2, size=64)
     monkeypatch.setenv('FRACSGD_DATA', str(tmp_path))
     run = ti.TinyRun(arch='resnet18', weights='scratch', n_classes=3, image_size=32, store_size=32, batch_size=4,
-                     head_epochs=3, sgd_steps=4, llc_every=2, llc_draws=3, pretrain_steps=1, record_every=1,
-                     device='cpu')
-    out = ti.train_run(run)
+                     head_epochs=3, sgd_steps=4, llc_every=2, llc_draws=3, pretrain_steps=1, record_every=1)
+    out = run_one(ti.STUDY, placement('cpu'), tmp_path / 'study', run)
     traj = out['trajectory']
     assert out['n_train'] == 12 and out['stand_in'].startswith('resnet18 trained 1 Adam steps')
     assert 'Tiny ImageNet (train)' in out['data_source'] and traj.llc.notna().sum() == 3
     assert set(traj.phase) == {'adam-head', 'sgd'} and traj.step.max() == out['switch_step'] + 4
+    assert 0 <= out['test_accuracy'] <= 1 and np.isfinite(out['test_loss'])       # the study's evaluate
+
+
+def test_smoke_through_the_runner_in_float64(tmp_path):
+    "The smoke preset on the stand-in (no dataset, no downloaded weights), through the runner on the CPU in float64."
+    res = run_study(ti.STUDY, 'smoke', tmp_path, stand_in=True, device='cpu', dtype='float64', progress=False)
+    assert res['counts'] == dict(done=1, failed=0, skipped=0), res['counts']
+    assert (tmp_path / 'summary.csv').exists() and len(res['summary']) == 7
+    assert json.loads((tmp_path / 'meta.json').read_text())['stand_in'] == ti.STUDY.stand_in(
+        ti.STUDY.with_stand_in(ti.SMOKE))
+
+
+COMMITTED = sorted((ROOT / 'nbs' / 'ledger' / 'compact' / 'tiny-imagenet').glob('*/provenance.json'))
+
+@pytest.mark.parametrize('prov', COMMITTED, ids=lambda p: p.parent.name)
+def test_committed_run_keys(prov):
+    "Each committed compact result's run keys (and its stand-in record) are those of the preset that made it."
+    record = json.loads(prov.read_text())
+    preset = prov.parent.name.removesuffix('-stand-in')
+    assert not preset.startswith('custom-'), 'a custom configuration: add it here from the notebook that made it'
+    cfg = ti.STUDY.config(preset)
+    if record['stand_in']:
+        cfg = ti.STUDY.with_stand_in(cfg)
+    assert sorted(unique_runs(ti.STUDY.runs(cfg))) == record['run_keys']
+    assert ti.STUDY.stand_in(cfg) == record['stand_in']
+
+
+def test_committed_results_are_checked():
+    assert [p.parent.name for p in COMMITTED] == ['quick-stand-in']
 
 
 MEMORY = """

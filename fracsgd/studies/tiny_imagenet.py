@@ -4,7 +4,7 @@
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #3c0d0f5e
 from __future__ import annotations
-import json, math, os, time, warnings
+import json, math, time, warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -13,89 +13,24 @@ import pandas as pd
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from ..core import require, default_device, full_mode, read_table, results_dir, save_figures, seed_everything, write_table
-from ..datasets.tiny_imagenet import (ImageSet, TinyImageNetMissing, check_class_count, find_tiny_imagenet,
-                                            load_tiny_imagenet, stand_in_images)
+from ..convnets import (ARCHS, FineTuneNet, PretrainedWeightsMissing, _batches, build_net, evaluate,
+                              head_features, pretrain_from_scratch)
+from ..core import read_table, save_figures, write_table
+from ..datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
+                                            stand_in_images)
 from ..displacement import Recorder, log_steps
-from ..ledger import COMPACT, keep_results, mark_stand_in
+from ..ledger import COMPACT
 from ..llc import estimate_llc
+from ..runner import Study
 from ..sgld import PAPER_PRESET
 from ..spectral import fit_power_law
 from ..store import load_study
-from ..sweep import Sweep, run_sweep
 
 # %% auto #0
-__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'ARCHS', 'FULL', 'QUICK', 'SMOKE', 'PAPER_TABLE1', 'ImageNetInput', 'FineTuneNet',
-           'PretrainedWeightsMissing', 'build_net', 'TinyRun', 'run_data', 'pretrain_from_scratch', 'head_features',
-           'stop_now', 'evaluate', 'llc_settings', 'train_run', 'TinyConfig', 'config', 'check_data', 'with_stand_in',
-           'runs', 'sweep', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end', 'table1', 'per_run', 'report',
-           'run', 'save_compact', 'llc_cost', 'cost_in_fresh_process']
-
-# %% ../../nbs/25_tiny_imagenet_study.ipynb #90f814f7
-IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-ARCHS = ('resnet18', 'resnet34', 'vgg11', 'vgg16')
-
-class ImageNetInput(nn.Module):
-    "uint8 (or [0, 1] float) images [B, 3, h, w] → resized to `size`×`size`, ImageNet-normalised floats."
-    def __init__(self, size: int = 224):
-        super().__init__()
-        self.size = int(size)
-        self.register_buffer('mean', torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer('std', torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
-
-    def forward(self, x):
-        x = x.float().div(255) if x.dtype == torch.uint8 else x
-        if tuple(x.shape[-2:]) != (self.size, self.size):
-            x = F.interpolate(x, size=(self.size, self.size), mode='bilinear', align_corners=False)
-        return (x - self.mean) / self.std
-
-class FineTuneNet(nn.Module):
-    "A torchvision classifier `net` behind an `ImageNetInput`."
-    def __init__(self, net: nn.Module, size: int = 224):
-        super().__init__()
-        self.input, self.net = ImageNetInput(size), net
-
-    def forward(self, x):
-        return self.net(self.input(x))
-
-    @property
-    def head(self) -> nn.Linear:
-        "The output layer: `fc` of a ResNet, the last layer of a VGG's `classifier`."
-        return self.net.fc if hasattr(self.net, 'fc') else self.net.classifier[-1]
-
-    def new_head(self, n_classes: int, seed: int = 0):
-        "Replace the output layer with a freshly initialised one of `n_classes` units."
-        torch.manual_seed(seed)
-        old = self.head
-        new = nn.Linear(old.in_features, n_classes).to(old.weight.device)
-        if hasattr(self.net, 'fc'):
-            self.net.fc = new
-        else:
-            self.net.classifier[-1] = new
-
-# %% ../../nbs/25_tiny_imagenet_study.ipynb #4cca3267
-class PretrainedWeightsMissing(OSError):
-    "torchvision could not provide the pretrained weights."
-
-def build_net(arch: str, weights: str = 'IMAGENET1K_V1', size: int = 224, seed: int = 0) -> FineTuneNet:
-    "torchvision's `arch` with `weights` ('IMAGENET1K_V1', or 'scratch': random init) behind an `ImageNetInput`."
-    models = require('torchvision.models')
-    if arch not in ARCHS:
-        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
-    torch.manual_seed(seed)
-    if weights == 'scratch':
-        return FineTuneNet(models.get_model(arch, weights=None), size)
-    try:
-        net = models.get_model(arch, weights=weights)
-    except Exception as e:
-        raise PretrainedWeightsMissing(
-            f"torchvision could not provide the {weights} weights of {arch} ({type(e).__name__}: "
-            f"{' '.join(str(e).split())[:200]}): connect once to download them (they are cached under "
-            "~/.cache/torch/hub/checkpoints), or pass --stand-in (`with_stand_in(cfg)` in Python) to use the same "
-            "architecture trained briefly here from scratch, labelled as a stand-in") from e
-    return FineTuneNet(net, size)
+__all__ = ['FULL', 'QUICK', 'SMOKE', 'STUDY', 'PAPER_TABLE1', 'TinyRun', 'run_data', 'stop_now', 'llc_settings', 'train_run',
+           'TinyConfig', 'runs', 'TinyImageNetStudy', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end',
+           'table1', 'per_run', 'report']
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #3b2661f3
 @dataclass(frozen=True)
@@ -126,7 +61,7 @@ class TinyRun:
     pretrain_lr: float = 1e-4              # their learning rate (1e-3 left the VGGs at chance)
     record_every: int = 10
     seed: int = 0
-    device: str | None = None
+    RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
         if self.arch not in ARCHS:
@@ -157,58 +92,21 @@ def run_data(run: TinyRun) -> dict[str, ImageSet]:
                    test=load_tiny_imagenet('val', None, run.n_classes, run.test_per_class, run.store_size))
         if run.weights == 'scratch':
             out['pretrain'] = load_tiny_imagenet('train', None, run.n_classes, None, run.store_size)
-        return out
-    per, test = run.per_class or 100, run.test_per_class or 50
-    get = lambda n, offset: stand_in_images(run.n_classes, n, run.store_size, run.data, offset)
-    out = dict(train=get(per, 0), test=get(test, per))
-    if run.weights == 'scratch':
-        out['pretrain'] = get(per, per + test)
+    else:
+        per, test = run.per_class or 100, run.test_per_class or 50
+        get = lambda n, offset: stand_in_images(run.n_classes, n, run.store_size, run.data, offset)
+        out = dict(train=get(per, 0), test=get(test, per))
+        if run.weights == 'scratch':
+            out['pretrain'] = get(per, per + test)
+    check_class_count(len(out['train'].classes), run.n_classes, 'the fine-tuning data')
     return out
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #c8fb4717
-def _batches(n: int, batch: int, gen: torch.Generator):
-    "An endless stream of index batches, reshuffled every epoch (the last partial batch is kept)."
-    while True:
-        perm = torch.randperm(n, generator=gen)
-        yield from perm.split(batch)
-
-def pretrain_from_scratch(model: FineTuneNet, data: ImageSet, steps: int, batch: int, seed: int = 0,
-                          lr: float = 1e-4) -> float:
-    "The stand-in for pretrained weights: `steps` Adam steps (`lr`) on all weights; returns the last loss."
-    model.train()
-    opt, gen, loss = torch.optim.Adam(model.parameters(), lr=lr, fused=True), torch.Generator().manual_seed(seed), None
-    for _, idx in zip(range(steps), _batches(len(data.y), batch, gen)):
-        loss = F.cross_entropy(model(data.X[idx]), data.y[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return float('nan') if loss is None else loss.item()
-
-@torch.no_grad()
-def head_features(model: FineTuneNet, X: torch.Tensor, batch: int = 256) -> torch.Tensor:
-    "What the head sees for each image (eval mode: frozen batch norm, no dropout): [n, in_features]."
-    got = []
-    hook = model.head.register_forward_pre_hook(lambda m, args: got.append(args[0].detach()))
-    model.eval()
-    try:
-        for s in range(0, len(X), batch):
-            model(X[s:s + batch])
-    finally:
-        hook.remove()
-    return torch.cat(got)
-
 def stop_now(losses: list[float], patience: int = 3, min_improvement: float = 1e-4) -> bool:
     "The paper's rule: stop when the epoch loss improved by less than `min_improvement` over `patience` epochs."
     if len(losses) <= patience:
         return False
     return losses[-1 - patience] - min(losses[-patience:]) < min_improvement
-
-@torch.no_grad()
-def evaluate(model: nn.Module, data: ImageSet, batch: int = 256) -> tuple[float, float]:
-    "Mean loss and accuracy of `model` in eval mode on `data`."
-    model.eval()
-    out = torch.cat([model(data.X[s:s + batch]) for s in range(0, len(data.y), batch)])
-    return float(F.cross_entropy(out, data.y)), float((out.argmax(1) == data.y).double().mean())
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #c4e6fd95
 def llc_settings(run: TinyRun, n: int):
@@ -217,11 +115,11 @@ def llc_settings(run: TinyRun, n: int):
     nbeta = B / math.log(B) if run.llc_nbeta == 'devinterp' else n / math.log(n)
     return PAPER_PRESET.replace(n_draws=run.llc_draws, batch_size=B, n_beta=nbeta, seed=run.seed)
 
-def _llc(model, data: tuple, run: TinyRun, device, call: int) -> dict:
+def _llc(model, data: tuple, run: TinyRun, call: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                       # flags go into the table
         r = estimate_llc(model, data, 'classification', llc_settings(run, len(data[1])).replace(seed=run.seed + call),
-                         device=device, eval_batch=run.eval_batch)
+                         eval_batch=run.eval_batch)
     d = r.diagnostics.iloc[0]
     return dict(llc=float(d.llc), llc_se=float(d.llc_se), llc_flagged=float(d.flagged))
 
@@ -246,11 +144,11 @@ def _head_phase(model, feats, y, run, rec, gen) -> tuple[int, list]:
             break
     return t, losses
 
-def _sgd_phase(model, train, run, recs, switch, llc_data, device, gen) -> tuple[list[dict], float]:
+def _sgd_phase(model, train, run, recs, switch, llc_data, gen) -> tuple[list[dict], float]:
     "SGD on all weights for `run.sgd_steps` steps; the LLC at the switch and every `llc_every` steps after it."
     opt = torch.optim.SGD(model.parameters(), lr=run.sgd_lr, weight_decay=0.0)
-    llcs, t0 = [], time.perf_counter()
-    llcs.append(dict(step=switch, **_llc(model, llc_data, run, device, 0)))
+    t0 = time.perf_counter()
+    llcs = [dict(step=switch, **_llc(model, llc_data, run, 0))]
     llc_seconds = time.perf_counter() - t0
     batches = _batches(len(train.y), run.batch_size, gen)
     for s in range(1, run.sgd_steps + 1):
@@ -264,27 +162,18 @@ def _sgd_phase(model, train, run, recs, switch, llc_data, device, gen) -> tuple[
         recs[1].record(s, loss)
         if run.llc_every and s % run.llc_every == 0:
             t0 = time.perf_counter()
-            llcs.append(dict(step=switch + s, **_llc(model, llc_data, run, device, len(llcs))))
+            llcs.append(dict(step=switch + s, **_llc(model, llc_data, run, len(llcs))))
             llc_seconds += time.perf_counter() - t0
     return llcs, llc_seconds
 
-# %% ../../nbs/25_tiny_imagenet_study.ipynb #7f0b9d41
-def train_run(run: TinyRun) -> dict:
-    "Both phases of one run; the trajectory table and the run's numbers."
-    device = torch.device(run.device) if run.device else default_device()
-    seed_everything(run.seed)
+def train_run(run: TinyRun, data: dict[str, ImageSet], model: FineTuneNet) -> dict:
+    "Both phases of one run (after the stand-in's from-scratch training); the trajectory table and the run's numbers."
     times, t0 = {}, time.perf_counter()
-    data = run_data(run)
-    check_class_count(len(data['train'].classes), run.n_classes, 'the fine-tuning data')
-    data = {k: ImageSet(v.X.to(device), v.y.to(device), v.classes, v.source) for k, v in data.items()}
-    model = build_net(run.arch, run.weights, run.image_size, run.seed).to(device)
     if run.weights == 'scratch':                     # the stand-in learns digits with a head of the run's size
-        model.new_head(run.n_classes, run.seed + 1)
         pretrain_from_scratch(model, data['pretrain'], run.pretrain_steps, run.batch_size, run.seed, run.pretrain_lr)
-    model.new_head(run.n_classes, run.seed)
+        model.new_head(run.n_classes, run.seed)
     times['seconds_setup'] = time.perf_counter() - t0
-    for p in model.parameters():
-        p.requires_grad_(True)
+    model.requires_grad_(True)
     train = data['train']
     H = run.head_epochs * math.ceil(len(train.y) / run.batch_size)            # the most head steps there can be
     head_steps = set(range(0, H + 1, run.record_every)) | log_steps(max(H, 1))
@@ -302,21 +191,17 @@ def train_run(run: TinyRun) -> dict:
     rec2 = Recorder(model, every=sgd_steps, groups=None)            # R from the weights at the switch
     head_loss, head_acc = evaluate(model, data['test'], run.eval_batch)
     n = len(train.y)
-    pick = torch.randperm(n, generator=torch.Generator().manual_seed(run.seed))[:run.llc_images or n].to(device)
+    pick = torch.randperm(n, generator=torch.Generator().manual_seed(run.seed))[:run.llc_images or n].to(train.X.device)
     t0 = time.perf_counter()
-    llcs, times['seconds_llc'] = _sgd_phase(model, train, run, (rec, rec2), switch, (train.X[pick], train.y[pick]),
-                                            device, gen)
+    llcs, times['seconds_llc'] = _sgd_phase(model, train, run, (rec, rec2), switch, (train.X[pick], train.y[pick]), gen)
     times['seconds_sgd'] = time.perf_counter() - t0 - times['seconds_llc']
-    loss, acc = evaluate(model, data['test'], run.eval_batch)
-    traj = rec.table
-    traj['phase'] = np.where(traj.step <= switch, 'adam-head', 'sgd')
-    traj = traj.merge(rec2.table[['step', 'R']].assign(step=lambda d: d.step + switch)
+    traj = rec.table.merge(rec2.table[['step', 'R']].assign(step=lambda d: d.step + switch)
                       .rename(columns={'R': 'R_switch'}), on='step', how='outer')
     traj = traj.merge(pd.DataFrame(llcs), on='step', how='outer').sort_values('step').reset_index(drop=True)
     traj['phase'] = np.where(traj.step <= switch, 'adam-head', 'sgd')
     epochs = pd.DataFrame(dict(epoch=np.arange(1, len(epoch_losses) + 1), loss=epoch_losses))
     return dict(trajectory=traj, epochs=epochs, switch_step=switch, epochs_head=len(epoch_losses),
-                test_accuracy_head=head_acc, test_loss_head=head_loss, test_accuracy=acc, test_loss=loss,
+                test_accuracy_head=head_acc, test_loss_head=head_loss,
                 n_params=sum(p.numel() for p in model.parameters()), n_train=len(train.y),
                 data_source=data['train'].source, stand_in=run.stand_in, **times)
 
@@ -347,36 +232,48 @@ FULL = TinyConfig()
 QUICK = replace(FULL, n_classes=10, per_class=32, test_per_class=20, image_size=32, store_size=32, batch_size=16,
                 sgd_steps=60, llc_every=20, llc_draws=16, llc_images=None, pretrain_steps=60, record_every=1,
                 n_boot=100)
-SMOKE = replace(QUICK, archs=('resnet18',), per_class=8, test_per_class=4, sgd_steps=8, llc_every=4, llc_draws=4,
+SMOKE = replace(QUICK, archs=('resnet18',), per_class=4, test_per_class=2, sgd_steps=4, llc_every=4, llc_draws=2,
                 pretrain_steps=2, n_boot=20)
 
-def config(full: bool | None = None) -> TinyConfig:
-    "QUICK, or FULL when `full` (or `FRACSGD_FULL=1`); on the paper's data. `with_stand_in` swaps in the stand-in."
-    return FULL if full_mode(full) else QUICK
-
-def check_data(cfg: TinyConfig) -> None:
-    "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
-    if not cfg.stand_in:
-        find_tiny_imagenet()
-
-def with_stand_in(cfg: TinyConfig) -> TinyConfig:
-    "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
-    return replace(cfg, stand_in=True)
-
-def runs(cfg: TinyConfig, device=None) -> list[TinyRun]:
+def runs(cfg: TinyConfig) -> list[TinyRun]:
     "One run per architecture."
     shared = dict(n_classes=10 if cfg.stand_in else cfg.n_classes, per_class=cfg.per_class,
                   test_per_class=cfg.test_per_class, image_size=cfg.image_size, store_size=cfg.store_size,
                   batch_size=cfg.batch_size, sgd_steps=cfg.sgd_steps, llc_every=cfg.llc_every,
                   llc_draws=cfg.llc_draws, llc_images=cfg.llc_images, eval_batch=cfg.eval_batch,
-                  record_every=cfg.record_every, device=None if device is None else str(device))
+                  record_every=cfg.record_every)
     if cfg.stand_in:
         shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps, pretrain_lr=cfg.pretrain_lr)
     return [TinyRun(arch=a, **shared) for a in cfg.archs]
 
-def sweep(cfg: TinyConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('tiny-imagenet', train_run, runs(cfg, device), device=device)
+class TinyImageNetStudy(Study):
+    "The Tiny ImageNet fine-tuning study (appendix G.2), for the runner."
+    name, presets = 'tiny-imagenet', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv')
+    def runs(self, cfg): return runs(cfg)
+    def check_data(self, cfg):
+        "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
+        if not cfg.stand_in:
+            find_tiny_imagenet()
+    def with_stand_in(self, cfg):
+        "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
+        return replace(cfg, stand_in=True)
+    def stand_in(self, cfg):
+        what = sorted({r.stand_in for r in runs(cfg) if r.stand_in})
+        return 'STAND-IN: ' + '; '.join(what) if what else ''
+    def load_data(self, run): return run_data(run)
+    def build_models(self, run):
+        "The run's net with a head of its size (the stand-in's: the head of its from-scratch training, seed + 1)."
+        model = build_net(run.arch, run.weights, run.image_size, run.seed)
+        model.new_head(run.n_classes, run.seed + 1 if run.weights == 'scratch' else run.seed)
+        return model
+    def train(self, run, data, model): return train_run(run, data, model)
+    def evaluate(self, run, data, model, trained):
+        loss, acc = evaluate(model, data['test'], run.eval_batch)
+        return dict(test_accuracy=acc, test_loss=loss)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = TinyImageNetStudy()
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #52fae357
 def _llc_summary(traj: pd.DataFrame, last: int = 10) -> tuple[float, float, float, int]:
@@ -463,7 +360,6 @@ def table1(per_run: pd.DataFrame) -> pd.DataFrame:
     return out[['arch', 'llc (ours)', 'llc (paper)', 'd_s (ours)', 'd_s (paper)', 'alpha (ours)', 'alpha (paper)',
                 'r2 (ours)', 'r2 (paper)']]
 
-# %% ../../nbs/25_tiny_imagenet_study.ipynb #3277c3f8
 def per_run(folder, cfg: TinyConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     "One row per architecture (table 1's numbers and the run's metrics), and the trajectory table."
     study = load_study(folder)
@@ -483,13 +379,11 @@ def per_run(folder, cfg: TinyConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     order = {a: i for i, a in enumerate(ARCHS)}
     return out.sort_values('arch', key=lambda s: s.map(order)).reset_index(drop=True), traj
 
-def report(folder, cfg: TinyConfig | None = None) -> dict:
+def report(folder, cfg: TinyConfig) -> dict:
     "Analyse the study in `folder`; write summary.csv, per_run.csv, trajectory_compact.parquet and fig. 19."
-    out, cfg = Path(folder), cfg or config()
+    out = Path(folder)
     runs_, traj = per_run(out, cfg)
     what = sorted({s for s in runs_.stand_in if s})
-    if what:
-        mark_stand_in(out, 'STAND-IN: ' + '; '.join(what))
     summary = summarize(runs_, cfg.origin)
     write_table(summary, out / 'summary.csv')
     write_table(runs_, out / 'per_run.csv')
@@ -503,68 +397,3 @@ def report(folder, cfg: TinyConfig | None = None) -> dict:
     if what:
         print('STAND-IN RESULTS, not a reproduction: ' + '; '.join(what))
     return dict(summary=summary, per_run=runs_, table1=table1(runs_), figures=figs, out=out)
-
-def run(cfg: TinyConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default: `config()`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    check_data(cfg)
-    label = ('full' if cfg.sgd_steps == FULL.sgd_steps else 'quick') + ('-stand-in' if cfg.stand_in else '')
-    out = Path(out_dir) if out_dir else results_dir('tiny-imagenet', label)
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
-
-def save_compact(folder, ledger=None, compact_dir=None) -> Path:
-    "Record the finished study's claims; copy its per-run table and compact trajectories beside the summary."
-    return keep_results(folder, ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv'), ledger=ledger,
-                        compact_dir=compact_dir)
-
-# %% ../../nbs/25_tiny_imagenet_study.ipynb #468b245d
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-    return time.perf_counter() - t0
-
-def llc_cost(arch: str = 'resnet18', image_size: int = 224, batch: int = 128, n1: int = 1, n2: int = 3,
-             sgd_steps: int = 2, diag_every: int = 20, device=None) -> dict:
-    "Seconds per SGD step, per SGLD step (table 3's setting) and per floor step for `arch` at `batch` images."
-    device = torch.device(device) if device else default_device()
-    model = build_net(arch, 'scratch', image_size).to(device)
-    model.new_head(200)
-    g = torch.Generator().manual_seed(0)
-    X = torch.randint(0, 256, (batch, 3, 64, 64), dtype=torch.uint8, generator=g).to(device)
-    y = torch.randint(0, 200, (batch,), generator=g).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-5)
-    def step(noise=None):
-        model.train()
-        loss = F.cross_entropy(model(X), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if noise is not None:
-            noise.normal_()
-    step()                                                                   # warm-up
-    sgd = _timed(lambda: [step() for _ in range(sgd_steps)]) / sgd_steps
-    noise = torch.empty(sum(p.numel() for p in model.parameters()), device=device)
-    floor = _timed(lambda: [step(noise) for _ in range(sgd_steps)]) / sgd_steps
-    s = PAPER_PRESET.replace(batch_size=batch, n_beta=batch / math.log(batch), diag_every=diag_every)
-    def llc(n):
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            estimate_llc(model, (X, y), 'classification', s.replace(n_draws=n), device=device, eval_batch=batch)
-    sgld = (_timed(lambda: llc(n2)) - _timed(lambda: llc(n1))) / (n2 - n1)
-    return dict(arch=arch, image_size=image_size, batch=batch, diag_every=diag_every, n_params=int(noise.numel()),
-                sgd_step_s=sgd, sgld_step_s=sgld, floor_step_s=floor, ratio=sgld / sgd, ratio_at_floor=floor / sgd)
-
-def cost_in_fresh_process(timeout: float = 3600, **kw) -> dict:
-    "`llc_cost(**kw)` in a new Python process (one thread), with that process's peak resident memory in GB."
-    import subprocess, sys
-    code = ("import json, resource, torch; torch.set_num_threads(1); "
-            "from fracsgd.studies.tiny_imagenet import llc_cost; "
-            f"r = llc_cost(**{kw!r}); "
-            "r['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20; print(json.dumps(r))")
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=timeout)
-    if out.returncode:
-        raise RuntimeError(f"llc_cost failed in its process: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -13,12 +13,16 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
+import math
 from collections import OrderedDict
 from typing import Sequence
 
 import pandas as pd
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+from fracsgd.core import require
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
@@ -184,6 +188,159 @@ for bad in [(), (0, 4)]:
         raise AssertionError('accepted')
     except ValueError as e:
         print(e)
+
+# %% [markdown]
+# ## ImageNet-pretrained nets from torchvision
+#
+# The [Tiny ImageNet study](tiny_imagenet_study.html) (table 1's vision rows, appendix G.2) fine-tunes torchvision's
+# ImageNet-pretrained ResNet18, ResNet34, VGG11 and VGG16 with a new output layer. `ImageNetInput` turns stored
+# `uint8` images into what an ImageNet net expects: scaled to [0, 1], resized to `size`×`size` (bilinear) and
+# normalised per channel. Keeping it inside the model means that the data stay small (64×64 bytes) in memory,
+# also for the LLC's sampler. It computes in the dtype of its own buffers, and a new head takes the device and
+# dtype of the one it replaces, so the net follows wherever it is placed.
+
+# %%
+#| export
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+ARCHS = ('resnet18', 'resnet34', 'vgg11', 'vgg16')
+
+class ImageNetInput(nn.Module):
+    "uint8 (or [0, 1] float) images [B, 3, h, w] → resized to `size`×`size`, ImageNet-normalised floats."
+    def __init__(self, size: int = 224):
+        super().__init__()
+        self.size = int(size)
+        self.register_buffer('mean', torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer('std', torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
+
+    def forward(self, x):
+        x = x.to(self.mean.dtype).div(255) if x.dtype == torch.uint8 else x
+        if tuple(x.shape[-2:]) != (self.size, self.size):
+            x = F.interpolate(x, size=(self.size, self.size), mode='bilinear', align_corners=False)
+        return (x - self.mean) / self.std
+
+class FineTuneNet(nn.Module):
+    "A torchvision classifier `net` behind an `ImageNetInput`."
+    def __init__(self, net: nn.Module, size: int = 224):
+        super().__init__()
+        self.input, self.net = ImageNetInput(size), net
+
+    def forward(self, x):
+        return self.net(self.input(x))
+
+    @property
+    def head(self) -> nn.Linear:
+        "The output layer: `fc` of a ResNet, the last layer of a VGG's `classifier`."
+        return self.net.fc if hasattr(self.net, 'fc') else self.net.classifier[-1]
+
+    def new_head(self, n_classes: int, seed: int = 0):
+        "A fresh output layer of `n_classes` units in place of the old one (on its device, in its dtype)."
+        torch.manual_seed(seed)
+        old = self.head
+        new = nn.Linear(old.in_features, n_classes).to(old.weight.device, old.weight.dtype)
+        if hasattr(self.net, 'fc'):
+            self.net.fc = new
+        else:
+            self.net.classifier[-1] = new
+
+
+# %% [markdown]
+# `build_net` asks torchvision for the pretrained weights (`weights="IMAGENET1K_V1"`, cached in
+# `~/.cache/torch/hub/checkpoints` after the first download). When they cannot be had, the error says what to do;
+# `weights='scratch'` builds the same architecture from a random initialisation, for the stand-in.
+
+# %%
+#| export
+class PretrainedWeightsMissing(OSError):
+    "torchvision could not provide the pretrained weights."
+
+def build_net(arch: str, weights: str = 'IMAGENET1K_V1', size: int = 224, seed: int = 0) -> FineTuneNet:
+    "torchvision's `arch` with `weights` ('IMAGENET1K_V1', or 'scratch': random init) behind an `ImageNetInput`."
+    models = require('torchvision.models')
+    if arch not in ARCHS:
+        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
+    torch.manual_seed(seed)
+    if weights == 'scratch':
+        return FineTuneNet(models.get_model(arch, weights=None), size)
+    try:
+        net = models.get_model(arch, weights=weights)
+    except Exception as e:
+        raise PretrainedWeightsMissing(
+            f"torchvision could not provide the {weights} weights of {arch} ({type(e).__name__}: "
+            f"{' '.join(str(e).split())[:200]}): connect once to download them (they are cached under "
+            "~/.cache/torch/hub/checkpoints), or pass --stand-in (`run_study(..., stand_in=True)` in Python) to "
+            "use the same architecture trained briefly here from scratch, labelled as a stand-in") from e
+    return FineTuneNet(net, size)
+
+
+# %%
+net = build_net('resnet18', 'scratch', size=32)
+assert net(torch.zeros(2, 3, 16, 16, dtype=torch.uint8)).shape == (2, 1000)
+net.new_head(10)
+assert net.head.out_features == 10 and net(torch.zeros(2, 3, 32, 32, dtype=torch.uint8)).shape == (2, 10)
+net.to(torch.float64).new_head(10)                           # a new head follows the net's dtype
+assert net(torch.zeros(2, 3, 32, 32, dtype=torch.uint8)).dtype == torch.float64
+vgg = build_net('vgg11', 'scratch', size=32)
+vgg.new_head(200)
+assert vgg.head is vgg.net.classifier[6] and vgg.head.out_features == 200
+del vgg, net
+
+# %% [markdown]
+# Three helpers for fine-tuning such a net: `head_features` computes what its head sees for each image (in eval
+# mode, so batch norm's statistics are frozen and dropout is off), `evaluate` gives a classifier's mean loss and
+# accuracy on a set of images, and `pretrain_from_scratch` makes the stand-in for pretrained weights when
+# torchvision's cannot be had: `steps` Adam steps (PyTorch's fused implementation) on all weights, from scratch,
+# on images that the fine-tuning never sees. Data are anything with images `X` and labels `y` (a
+# `fracsgd.datasets.tiny_imagenet.ImageSet`); everything follows the net's and the data's device.
+
+# %%
+#| export
+def _batches(n: int, batch: int, gen: torch.Generator):
+    "An endless stream of index batches, reshuffled every epoch (the last partial batch is kept)."
+    while True:
+        perm = torch.randperm(n, generator=gen)
+        yield from perm.split(batch)
+
+def pretrain_from_scratch(model: FineTuneNet, data, steps: int, batch: int, seed: int = 0,
+                          lr: float = 1e-4) -> float:
+    "The stand-in for pretrained weights: `steps` Adam steps (`lr`) on all weights; returns the last loss."
+    model.train()
+    opt, gen, loss = torch.optim.Adam(model.parameters(), lr=lr, fused=True), torch.Generator().manual_seed(seed), None
+    for _, idx in zip(range(steps), _batches(len(data.y), batch, gen)):
+        loss = F.cross_entropy(model(data.X[idx]), data.y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return float('nan') if loss is None else loss.item()
+
+@torch.no_grad()
+def head_features(model: FineTuneNet, X: torch.Tensor, batch: int = 256) -> torch.Tensor:
+    "What the head sees for each image (eval mode: frozen batch norm, no dropout): [n, in_features]."
+    got = []
+    hook = model.head.register_forward_pre_hook(lambda m, args: got.append(args[0].detach()))
+    model.eval()
+    try:
+        for s in range(0, len(X), batch):
+            model(X[s:s + batch])
+    finally:
+        hook.remove()
+    return torch.cat(got)
+
+@torch.no_grad()
+def evaluate(model: nn.Module, data, batch: int = 256) -> tuple[float, float]:
+    "Mean loss and accuracy of `model` in eval mode on `data`."
+    model.eval()
+    out = torch.cat([model(data.X[s:s + batch]) for s in range(0, len(data.y), batch)])
+    return float(F.cross_entropy(out, data.y)), float((out.argmax(1) == data.y).double().mean())
+
+
+# %%
+from types import SimpleNamespace
+net = build_net('resnet18', 'scratch', size=32)
+net.new_head(3)
+toy = SimpleNamespace(X=torch.randint(0, 256, (6, 3, 32, 32), dtype=torch.uint8), y=torch.tensor([0, 1, 2] * 2))
+assert head_features(net, toy.X, batch=4).shape == (6, net.head.in_features)
+assert math.isfinite(pretrain_from_scratch(net, toy, steps=2, batch=4)) and 0 <= evaluate(net, toy)[1] <= 1
+del net
 
 # %%
 #| hide

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import json, math, os, time, warnings
+import json, math, time, warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,18 +22,19 @@ import pandas as pd
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from fracsgd.core import require, default_device, full_mode, read_table, results_dir, save_figures, seed_everything, write_table
-from fracsgd.datasets.tiny_imagenet import (ImageSet, TinyImageNetMissing, check_class_count, find_tiny_imagenet,
-                                            load_tiny_imagenet, stand_in_images)
+from fracsgd.convnets import (ARCHS, FineTuneNet, PretrainedWeightsMissing, _batches, build_net, evaluate,
+                              head_features, pretrain_from_scratch)
+from fracsgd.core import read_table, save_figures, write_table
+from fracsgd.datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
+                                            stand_in_images)
 from fracsgd.displacement import Recorder, log_steps
-from fracsgd.ledger import COMPACT, keep_results, mark_stand_in
+from fracsgd.ledger import COMPACT
 from fracsgd.llc import estimate_llc
+from fracsgd.runner import Study
 from fracsgd.sgld import PAPER_PRESET
 from fracsgd.spectral import fit_power_law
 from fracsgd.store import load_study
-from fracsgd.sweep import Sweep, run_sweep
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
@@ -69,93 +70,12 @@ torch.set_num_threads(1)   # two cores shared with other work
 # %% [markdown]
 # ## The model: torchvision's net behind an input layer
 #
-# `ImageNetInput` turns stored `uint8` images into what an ImageNet net expects: scaled to [0, 1], resized to
-# `size`×`size` (bilinear) and normalised per channel. Keeping it inside the model means that the data stay small
-# (64×64 bytes) in memory, also for the LLC's sampler.
-
-# %%
-#| export
-IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-ARCHS = ('resnet18', 'resnet34', 'vgg11', 'vgg16')
-
-class ImageNetInput(nn.Module):
-    "uint8 (or [0, 1] float) images [B, 3, h, w] → resized to `size`×`size`, ImageNet-normalised floats."
-    def __init__(self, size: int = 224):
-        super().__init__()
-        self.size = int(size)
-        self.register_buffer('mean', torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer('std', torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
-
-    def forward(self, x):
-        x = x.float().div(255) if x.dtype == torch.uint8 else x
-        if tuple(x.shape[-2:]) != (self.size, self.size):
-            x = F.interpolate(x, size=(self.size, self.size), mode='bilinear', align_corners=False)
-        return (x - self.mean) / self.std
-
-class FineTuneNet(nn.Module):
-    "A torchvision classifier `net` behind an `ImageNetInput`."
-    def __init__(self, net: nn.Module, size: int = 224):
-        super().__init__()
-        self.input, self.net = ImageNetInput(size), net
-
-    def forward(self, x):
-        return self.net(self.input(x))
-
-    @property
-    def head(self) -> nn.Linear:
-        "The output layer: `fc` of a ResNet, the last layer of a VGG's `classifier`."
-        return self.net.fc if hasattr(self.net, 'fc') else self.net.classifier[-1]
-
-    def new_head(self, n_classes: int, seed: int = 0):
-        "Replace the output layer with a freshly initialised one of `n_classes` units."
-        torch.manual_seed(seed)
-        old = self.head
-        new = nn.Linear(old.in_features, n_classes).to(old.weight.device)
-        if hasattr(self.net, 'fc'):
-            self.net.fc = new
-        else:
-            self.net.classifier[-1] = new
-
-
-# %% [markdown]
-# `build_net` asks torchvision for the pretrained weights (`weights="IMAGENET1K_V1"`, cached in
-# `~/.cache/torch/hub/checkpoints` after the first download). When they cannot be had, the error says what to do;
-# `weights='scratch'` builds the same architecture from a random initialisation, for the stand-in.
-
-# %%
-#| export
-class PretrainedWeightsMissing(OSError):
-    "torchvision could not provide the pretrained weights."
-
-def build_net(arch: str, weights: str = 'IMAGENET1K_V1', size: int = 224, seed: int = 0) -> FineTuneNet:
-    "torchvision's `arch` with `weights` ('IMAGENET1K_V1', or 'scratch': random init) behind an `ImageNetInput`."
-    models = require('torchvision.models')
-    if arch not in ARCHS:
-        raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
-    torch.manual_seed(seed)
-    if weights == 'scratch':
-        return FineTuneNet(models.get_model(arch, weights=None), size)
-    try:
-        net = models.get_model(arch, weights=weights)
-    except Exception as e:
-        raise PretrainedWeightsMissing(
-            f"torchvision could not provide the {weights} weights of {arch} ({type(e).__name__}: "
-            f"{' '.join(str(e).split())[:200]}): connect once to download them (they are cached under "
-            "~/.cache/torch/hub/checkpoints), or pass --stand-in (`with_stand_in(cfg)` in Python) to use the same "
-            "architecture trained briefly here from scratch, labelled as a stand-in") from e
-    return FineTuneNet(net, size)
-
-
-# %%
-net = build_net('resnet18', 'scratch', size=32)
-assert net(torch.zeros(2, 3, 16, 16, dtype=torch.uint8)).shape == (2, 1000)
-net.new_head(10)
-assert net.head.out_features == 10 and net(torch.zeros(2, 3, 32, 32, dtype=torch.uint8)).shape == (2, 10)
-vgg = build_net('vgg11', 'scratch', size=32)
-vgg.new_head(200)
-assert vgg.head is vgg.net.classifier[6] and vgg.head.out_features == 200
-del vgg
-
+# The nets are built in the [convnets chapter](convnets.html#imagenet-pretrained-nets-from-torchvision):
+# `build_net(arch, weights, size)` is torchvision's `arch` (one of `ARCHS`) with its ImageNet weights (or, for the
+# stand-in, `weights='scratch'`) behind an `ImageNetInput` that turns stored `uint8` images into resized,
+# ImageNet-normalised floats, so the data stay small in memory, also for the LLC's sampler; `new_head(n)`
+# replaces the output layer. When torchvision cannot provide the weights, `PretrainedWeightsMissing` says what
+# to do.
 
 # %% [markdown]
 # ## One run
@@ -193,7 +113,7 @@ class TinyRun:
     pretrain_lr: float = 1e-4              # their learning rate (1e-3 left the VGGs at chance)
     record_every: int = 10
     seed: int = 0
-    device: str | None = None
+    RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
         if self.arch not in ARCHS:
@@ -220,7 +140,7 @@ class TinyRun:
 # %% [markdown]
 # The data of a run: Tiny ImageNet when `data='tiny-imagenet'` (a missing dataset raises with the download address
 # and the `--stand-in` hint), else digits; three disjoint sets: fine-tuning, test, and (for stand-in weights) the
-# images the from-scratch "pretraining" sees.
+# images the from-scratch "pretraining" sees. They stay on the CPU: the runner places them.
 
 # %%
 #| export
@@ -231,64 +151,28 @@ def run_data(run: TinyRun) -> dict[str, ImageSet]:
                    test=load_tiny_imagenet('val', None, run.n_classes, run.test_per_class, run.store_size))
         if run.weights == 'scratch':
             out['pretrain'] = load_tiny_imagenet('train', None, run.n_classes, None, run.store_size)
-        return out
-    per, test = run.per_class or 100, run.test_per_class or 50
-    get = lambda n, offset: stand_in_images(run.n_classes, n, run.store_size, run.data, offset)
-    out = dict(train=get(per, 0), test=get(test, per))
-    if run.weights == 'scratch':
-        out['pretrain'] = get(per, per + test)
+    else:
+        per, test = run.per_class or 100, run.test_per_class or 50
+        get = lambda n, offset: stand_in_images(run.n_classes, n, run.store_size, run.data, offset)
+        out = dict(train=get(per, 0), test=get(test, per))
+        if run.weights == 'scratch':
+            out['pretrain'] = get(per, per + test)
+    check_class_count(len(out['train'].classes), run.n_classes, 'the fine-tuning data')
     return out
 
 
 # %% [markdown]
-# The pieces of the protocol, each small: the stand-in's from-scratch training, the head's features, Adam on the
-# head with the paper's stopping rule, an evaluation, and one LLC estimate.
+# The pieces of the protocol, each small: the stand-in's from-scratch training (`pretrain_from_scratch`), the
+# head's features (`head_features`) and an evaluation (`evaluate`) are the convnets chapter's fine-tuning helpers;
+# here are Adam on the head with the paper's stopping rule, and one LLC estimate.
 
 # %%
 #| export
-def _batches(n: int, batch: int, gen: torch.Generator):
-    "An endless stream of index batches, reshuffled every epoch (the last partial batch is kept)."
-    while True:
-        perm = torch.randperm(n, generator=gen)
-        yield from perm.split(batch)
-
-def pretrain_from_scratch(model: FineTuneNet, data: ImageSet, steps: int, batch: int, seed: int = 0,
-                          lr: float = 1e-4) -> float:
-    "The stand-in for pretrained weights: `steps` Adam steps (`lr`) on all weights; returns the last loss."
-    model.train()
-    opt, gen, loss = torch.optim.Adam(model.parameters(), lr=lr, fused=True), torch.Generator().manual_seed(seed), None
-    for _, idx in zip(range(steps), _batches(len(data.y), batch, gen)):
-        loss = F.cross_entropy(model(data.X[idx]), data.y[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return float('nan') if loss is None else loss.item()
-
-@torch.no_grad()
-def head_features(model: FineTuneNet, X: torch.Tensor, batch: int = 256) -> torch.Tensor:
-    "What the head sees for each image (eval mode: frozen batch norm, no dropout): [n, in_features]."
-    got = []
-    hook = model.head.register_forward_pre_hook(lambda m, args: got.append(args[0].detach()))
-    model.eval()
-    try:
-        for s in range(0, len(X), batch):
-            model(X[s:s + batch])
-    finally:
-        hook.remove()
-    return torch.cat(got)
-
 def stop_now(losses: list[float], patience: int = 3, min_improvement: float = 1e-4) -> bool:
     "The paper's rule: stop when the epoch loss improved by less than `min_improvement` over `patience` epochs."
     if len(losses) <= patience:
         return False
     return losses[-1 - patience] - min(losses[-patience:]) < min_improvement
-
-@torch.no_grad()
-def evaluate(model: nn.Module, data: ImageSet, batch: int = 256) -> tuple[float, float]:
-    "Mean loss and accuracy of `model` in eval mode on `data`."
-    model.eval()
-    out = torch.cat([model(data.X[s:s + batch]) for s in range(0, len(data.y), batch)])
-    return float(F.cross_entropy(out, data.y)), float((out.argmax(1) == data.y).double().mean())
 
 
 # %%
@@ -308,19 +192,21 @@ def llc_settings(run: TinyRun, n: int):
     nbeta = B / math.log(B) if run.llc_nbeta == 'devinterp' else n / math.log(n)
     return PAPER_PRESET.replace(n_draws=run.llc_draws, batch_size=B, n_beta=nbeta, seed=run.seed)
 
-def _llc(model, data: tuple, run: TinyRun, device, call: int) -> dict:
+def _llc(model, data: tuple, run: TinyRun, call: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                       # flags go into the table
         r = estimate_llc(model, data, 'classification', llc_settings(run, len(data[1])).replace(seed=run.seed + call),
-                         device=device, eval_batch=run.eval_batch)
+                         eval_batch=run.eval_batch)
     d = r.diagnostics.iloc[0]
     return dict(llc=float(d.llc), llc_se=float(d.llc_se), llc_flagged=float(d.flagged))
 
 
 # %% [markdown]
-# `train_run` runs both phases. One recorder measures $R$ from the weights before the head phase (total and per
-# layer), a second one from the weights at the switch; steps are counted from the first head step, and the column
-# `phase` says which optimizer made each step.
+# `train_run` trains a run's net on its data, both placed by the runner: for the stand-in, first the from-scratch
+# "pretraining" and a fresh head; then both phases. One recorder measures $R$ from the weights before the head
+# phase (total and per layer), a second one from the weights at the switch; steps are counted from the first head
+# step, and the column `phase` says which optimizer made each step. The test accuracy after the SGD phase is the
+# study's `evaluate`, measured on the trained net.
 
 # %%
 #| export
@@ -344,11 +230,11 @@ def _head_phase(model, feats, y, run, rec, gen) -> tuple[int, list]:
             break
     return t, losses
 
-def _sgd_phase(model, train, run, recs, switch, llc_data, device, gen) -> tuple[list[dict], float]:
+def _sgd_phase(model, train, run, recs, switch, llc_data, gen) -> tuple[list[dict], float]:
     "SGD on all weights for `run.sgd_steps` steps; the LLC at the switch and every `llc_every` steps after it."
     opt = torch.optim.SGD(model.parameters(), lr=run.sgd_lr, weight_decay=0.0)
-    llcs, t0 = [], time.perf_counter()
-    llcs.append(dict(step=switch, **_llc(model, llc_data, run, device, 0)))
+    t0 = time.perf_counter()
+    llcs = [dict(step=switch, **_llc(model, llc_data, run, 0))]
     llc_seconds = time.perf_counter() - t0
     batches = _batches(len(train.y), run.batch_size, gen)
     for s in range(1, run.sgd_steps + 1):
@@ -362,29 +248,18 @@ def _sgd_phase(model, train, run, recs, switch, llc_data, device, gen) -> tuple[
         recs[1].record(s, loss)
         if run.llc_every and s % run.llc_every == 0:
             t0 = time.perf_counter()
-            llcs.append(dict(step=switch + s, **_llc(model, llc_data, run, device, len(llcs))))
+            llcs.append(dict(step=switch + s, **_llc(model, llc_data, run, len(llcs))))
             llc_seconds += time.perf_counter() - t0
     return llcs, llc_seconds
 
-
-# %%
-#| export
-def train_run(run: TinyRun) -> dict:
-    "Both phases of one run; the trajectory table and the run's numbers."
-    device = torch.device(run.device) if run.device else default_device()
-    seed_everything(run.seed)
+def train_run(run: TinyRun, data: dict[str, ImageSet], model: FineTuneNet) -> dict:
+    "Both phases of one run (after the stand-in's from-scratch training); the trajectory table and the run's numbers."
     times, t0 = {}, time.perf_counter()
-    data = run_data(run)
-    check_class_count(len(data['train'].classes), run.n_classes, 'the fine-tuning data')
-    data = {k: ImageSet(v.X.to(device), v.y.to(device), v.classes, v.source) for k, v in data.items()}
-    model = build_net(run.arch, run.weights, run.image_size, run.seed).to(device)
     if run.weights == 'scratch':                     # the stand-in learns digits with a head of the run's size
-        model.new_head(run.n_classes, run.seed + 1)
         pretrain_from_scratch(model, data['pretrain'], run.pretrain_steps, run.batch_size, run.seed, run.pretrain_lr)
-    model.new_head(run.n_classes, run.seed)
+        model.new_head(run.n_classes, run.seed)
     times['seconds_setup'] = time.perf_counter() - t0
-    for p in model.parameters():
-        p.requires_grad_(True)
+    model.requires_grad_(True)
     train = data['train']
     H = run.head_epochs * math.ceil(len(train.y) / run.batch_size)            # the most head steps there can be
     head_steps = set(range(0, H + 1, run.record_every)) | log_steps(max(H, 1))
@@ -402,27 +277,29 @@ def train_run(run: TinyRun) -> dict:
     rec2 = Recorder(model, every=sgd_steps, groups=None)            # R from the weights at the switch
     head_loss, head_acc = evaluate(model, data['test'], run.eval_batch)
     n = len(train.y)
-    pick = torch.randperm(n, generator=torch.Generator().manual_seed(run.seed))[:run.llc_images or n].to(device)
+    pick = torch.randperm(n, generator=torch.Generator().manual_seed(run.seed))[:run.llc_images or n].to(train.X.device)
     t0 = time.perf_counter()
-    llcs, times['seconds_llc'] = _sgd_phase(model, train, run, (rec, rec2), switch, (train.X[pick], train.y[pick]),
-                                            device, gen)
+    llcs, times['seconds_llc'] = _sgd_phase(model, train, run, (rec, rec2), switch, (train.X[pick], train.y[pick]), gen)
     times['seconds_sgd'] = time.perf_counter() - t0 - times['seconds_llc']
-    loss, acc = evaluate(model, data['test'], run.eval_batch)
-    traj = rec.table
-    traj['phase'] = np.where(traj.step <= switch, 'adam-head', 'sgd')
-    traj = traj.merge(rec2.table[['step', 'R']].assign(step=lambda d: d.step + switch)
+    traj = rec.table.merge(rec2.table[['step', 'R']].assign(step=lambda d: d.step + switch)
                       .rename(columns={'R': 'R_switch'}), on='step', how='outer')
     traj = traj.merge(pd.DataFrame(llcs), on='step', how='outer').sort_values('step').reset_index(drop=True)
     traj['phase'] = np.where(traj.step <= switch, 'adam-head', 'sgd')
     epochs = pd.DataFrame(dict(epoch=np.arange(1, len(epoch_losses) + 1), loss=epoch_losses))
     return dict(trajectory=traj, epochs=epochs, switch_step=switch, epochs_head=len(epoch_losses),
-                test_accuracy_head=head_acc, test_loss_head=head_loss, test_accuracy=acc, test_loss=loss,
+                test_accuracy_head=head_acc, test_loss_head=head_loss,
                 n_params=sum(p.numel() for p in model.parameters()), n_train=len(train.y),
                 data_source=data['train'].source, stand_in=run.stand_in, **times)
 
 
 # %% [markdown]
-# ## The study: configurations and the sweep
+# ## The study: configurations, presets and the runner
+#
+# FULL is appendix G.2's protocol; QUICK cuts it to fit a shared 2-core CPU (see below); SMOKE is one ResNet18 for
+# a few steps, for the tests: it runs in seconds and its numbers mean nothing. The study hands the
+# [runner](runner.html) its runs, each run's data and net, `train_run`, the test accuracy of the trained net
+# (`evaluate`) and `report`; the runner decides where they run. Select with `fracsgd run tiny-imagenet --full` (or
+# `--smoke`), add `--stand-in` for the digit stand-in.
 
 # %%
 #| export
@@ -452,36 +329,48 @@ FULL = TinyConfig()
 QUICK = replace(FULL, n_classes=10, per_class=32, test_per_class=20, image_size=32, store_size=32, batch_size=16,
                 sgd_steps=60, llc_every=20, llc_draws=16, llc_images=None, pretrain_steps=60, record_every=1,
                 n_boot=100)
-SMOKE = replace(QUICK, archs=('resnet18',), per_class=8, test_per_class=4, sgd_steps=8, llc_every=4, llc_draws=4,
+SMOKE = replace(QUICK, archs=('resnet18',), per_class=4, test_per_class=2, sgd_steps=4, llc_every=4, llc_draws=2,
                 pretrain_steps=2, n_boot=20)
 
-def config(full: bool | None = None) -> TinyConfig:
-    "QUICK, or FULL when `full` (or `FRACSGD_FULL=1`); on the paper's data. `with_stand_in` swaps in the stand-in."
-    return FULL if full_mode(full) else QUICK
-
-def check_data(cfg: TinyConfig) -> None:
-    "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
-    if not cfg.stand_in:
-        find_tiny_imagenet()
-
-def with_stand_in(cfg: TinyConfig) -> TinyConfig:
-    "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
-    return replace(cfg, stand_in=True)
-
-def runs(cfg: TinyConfig, device=None) -> list[TinyRun]:
+def runs(cfg: TinyConfig) -> list[TinyRun]:
     "One run per architecture."
     shared = dict(n_classes=10 if cfg.stand_in else cfg.n_classes, per_class=cfg.per_class,
                   test_per_class=cfg.test_per_class, image_size=cfg.image_size, store_size=cfg.store_size,
                   batch_size=cfg.batch_size, sgd_steps=cfg.sgd_steps, llc_every=cfg.llc_every,
                   llc_draws=cfg.llc_draws, llc_images=cfg.llc_images, eval_batch=cfg.eval_batch,
-                  record_every=cfg.record_every, device=None if device is None else str(device))
+                  record_every=cfg.record_every)
     if cfg.stand_in:
         shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps, pretrain_lr=cfg.pretrain_lr)
     return [TinyRun(arch=a, **shared) for a in cfg.archs]
 
-def sweep(cfg: TinyConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('tiny-imagenet', train_run, runs(cfg, device), device=device)
+class TinyImageNetStudy(Study):
+    "The Tiny ImageNet fine-tuning study (appendix G.2), for the runner."
+    name, presets = 'tiny-imagenet', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv')
+    def runs(self, cfg): return runs(cfg)
+    def check_data(self, cfg):
+        "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
+        if not cfg.stand_in:
+            find_tiny_imagenet()
+    def with_stand_in(self, cfg):
+        "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
+        return replace(cfg, stand_in=True)
+    def stand_in(self, cfg):
+        what = sorted({r.stand_in for r in runs(cfg) if r.stand_in})
+        return 'STAND-IN: ' + '; '.join(what) if what else ''
+    def load_data(self, run): return run_data(run)
+    def build_models(self, run):
+        "The run's net with a head of its size (the stand-in's: the head of its from-scratch training, seed + 1)."
+        model = build_net(run.arch, run.weights, run.image_size, run.seed)
+        model.new_head(run.n_classes, run.seed + 1 if run.weights == 'scratch' else run.seed)
+        return model
+    def train(self, run, data, model): return train_run(run, data, model)
+    def evaluate(self, run, data, model, trained):
+        loss, acc = evaluate(model, data['test'], run.eval_batch)
+        return dict(test_accuracy=acc, test_loss=loss)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = TinyImageNetStudy()
 
 
 # %%
@@ -489,7 +378,8 @@ assert [r.arch for r in runs(FULL)] == list(ARCHS) and runs(FULL)[0].sgd_steps =
 r = runs(FULL)[0]
 assert (r.head_lr, r.head_weight_decay, r.head_epochs, r.patience, r.min_improvement) == (1e-3, 1e-4, 20, 3, 1e-4)
 assert (r.sgd_lr, r.batch_size, r.llc_every, r.llc_draws, r.image_size, r.n_classes) == (1e-5, 128, 100, 400, 224, 200)
-assert runs(replace(QUICK, stand_in=True))[0].stand_in and not r.stand_in
+assert runs(STUDY.with_stand_in(QUICK))[0].stand_in and not r.stand_in
+assert STUDY.stand_in(QUICK) == '' and STUDY.stand_in(STUDY.with_stand_in(QUICK)).startswith('STAND-IN: mnist digit')
 
 
 # %% [markdown]
@@ -573,7 +463,11 @@ def summarize(per_run: pd.DataFrame, origin: str = 'start') -> pd.DataFrame:
 
 
 # %% [markdown]
-# ## Fig. 19 and the table
+# ## Fig. 19, the table and the report
+#
+# `report` reads the study folder and writes the summary, the per-run table, a compact trajectory table and the
+# figures. The runner records the stand-in (`STUDY.stand_in(cfg)`) in `meta.json`, so the ledger files the rows
+# under `<config>-stand-in`.
 
 # %%
 #| export
@@ -608,14 +502,6 @@ def table1(per_run: pd.DataFrame) -> pd.DataFrame:
     return out[['arch', 'llc (ours)', 'llc (paper)', 'd_s (ours)', 'd_s (paper)', 'alpha (ours)', 'alpha (paper)',
                 'r2 (ours)', 'r2 (paper)']]
 
-
-# %% [markdown]
-# `report` reads the study folder and writes the summary, the per-run table, a compact trajectory table and the
-# figures; `run` runs (or resumes) the sweep, then reports. The stand-in is recorded in `meta.json`
-# (`mark_stand_in`), so the ledger files the rows under `<config>-stand-in`.
-
-# %%
-#| export
 def per_run(folder, cfg: TinyConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     "One row per architecture (table 1's numbers and the run's metrics), and the trajectory table."
     study = load_study(folder)
@@ -635,13 +521,11 @@ def per_run(folder, cfg: TinyConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     order = {a: i for i, a in enumerate(ARCHS)}
     return out.sort_values('arch', key=lambda s: s.map(order)).reset_index(drop=True), traj
 
-def report(folder, cfg: TinyConfig | None = None) -> dict:
+def report(folder, cfg: TinyConfig) -> dict:
     "Analyse the study in `folder`; write summary.csv, per_run.csv, trajectory_compact.parquet and fig. 19."
-    out, cfg = Path(folder), cfg or config()
+    out = Path(folder)
     runs_, traj = per_run(out, cfg)
     what = sorted({s for s in runs_.stand_in if s})
-    if what:
-        mark_stand_in(out, 'STAND-IN: ' + '; '.join(what))
     summary = summarize(runs_, cfg.origin)
     write_table(summary, out / 'summary.csv')
     write_table(runs_, out / 'per_run.csv')
@@ -656,91 +540,23 @@ def report(folder, cfg: TinyConfig | None = None) -> dict:
         print('STAND-IN RESULTS, not a reproduction: ' + '; '.join(what))
     return dict(summary=summary, per_run=runs_, table1=table1(runs_), figures=figs, out=out)
 
-def run(cfg: TinyConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default: `config()`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    check_data(cfg)
-    label = ('full' if cfg.sgd_steps == FULL.sgd_steps else 'quick') + ('-stand-in' if cfg.stand_in else '')
-    out = Path(out_dir) if out_dir else results_dir('tiny-imagenet', label)
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
-
-def save_compact(folder, ledger=None, compact_dir=None) -> Path:
-    "Record the finished study's claims; copy its per-run table and compact trajectories beside the summary."
-    return keep_results(folder, ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv'), ledger=ledger,
-                        compact_dir=compact_dir)
-
 
 # %% [markdown]
 # ## Memory and speed of the LLC on a ResNet
 #
-# The LLC of an 11-million-weight net must not keep a copy of the weights per draw: the sampler keeps only each
-# draw's loss, and its diagnostics (MALA acceptance, every 20 steps) work through the weights a slice at a time
-# (`fracsgd.sgld.sum_sq`) instead of holding float64 copies. `llc_cost` times, in one process and on the same
-# batch, a plain SGD step (forward, backward, update), an SGLD step of `estimate_llc` in table 3's setting (the
-# difference of two runs with `n1` and `n2` draws, so set-up and baseline cancel), and the floor: a plain step plus
-# one Gaussian number per weight, the work no SGLD step can skip. `cost_in_fresh_process` runs it in a new Python
-# process and adds that process's peak resident memory.
-
-# %%
-#| export
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-    return time.perf_counter() - t0
-
-def llc_cost(arch: str = 'resnet18', image_size: int = 224, batch: int = 128, n1: int = 1, n2: int = 3,
-             sgd_steps: int = 2, diag_every: int = 20, device=None) -> dict:
-    "Seconds per SGD step, per SGLD step (table 3's setting) and per floor step for `arch` at `batch` images."
-    device = torch.device(device) if device else default_device()
-    model = build_net(arch, 'scratch', image_size).to(device)
-    model.new_head(200)
-    g = torch.Generator().manual_seed(0)
-    X = torch.randint(0, 256, (batch, 3, 64, 64), dtype=torch.uint8, generator=g).to(device)
-    y = torch.randint(0, 200, (batch,), generator=g).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-5)
-    def step(noise=None):
-        model.train()
-        loss = F.cross_entropy(model(X), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if noise is not None:
-            noise.normal_()
-    step()                                                                   # warm-up
-    sgd = _timed(lambda: [step() for _ in range(sgd_steps)]) / sgd_steps
-    noise = torch.empty(sum(p.numel() for p in model.parameters()), device=device)
-    floor = _timed(lambda: [step(noise) for _ in range(sgd_steps)]) / sgd_steps
-    s = PAPER_PRESET.replace(batch_size=batch, n_beta=batch / math.log(batch), diag_every=diag_every)
-    def llc(n):
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            estimate_llc(model, (X, y), 'classification', s.replace(n_draws=n), device=device, eval_batch=batch)
-    sgld = (_timed(lambda: llc(n2)) - _timed(lambda: llc(n1))) / (n2 - n1)
-    return dict(arch=arch, image_size=image_size, batch=batch, diag_every=diag_every, n_params=int(noise.numel()),
-                sgd_step_s=sgd, sgld_step_s=sgld, floor_step_s=floor, ratio=sgld / sgd, ratio_at_floor=floor / sgd)
-
-def cost_in_fresh_process(timeout: float = 3600, **kw) -> dict:
-    "`llc_cost(**kw)` in a new Python process (one thread), with that process's peak resident memory in GB."
-    import subprocess, sys
-    code = ("import json, resource, torch; torch.set_num_threads(1); "
-            "from fracsgd.studies.tiny_imagenet import llc_cost; "
-            f"r = llc_cost(**{kw!r}); "
-            "r['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20; print(json.dumps(r))")
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=timeout)
-    if out.returncode:
-        raise RuntimeError(f"llc_cost failed in its process: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-# %% [markdown]
+# The LLC of an 11-million-weight net must not keep a copy of the weights per draw, and an SGLD step should cost
+# little more than a plain SGD step. `llc_cost`, in the [LLC benchmarks](bench_llc.html#memory-and-speed-of-the-llc-on-a-resnet),
+# times in one process and on the same batch a plain SGD step of this study's ResNet18 with a 200-way head, an SGLD
+# step of `estimate_llc` in table 3's setting, and the floor (a plain step plus one Gaussian number per weight, the
+# work no SGLD step can skip); `cost_in_fresh_process` runs it in a new Python process and adds that process's peak
+# resident memory.
+#
 # Measured once here with `cost_in_fresh_process` (the 224-pixel row takes several minutes on one thread, so it is
 # not re-run on this page; the `#| heavy` cell below re-measures and rewrites the committed table):
 
 # %%
 #| heavy
+from fracsgd.bench_llc import cost_in_fresh_process
 rows = [cost_in_fresh_process(arch='resnet18', image_size=224, batch=128),
         cost_in_fresh_process(arch='resnet18', image_size=32, batch=16, n1=20, n2=60, sgd_steps=20),
         cost_in_fresh_process(arch='resnet18', image_size=32, batch=16, n1=20, n2=60, sgd_steps=20, diag_every=0)]
@@ -779,14 +595,15 @@ display_cost
 # %% [markdown]
 # ## A smoke run, live
 #
-# One ResNet18 on the digit stand-in, a few steps of each phase, to show that the pieces work together here. It
-# is not a result.
+# One ResNet18 on the digit stand-in, a few steps of each phase (the smoke preset, through the runner), to show
+# that the pieces work together here. It is not a result.
 
 # %%
 import tempfile
+from fracsgd.runner import run_study
 smoke_dir = Path(tempfile.mkdtemp()) / 'tiny-smoke'
 t0 = time.perf_counter()
-res = run(replace(SMOKE, stand_in=True), smoke_dir, progress=False, workers=1)
+res = run_study(STUDY, 'smoke', smoke_dir, stand_in=True, progress=False, workers=1)
 print(f"SMOKE: {time.perf_counter() - t0:.0f} s")
 smoke = res['per_run'].iloc[0]
 traj = load_study(smoke_dir).trajectories
@@ -810,7 +627,8 @@ res['summary']
 # FRACSGD_DATA=/path/to/data fracsgd run tiny-imagenet --quick --stand-in --out /tmp/tiny-imagenet-quick
 # ```
 #
-# and its compact results were committed (`save_compact`); the cell below shows them. The paper's configuration
+# and its compact results were committed (`fracsgd.ledger.keep_results(folder)`, which keeps `STUDY.keep`); the
+# cell below shows them. The paper's configuration
 # (real Tiny ImageNet, ImageNet weights, all settings of appendix G.2; a GPU) is
 #
 # ```
@@ -833,7 +651,7 @@ if have_quick:
     print('Table 1, vision rows: ours (QUICK, STAND-IN) beside the paper\'s')
     display(table1(q_runs).round(4))
 else:
-    print('The quick results are not in this checkout: run the command above, then save_compact(folder).')
+    print('The quick results are not in this checkout: run the command above, then keep_results(folder).')
 
 # %%
 if have_quick:
@@ -895,7 +713,7 @@ if have_quick:
 # %% [markdown]
 # ## Into the claims ledger
 #
-# `save_compact` records table 1's ResNet18, ResNet34 and VGG16 rows and fig. 19 from a finished folder. The
+# `keep_results` records table 1's ResNet18, ResNet34 and VGG16 rows and fig. 19 from a finished folder. The
 # quick run above is a stand-in's, so its rows are filed under `quick-stand-in` with the verdict "not run at paper
 # scale", whatever the numbers say. The smoke run above is labelled a custom stand-in configuration; the rows the
 # ledger holds for this study:

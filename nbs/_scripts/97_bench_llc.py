@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import contextlib, io, tempfile, warnings
+import contextlib, io, json, math, tempfile, time, warnings
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +23,8 @@ import torch.nn.functional as F
 from fracsgd.core import default_device
 from fracsgd.models import make_mlp
 from fracsgd.llc import estimate_llc
-from fracsgd.sgld import SGLDSettings, default_n_beta
+from fracsgd.sgld import PAPER_PRESET, SGLDSettings, default_n_beta
+from fracsgd.convnets import build_net
 from fracsgd.bench import report, timed
 
 
@@ -269,6 +270,72 @@ pd.DataFrame(res['results'])[columns]
 #   fraction of a step, the goal is plausible but untested: no GPU here.
 # * The MALA diagnostic costs one extra forward+backward every `diag_every` steps (~5% at the default 20);
 #   `diag_every=0` turns it off.
+
+# %% [markdown]
+# ## Memory and speed of the LLC on a ResNet
+#
+# The LLC of an 11-million-weight net must not keep a copy of the weights per draw: the sampler keeps only each
+# draw's loss, and its diagnostics (MALA acceptance, every 20 steps) work through the weights a slice at a time
+# (`fracsgd.sgld.sum_sq`) instead of holding float64 copies. `llc_cost` times, in one process and on the same
+# batch, a plain SGD step (forward, backward, update) of the [Tiny ImageNet study](tiny_imagenet_study.html)'s
+# ResNet18 with a 200-way head (`fracsgd.convnets.build_net`), an SGLD step of `estimate_llc` in table 3's setting
+# (the difference of two runs with `n1` and `n2` draws, so set-up and baseline cancel), and the floor: a plain step
+# plus one Gaussian number per weight, the work no SGLD step can skip. `cost_in_fresh_process` runs it in a new
+# Python process and adds that process's peak resident memory. The measured table and what it says are on the Tiny
+# ImageNet page.
+
+# %%
+#| export
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+def llc_cost(arch: str = 'resnet18', image_size: int = 224, batch: int = 128, n1: int = 1, n2: int = 3,
+             sgd_steps: int = 2, diag_every: int = 20, device=None) -> dict:
+    "Seconds per SGD step, per SGLD step (table 3's setting) and per floor step for `arch` at `batch` images."
+    device = torch.device(device) if device else default_device()
+    model = build_net(arch, 'scratch', image_size).to(device)
+    model.new_head(200)
+    g = torch.Generator().manual_seed(0)
+    X = torch.randint(0, 256, (batch, 3, 64, 64), dtype=torch.uint8, generator=g).to(device)
+    y = torch.randint(0, 200, (batch,), generator=g).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-5)
+    def step(noise=None):
+        model.train()
+        loss = F.cross_entropy(model(X), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if noise is not None:
+            noise.normal_()
+    step()                                                                   # warm-up
+    sgd = _timed(lambda: [step() for _ in range(sgd_steps)]) / sgd_steps
+    noise = torch.empty(sum(p.numel() for p in model.parameters()), device=device)
+    floor = _timed(lambda: [step(noise) for _ in range(sgd_steps)]) / sgd_steps
+    s = PAPER_PRESET.replace(batch_size=batch, n_beta=batch / math.log(batch), diag_every=diag_every)
+    def llc(n):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            estimate_llc(model, (X, y), 'classification', s.replace(n_draws=n), device=device, eval_batch=batch)
+    sgld = (_timed(lambda: llc(n2)) - _timed(lambda: llc(n1))) / (n2 - n1)
+    return dict(arch=arch, image_size=image_size, batch=batch, diag_every=diag_every, n_params=int(noise.numel()),
+                sgd_step_s=sgd, sgld_step_s=sgld, floor_step_s=floor, ratio=sgld / sgd, ratio_at_floor=floor / sgd)
+
+def cost_in_fresh_process(timeout: float = 3600, **kw) -> dict:
+    "`llc_cost(**kw)` in a new Python process (one thread), with that process's peak resident memory in GB."
+    import subprocess, sys
+    code = ("import json, resource, torch; torch.set_num_threads(1); "
+            "from fracsgd.bench_llc import llc_cost; "
+            f"r = llc_cost(**{kw!r}); "
+            "r['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20; print(json.dumps(r))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=timeout)
+    if out.returncode:
+        raise RuntimeError(f"llc_cost failed in its process: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
 
 # %%
 #| hide
