@@ -209,7 +209,6 @@ class Grokking(Study):
 
 STUDY = Grokking()
 
-
 # %% [markdown]
 # The runner seeds, loads the split, builds the net, places both and trains; `run_one` does that for one run,
 # here on the CPU (the study never says where):
