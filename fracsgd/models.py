@@ -4,14 +4,17 @@
 
 # %% ../nbs/03_models.ipynb #aae26b08
 from __future__ import annotations
+import re
 from collections import OrderedDict
 from typing import Sequence
 
 import torch
 from torch import nn
 
+from .core import require
+
 # %% auto #0
-__all__ = ['make_mlp', 'make_dln', 'dln_data']
+__all__ = ['TINYSTORIES_1M_CONFIG', 'make_mlp', 'make_dln', 'dln_data', 'stand_in_config', 'block_groups']
 
 # %% ../nbs/03_models.ipynb #b4691868
 def make_mlp(sizes: Sequence[int], batch_norm: bool = False, seed: int | None = None) -> nn.Sequential:
@@ -48,3 +51,26 @@ def dln_data(model: nn.Sequential, n: int, seed: int = 0) -> tuple[torch.Tensor,
     X = torch.randn(n, model[0].in_features, generator=torch.Generator().manual_seed(seed))   # [n, H_0]
     with torch.no_grad():
         return X, model(X)
+
+# %% ../nbs/03_models.ipynb #9a58c014
+# TinyStories-1M's config.json on the Hugging Face hub (roneneldan/TinyStories-1M), GPT-Neo architecture
+TINYSTORIES_1M_CONFIG = dict(
+    model_type='gpt_neo', vocab_size=50257, max_position_embeddings=2048, hidden_size=64, num_layers=8,
+    attention_types=[[['global', 'local'], 4]], num_heads=16, intermediate_size=None, window_size=256,
+    activation_function='gelu_new', resid_dropout=0.0, embed_dropout=0.0, attention_dropout=0.0,
+    layer_norm_epsilon=1e-5, initializer_range=0.02, bos_token_id=50256, eos_token_id=50256,
+    tie_word_embeddings=True)
+
+def stand_in_config(vocab_size: int, eos_token_id: int):
+    "TinyStories-1M's GPT-Neo configuration with the stand-in tokenizer's vocabulary and end-of-text id."
+    GPTNeoConfig = require('transformers').GPTNeoConfig
+    cfg = {k: v for k, v in TINYSTORIES_1M_CONFIG.items() if k != 'model_type'}
+    return GPTNeoConfig(**{**cfg, 'vocab_size': vocab_size, 'bos_token_id': eos_token_id,
+                           'eos_token_id': eos_token_id})
+
+def block_groups(name: str) -> str:
+    "Displacement group of a parameter of a GPT-Neo or Llama model: 'embeddings', 'block <i>' or 'final'."
+    m = re.search(r'\.(?:h|layers)\.(\d+)\.', name)
+    if m:
+        return f'block {int(m.group(1))}'
+    return 'embeddings' if re.search(r'wte|wpe|embed', name) else 'final'

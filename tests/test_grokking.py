@@ -1,6 +1,7 @@
 """The grokking study's pieces: the modular tables, the jump detector on curves with known jumps (many seeds and
-shapes), the coverage of the Hill interval, bad input, and the study end to end on its smoke configuration."""
-import math
+shapes), the coverage of the Hill interval, bad input, the study end to end on its smoke configuration through the
+runner (on the CPU in float64), and the run keys of its committed results."""
+import json, math
 
 import numpy as np
 import pandas as pd
@@ -9,7 +10,10 @@ import torch
 
 from fracsgd.datasets.modular import is_prime, load_modular, operation_table
 from fracsgd.jumps import detect_jumps, fits_between_jumps, rate_correlation, step_statistics, _hill
+from fracsgd.ledger import COMPACT
+from fracsgd.runner import get_study, placement, run_one, run_study
 from fracsgd.studies import grokking as G
+from fracsgd.sweep import unique_runs
 
 torch.set_num_threads(1)
 
@@ -79,7 +83,7 @@ def test_bad_input(call, words):
 
 
 def test_bad_optimizer():
-    run = G.runs(G.SMOKE, 'cpu')[0]
+    run = G.runs(G.SMOKE)[0]
     with pytest.raises(ValueError, match='unknown optimizer'):
         G._optimizer(G.replace(run, optimizer='lbfgs'), G.make_model('mlp', 11, 4, 4, 0).parameters())
 
@@ -92,24 +96,38 @@ def test_full_is_the_papers_length():
     assert is_prime(G.FULL.p)
 
 
-def test_study_end_to_end(tmp_path):
-    "The smoke configuration through the sweep runner and the report (about 15 s on an idle core)."
-    from fracsgd.cli import STUDIES
-    assert STUDIES['grokking'] == 'fracsgd.studies.grokking'
-    res = G.run(G.SMOKE, tmp_path / 'smoke', progress=False, workers=1)
+def test_study_end_to_end_in_float64(tmp_path):
+    "The smoke preset through the runner and the report, on the CPU in float64 (about 15 s on an idle core)."
+    assert get_study('grokking') is G.STUDY
+    res = run_study(G.STUDY, 'smoke', tmp_path / 'smoke', device='cpu', dtype='float64', progress=False, workers=1)
+    assert res['counts'] == dict(done=1, failed=0, skipped=0) and res['preset'] == 'smoke'
     s = res['summary'].dropna(subset=['value'])
-    assert (s.ci_low <= s.value).all() and (s.value <= s.ci_high).all()
-    for name in ('summary.csv', 'per_run.csv', 'trajectory_compact.parquet', 'reference.png', 'sweep.png'):
+    assert len(s) > 10 and (s.ci_low <= s.value).all() and (s.value <= s.ci_high).all()
+    for name in ('summary.csv', 'reference.png', 'sweep.png', *G.STUDY.keep):
         assert (tmp_path / 'smoke' / name).exists()
     assert len(res['per_run']) == 1
+
+
+COMMITTED = sorted((COMPACT / 'grokking').glob('*/provenance.json'))
+
+def test_committed_results_exist():
+    assert [p.parent.name for p in COMMITTED] == ['quick']
+
+@pytest.mark.parametrize('provenance', COMMITTED, ids=lambda p: p.parent.name)
+def test_committed_run_keys(provenance):
+    "The preset that made a committed result still has its runs' keys (the runner's runs have no device field)."
+    prov = json.loads(provenance.read_text())
+    cfg = G.STUDY.config(prov['config'])
+    assert sorted(unique_runs(G.STUDY.runs(cfg))) == prov['run_keys']
+    assert G.STUDY.stand_in(cfg) == prov['stand_in'] == ''
 
 
 @pytest.mark.parametrize('changes,layers', [
     (dict(model='transformer'), {'pos', 'emb', 'qkv', 'proj', 'fc1', 'fc2', 'out'}),
     (dict(optimizer='sgd', lr=0.1), {'emb', 'fc1', 'fc2', 'out'}),
 ])
-def test_options_train(changes, layers):
+def test_options_train(changes, layers, tmp_path):
     cfg = G.replace(G.SMOKE, n_steps=50, llc_every=50, **changes)
-    tab = G.train_run(G.runs(cfg, 'cpu')[0])['trajectory']
+    tab = run_one(G.STUDY, placement('cpu'), tmp_path, G.runs(cfg)[0])['trajectory']
     assert {c[2:] for c in tab if c.startswith('R/')} == layers
     assert tab['llc/llc'].notna().sum() == 1 and tab['acc/test'].notna().sum() == 50 // cfg.acc_every

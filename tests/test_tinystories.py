@@ -1,6 +1,7 @@
-"""TinyStories: the loaders on files in the real format, bad input, and our LLC on a small GPT-Neo language model
-against devinterp 2.0.1's `llc` (same model, token blocks, per-token loss and SGLD settings)."""
-import math, tempfile
+"""TinyStories: the loaders on files in the real format, bad input, our LLC on a small GPT-Neo language model
+against devinterp 2.0.1's `llc` (same model, token blocks, per-token loss and SGLD settings), the study's smoke preset
+through the runner on the CPU in float64, and the run keys of its committed results."""
+import json, math, tempfile
 from pathlib import Path
 
 import numpy as np
@@ -155,9 +156,45 @@ def test_hub_loading_code_on_local_files_in_the_hub_formats(tmp_path, tokenizer,
     assert got == stories[:50] and 'hub dataset' in where
     monkeypatch.setattr(study, 'load_stories', functools.partial(load_stories, str(data_dir)))
     run = study.LMRun(model=str(model_dir), steps=12, llc_every=6, llc_draws=3, llc_blocks=8, block_size=16,
-                      batch_size=4, n_stories=40, device='cpu')
+                      batch_size=4, n_stories=40)
+    from fracsgd.runner import placement, run_one
     with pytest.warns(UserWarning):                      # a 3-draw LLC is flagged, as it should be
-        out = study.train_run(run)
+        out = run_one(study.STUDY, placement('cpu'), tmp_path / 'study', run)
     traj = out['trajectory']
     assert len(traj) == 13 and traj.llc.notna().sum() == 2 and 'from the hub' in out['data_source']
     assert 'STAND-IN' not in out['data_source'] and traj.R.iloc[-1] > 0
+
+
+def test_smoke_through_the_runner_in_float64(tmp_path):
+    """The smoke preset (the stand-in) through the runner and the report, on the CPU in float64. GPT-Neo runs in
+    float64, except that transformers computes its attention scores and their softmax in float32 by design."""
+    from fracsgd.runner import get_study, run_study
+    from fracsgd.studies import tinystories as study
+    assert get_study('tinystories') is study.STUDY
+    res = run_study(study.STUDY, 'smoke', tmp_path / 'smoke', device='cpu', dtype='float64', progress=False, workers=1)
+    assert res['counts'] == dict(done=2, failed=0, skipped=0) and res['preset'] == 'smoke'
+    s = res['summary'].dropna(subset=['value'])
+    assert len(s) == 10 and ((s.ci_low <= s.value) & (s.value <= s.ci_high)).all()
+    assert json.loads((tmp_path / 'smoke' / 'meta.json').read_text())['stand_in'] == study.STAND_IN
+    assert all((tmp_path / 'smoke' / name).exists() for name in ('summary.csv', 'fig20.png', *study.STUDY.keep))
+    assert (res['per_run'].label == 'TinyStories-1M (stand-in)').all()
+
+
+def _committed():
+    from fracsgd.ledger import COMPACT
+    return sorted((COMPACT / 'tinystories').glob('*/provenance.json'))
+
+def test_committed_results_exist():
+    assert [p.parent.name for p in _committed()] == ['quick-stand-in']
+
+@pytest.mark.parametrize('provenance', _committed(), ids=lambda p: p.parent.name)
+def test_committed_run_keys(provenance):
+    "The configuration that made a committed result still has its runs' keys and its stand-in label."
+    from fracsgd.studies import tinystories as study
+    from fracsgd.sweep import unique_runs
+    prov = json.loads(provenance.read_text())
+    cfg = study.STUDY.config(prov['config'].removesuffix('-stand-in'))
+    if prov['config'].endswith('-stand-in'):
+        cfg = study.STUDY.with_stand_in(cfg)
+    assert sorted(unique_runs(study.STUDY.runs(cfg))) == prov['run_keys']
+    assert study.STUDY.stand_in(cfg) == prov['stand_in'] and study.STUDY.preset_of(cfg) == 'quick'

@@ -15,26 +15,25 @@ from torch import nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
-import json, shutil, warnings
+import warnings
 from scipy import stats
 
-from ..core import atomic_path, default_device, full_mode, read_table, results_dir, write_table, save_figures
+from ..core import read_table, write_table, save_figures
 from ..data import batches
 from ..datasets.modular import load_modular
 from ..displacement import Recorder
 from ..jumps import (all_at_once, coincidences, detect_jumps, fits_between_jumps, rate_correlation,
                            step_statistics, transition_times)
-from ..ledger import record_claims, study_configuration
 from ..llc import LLCMeasurement
+from ..runner import Study
 from ..sgld import PAPER_PRESET
 from ..store import load_study
-from ..sweep import Sweep, run_sweep
 from .grokking_models import Accuracy, StepProjections, make_model
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'SMOKE', 'GrokkingConfig', 'config', 'GrokkingRun', 'runs', 'train_run', 'sweep', 'run_jumps',
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'STUDY', 'GrokkingConfig', 'GrokkingRun', 'runs', 'train_run', 'Grokking', 'run_jumps',
            'analyse_run', 'per_run', 'summarize', 'plot_run', 'plot_sweep', 'compact_analysis', 'plot_steps',
-           'compact_trajectories', 'report', 'run', 'save_compact_results']
+           'compact_trajectories', 'report']
 
 # %% ../../nbs/27_grokking.ipynb #bc1542ac
 @dataclass(frozen=True)
@@ -65,10 +64,6 @@ FULL = replace(QUICK, n_steps=None, epochs=10_000, seeds=(0, 1, 2), llc_every=10
 SMOKE = replace(QUICK, p=11, batch_sizes=(16,), weight_decays=(1.0,), n_steps=300, llc_every=100, n_boot=20,
                 reference=(16, 1.0))
 
-def config(full: bool | None = None) -> GrokkingConfig:
-    "The quick configuration, or the paper-length one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
-
 # %% ../../nbs/27_grokking.ipynb #48e0d79a
 @dataclass(frozen=True)
 class GrokkingRun:
@@ -89,7 +84,7 @@ class GrokkingRun:
     llc_every: int
     n_directions: int
     data_seed: int
-    device: str | None = None
+    RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
 def _steps(cfg: GrokkingConfig, batch_size: int) -> int:
     if (cfg.n_steps is None) == (cfg.epochs is None):
@@ -99,12 +94,11 @@ def _steps(cfg: GrokkingConfig, batch_size: int) -> int:
     n_train = round(cfg.train_fraction * (cfg.p * (cfg.p - (cfg.operation == 'division'))))
     return cfg.epochs * math.ceil(n_train / batch_size)
 
-def runs(cfg: GrokkingConfig, device=None) -> list[GrokkingRun]:
+def runs(cfg: GrokkingConfig) -> list[GrokkingRun]:
     "The runs of the study: every batch size × weight decay × seed."
     shared = dict(p=cfg.p, operation=cfg.operation, train_fraction=cfg.train_fraction, model=cfg.model,
                   embed=cfg.embed, hidden=cfg.hidden, optimizer=cfg.optimizer, lr=cfg.lr, acc_every=cfg.acc_every,
-                  llc_every=cfg.llc_every, n_directions=cfg.n_directions, data_seed=cfg.data_seed,
-                  device=None if device is None else str(device))
+                  llc_every=cfg.llc_every, n_directions=cfg.n_directions, data_seed=cfg.data_seed)
     return [GrokkingRun(**shared, batch_size=b, weight_decay=w, seed=s, n_steps=_steps(cfg, b))
             for b in cfg.batch_sizes for w in cfg.weight_decays for s in cfg.seeds]
 
@@ -129,14 +123,12 @@ def _loop(run, model, opt, train, gen, rec):
             if step == run.n_steps:
                 return
 
-def train_run(run: GrokkingRun) -> dict:
-    "Train one run; its trajectory table (R, R/<layer>, loss, acc/train, acc/test, llc, dw/...) and run_info."
-    device = torch.device(run.device) if run.device else default_device()
-    data = load_modular(run.p, run.operation, run.train_fraction, seed=run.data_seed, device=device)
-    model = make_model(run.model, run.p, run.embed, run.hidden, run.seed).to(device)
+def train_run(run: GrokkingRun, data, model) -> dict:
+    """Train `model` on `data` (a `ModularSplit`), where the runner placed them; the trajectory table (R, R/<layer>,
+    loss, acc/train, acc/test, llc, dw/...), a one-row run_info table and the seconds of training."""
     opt = _optimizer(run, model.parameters())
     train = (data.X_train, data.y_train)
-    llc = LLCMeasurement(train, every=run.llc_every, settings=PAPER_PRESET.replace(seed=run.seed), device=device)
+    llc = LLCMeasurement(train, every=run.llc_every, settings=PAPER_PRESET.replace(seed=run.seed))
     acc = Accuracy(run.acc_every, train=train, test=(data.X_test, data.y_test))
     rec = Recorder(model, every=1, measurements=dict(acc=acc, dw=StepProjections(model, run.n_directions, run.seed),
                                                      llc=llc), run=run.seed)
@@ -148,15 +140,23 @@ def train_run(run: GrokkingRun) -> dict:
     final = table.dropna(subset=['acc/test']).iloc[-1]
     table.insert(0, 'weight_decay', run.weight_decay)
     table.insert(0, 'batch_size', run.batch_size)
+    seconds = time.perf_counter() - t0
     info = pd.DataFrame([dict(run=run.seed, batch_size=run.batch_size, weight_decay=run.weight_decay,
                               n_train=len(train[0]), n_test=len(data.X_test), train_accuracy=final['acc/train'],
-                              test_accuracy=final['acc/test'],
-                              seconds_train=time.perf_counter() - t0, source=data.source)])
-    return dict(trajectory=table, run_info=info)
+                              test_accuracy=final['acc/test'], seconds_train=seconds, source=data.source)])
+    return dict(trajectory=table, run_info=info, seconds_train=seconds)
 
-def sweep(cfg: GrokkingConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('grokking', train_run, runs(cfg, device), device=device)
+class Grokking(Study):
+    "The grokking study, for the runner: it loads the split and builds the net; the runner places both."
+    name, presets = 'grokking', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_run.csv', 'trajectory_compact.parquet', 'reference_steps.parquet')
+    def runs(self, cfg): return runs(cfg)
+    def load_data(self, run): return load_modular(run.p, run.operation, run.train_fraction, seed=run.data_seed)
+    def build_models(self, run): return make_model(run.model, run.p, run.embed, run.hidden, run.seed)
+    def train(self, run, data, model): return train_run(run, data, model)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = Grokking()
 
 # %% ../../nbs/27_grokking.ipynb #98694d55
 def _first(t, x, level):
@@ -362,9 +362,9 @@ def _reference(traj, cfg):
     return traj[(traj.batch_size == b) & (traj.weight_decay == w) & (traj.run == cfg.seeds[0])].drop(
         columns=['batch_size', 'weight_decay', 'run']).sort_values('step')
 
-def report(folder, cfg: GrokkingConfig | None = None) -> dict:
-    "Analyse the study in `folder` (read with `load_study`); write its tables and figures there."
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: GrokkingConfig) -> dict:
+    "Analyse the study in `folder` (read with `load_study`) made with `cfg`; write its tables and figures there."
+    out = Path(folder)
     study = load_study(out)
     traj = study.trajectories.drop(columns='key')
     runs_df, full = per_run(traj, cfg)
@@ -373,28 +373,8 @@ def report(folder, cfg: GrokkingConfig | None = None) -> dict:
     write_table(runs_df, out / 'per_run.csv')
     write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
     ref, key = _reference(traj, cfg), (*cfg.reference, cfg.seeds[0])
+    write_table(ref[['step', 'dw/u0']].reset_index(drop=True), out / 'reference_steps.parquet')  # the step statistics
     figs = dict(reference=plot_run(ref, full[key], f'batch {key[0]}, weight decay {key[1]:g}'),
                 sweep=plot_sweep(traj), steps=plot_steps(ref, 'weight steps against a Gaussian'))
     save_figures(figs, out)
     return dict(summary=summary, per_run=runs_df, analyses=full, figures=figs, out=out)
-
-def run(cfg: GrokkingConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('grokking', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
-
-def save_compact_results(folder, ledger=None, compact_dir=None) -> Path:
-    "Record a finished, reported study's claims; copy its per-run table, compact trajectories and times beside them."
-    from fracsgd.ledger import keep_results
-    dest = keep_results(folder, ('per_run.csv', 'trajectory_compact.parquet'), ledger=ledger, compact_dir=compact_dir)
-    study = load_study(folder)
-    cfg = config(study_configuration(folder)['config'].startswith('full'))
-    ref = _reference(study.trajectories.drop(columns='key'), cfg)[['step', 'dw/u0']]
-    write_table(ref.reset_index(drop=True), dest / 'reference_steps.parquet')     # every step: the step statistics
-    info = study.tables['run_info']
-    with atomic_path(dest / 'timing.json') as tmp:
-        tmp.write_text(json.dumps(dict(seconds_train=round(float(info.seconds_train.sum()), 1),
-                                       runs=int(len(info))), indent=1) + '\n')
-    return dest

@@ -4,8 +4,8 @@
 
 # %% ../../nbs/26_tinystories_study.ipynb #89ebdfea
 from __future__ import annotations
-import hashlib, json, math, re, shutil, time, warnings
-from dataclasses import asdict, dataclass, replace
+import functools, hashlib, json, math, time, warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,45 +14,28 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from ..core import atomic_path, default_device, full_mode, read_table, results_dir, write_table, save_figures, require
+from ..core import atomic_path, read_table, write_table, save_figures, require
 from ..crossover import predict_displacement
 from ..data import cache_dir
-from ..datasets.tinystories import (CausalLMLogits, TokenBlocks, lm_n_beta, load_stories, stand_in_stories,
-                                          token_blocks, token_loss, train_tokenizer)
+from ..datasets.tinystories import (CausalLMLogits, TokenBlocks, check_context, check_tokenizer, lm_n_beta,
+                                          load_stories, stand_in_stories, token_blocks, token_loss, train_tokenizer)
 from ..displacement import Recorder
-from ..ledger import COMPACT, keep_results, mark_stand_in
 from ..llc import LLCMeasurement, final_llc
+from ..models import block_groups, stand_in_config
+from ..runner import Study
 from ..sgld import PAPER_PRESET
-from ..spectral import fit_power_law
+from ..spectral import fit_power_law, log_spaced_indices
 from ..store import load_study
-from ..sweep import Sweep, run_sweep
 
 # %% auto #0
-__all__ = ['PAPER_MODELS', 'TINYSTORIES_1M_CONFIG', 'OPTIMIZERS', 'QUICK', 'FULL', 'SMOKE', 'PAPER_TABLES', 'COLUMNS',
-           'stand_in_config', 'LMRun', 'pretrain_stand_in', 'prepare', 'block_groups', 'train_run', 'TinyStoriesConfig',
-           'config', 'runs', 'sweep', 'analyse_run', 'layer_slopes', 'quantity', 'summarize', 'comparison_table',
-           'plot_fig20', 'plot_layers_and_llc', 'per_run_table', 'report', 'run', 'save_results']
-
-# %% ../../nbs/26_tinystories_study.ipynb #1453a945
-PAPER_MODELS = {'roneneldan/TinyStories-1M': 'TinyStories-1M', 'nickypro/tinyllama-15M': 'TinyLlama-15M',
-                'roneneldan/TinyStories-33M': 'TinyStories-33M'}
-
-# TinyStories-1M's config.json on the Hugging Face hub (roneneldan/TinyStories-1M), GPT-Neo architecture
-TINYSTORIES_1M_CONFIG = dict(
-    model_type='gpt_neo', vocab_size=50257, max_position_embeddings=2048, hidden_size=64, num_layers=8,
-    attention_types=[[['global', 'local'], 4]], num_heads=16, intermediate_size=None, window_size=256,
-    activation_function='gelu_new', resid_dropout=0.0, embed_dropout=0.0, attention_dropout=0.0,
-    layer_norm_epsilon=1e-5, initializer_range=0.02, bos_token_id=50256, eos_token_id=50256,
-    tie_word_embeddings=True)
-
-def stand_in_config(vocab_size: int, eos_token_id: int):
-    "TinyStories-1M's GPT-Neo configuration with the stand-in tokenizer's vocabulary and end-of-text id."
-    GPTNeoConfig = require('transformers').GPTNeoConfig
-    cfg = {k: v for k, v in TINYSTORIES_1M_CONFIG.items() if k != 'model_type'}
-    return GPTNeoConfig(**{**cfg, 'vocab_size': vocab_size, 'bos_token_id': eos_token_id,
-                           'eos_token_id': eos_token_id})
+__all__ = ['PAPER_MODELS', 'OPTIMIZERS', 'STAND_IN', 'QUICK', 'FULL', 'SMOKE', 'PAPER_TABLES', 'COLUMNS', 'STUDY', 'LMRun',
+           'pretrain_stand_in', 'load_blocks', 'load_model', 'train_run', 'TinyStoriesConfig', 'runs', 'analyse_run',
+           'layer_slopes', 'quantity', 'summarize', 'comparison_table', 'plot_fig20', 'plot_layers_and_llc',
+           'per_run_table', 'report', 'TinyStories']
 
 # %% ../../nbs/26_tinystories_study.ipynb #49db6c3f
+PAPER_MODELS = {'roneneldan/TinyStories-1M': 'TinyStories-1M', 'nickypro/tinyllama-15M': 'TinyLlama-15M',
+                'roneneldan/TinyStories-33M': 'TinyStories-33M'}
 OPTIMIZERS = ('sgd', 'adam')
 
 @dataclass(frozen=True)
@@ -76,8 +59,8 @@ class LMRun:
     stand_in_steps: int = 300
     stand_in_lr: float = 3e-3
     seed: int = 0
-    device: str | None = None
-    cpu_threads: int = 1               # torch threads on a CPU (2 threads on 2 busy cores ran ~5x slower here)
+    cpu_threads: int = 1               # torch threads for CPU work (2 threads on 2 busy cores ran ~5x slower here)
+    RETIRED_FIELDS = {'device': None}  # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -99,9 +82,8 @@ class LMRun:
         name = PAPER_MODELS.get(self.model, self.model)
         return f"{name} (stand-in)" if self.stand_in else name
 
-# %% ../../nbs/26_tinystories_study.ipynb #86497bfb
-def _generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+STAND_IN = ("TinyStories-1M's GPT-Neo configuration (2,048-token BPE vocabulary) trained briefly here on prose of "
+            "the Python language reference; not the hub's weights, not TinyStories")
 
 def _step_loss(model, x, y):
     "Mean next-token loss over the predicted tokens of a batch (the usual language-model training loss)."
@@ -116,82 +98,78 @@ def pretrain_stand_in(run: LMRun, tokenizer, blocks: TokenBlocks):
     torch.manual_seed(run.seed)
     model = CausalLMLogits(GPTNeoForCausalLM(stand_in_config(len(tokenizer), tokenizer.eos_token_id)))
     if path.exists():
-        model.load_state_dict(torch.load(path, map_location='cpu'))
+        model.load_state_dict(torch.load(path, weights_only=True))
         return model
-    opt, g = torch.optim.Adam(model.parameters(), lr=run.stand_in_lr), _generator(run.seed + 1)
+    opt, g = torch.optim.Adam(model.parameters(), lr=run.stand_in_lr), torch.Generator().manual_seed(run.seed + 1)
     for _ in range(run.stand_in_steps):
         i = torch.randint(0, len(blocks.input_ids), (run.batch_size,), generator=g)
         loss = _step_loss(model, blocks.input_ids[i], blocks.targets[i])
         opt.zero_grad()
         loss.backward()
         opt.step()
-    path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         torch.save(model.state_dict(), tmp)
     return model
 
-def prepare(run: LMRun):
-    "The model (`CausalLMLogits`), training blocks, LLC sample and a description of the data, for `run`."
+@functools.lru_cache(maxsize=1)                # one run's blocks serve its data and its model, loaded once
+def _tokenized(run: LMRun):
+    "The tokenizer and the training blocks of `run`: the stand-in's, or the hub's model's tokenizer and TinyStories."
     if run.stand_in:
         stories, source = stand_in_stories()
         tokenizer = train_tokenizer(stories, run.stand_in_vocab)
-        blocks = token_blocks(stories, tokenizer, run.block_size, source=source)
-        model = pretrain_stand_in(run, tokenizer, blocks)
-        source += (f"; model: STAND-IN, TinyStories-1M's GPT-Neo configuration with a {len(tokenizer)}-token "
-                   f"BPE vocabulary, trained {run.stand_in_steps} Adam steps here")
     else:
-        transformers = require('transformers')
-        AutoModelForCausalLM, AutoTokenizer = transformers.AutoModelForCausalLM, transformers.AutoTokenizer
-        tokenizer = AutoTokenizer.from_pretrained(run.model)
+        tokenizer = require('transformers').AutoTokenizer.from_pretrained(run.model)
         tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
-        model = CausalLMLogits(AutoModelForCausalLM.from_pretrained(run.model))
         stories, source = load_stories(n_stories=run.n_stories)
-        blocks = token_blocks(stories, tokenizer, run.block_size, model=model, source=source)
-        source += f"; model: {run.model} from the hub"
-    pick = torch.randperm(len(blocks.input_ids), generator=_generator(run.seed + 2))[:run.llc_blocks]
-    llc_data = TokenBlocks(blocks.input_ids[pick], blocks.targets[pick], blocks.source)
-    return model, blocks, llc_data, source
+    return tokenizer, token_blocks(stories, tokenizer, run.block_size, source=source)
+
+def load_blocks(run: LMRun) -> dict:
+    "The training blocks and the LLC sample (`llc_blocks` of them, fixed by the seed) of `run`, on the CPU."
+    blocks = _tokenized(run)[1]
+    pick = torch.randperm(len(blocks.input_ids), generator=torch.Generator().manual_seed(run.seed + 2))[:run.llc_blocks]
+    return dict(train=blocks, llc=TokenBlocks(blocks.input_ids[pick], blocks.targets[pick], blocks.source))
+
+def load_model(run: LMRun) -> CausalLMLogits:
+    "The model of `run`, on the CPU: the pretrained stand-in, or the hub's model checked against its tokenizer."
+    torch.set_num_threads(run.cpu_threads)          # the runner restores the thread count after the run
+    tokenizer, blocks = _tokenized(run)
+    if run.stand_in:
+        return pretrain_stand_in(run, tokenizer, blocks)
+    model = CausalLMLogits(require('transformers').AutoModelForCausalLM.from_pretrained(run.model))
+    check_tokenizer(tokenizer, model)
+    check_context(run.block_size, model)
+    return model
 
 # %% ../../nbs/26_tinystories_study.ipynb #2adeb5ae
-def block_groups(name: str) -> str:
-    "Displacement group of a parameter of a GPT-Neo or Llama model: 'embeddings', 'block <i>' or 'final'."
-    m = re.search(r'\.(?:h|layers)\.(\d+)\.', name)
-    if m:
-        return f'block {int(m.group(1))}'
-    return 'embeddings' if re.search(r'wte|wpe|embed', name) else 'final'
-
 def _optimizer(run: LMRun, params):
     if run.optimizer == 'sgd':
         return torch.optim.SGD(params, lr=run.lr, momentum=run.momentum)
     return torch.optim.Adam(params, lr=run.lr)
 
-def train_run(run: LMRun) -> dict:
-    "Train `run.model` on `run.steps` steps; its trajectory (R, R/<group>, loss, LLC every `llc_every`)."
-    device = torch.device(run.device) if run.device else default_device()
-    if device.type == 'cpu':
-        torch.set_num_threads(run.cpu_threads)
-    t0 = time.perf_counter()
-    model, blocks, llc_data, source = prepare(run)
-    model.to(device).train()
-    seconds_prepare = time.perf_counter() - t0
-    per_block = llc_data.n_tokens / len(llc_data.input_ids)
-    n_beta = lm_n_beta(llc_data, run.n_count)
+def train_run(run: LMRun, data: dict, model) -> dict:
+    "Train `model` `run.steps` steps on `data` (`load_blocks`); its trajectory (R, R/<group>, loss, LLC)."
+    t0, blocks, llc_data = time.perf_counter(), data['train'], data['llc']
+    model.train()
+    per_block, n_beta = llc_data.n_tokens / len(llc_data.input_ids), lm_n_beta(llc_data, run.n_count)
     llc = LLCMeasurement((llc_data.input_ids, llc_data.targets), token_loss(per_block), every=run.llc_every,
                          settings=PAPER_PRESET, n_draws=run.llc_draws, batch_size=run.llc_batch, n_beta=n_beta,
-                         seed=run.seed, device=device)
+                         seed=run.seed)
     rec = Recorder(model, every=1, groups=block_groups, measurements=dict(llc=llc))
-    opt, g = _optimizer(run, model.parameters()), _generator(run.seed + 3)
+    opt, g = _optimizer(run, model.parameters()), torch.Generator().manual_seed(run.seed + 3)
     for step in range(1, run.steps + 1):
-        i = torch.randint(0, len(blocks.input_ids), (run.batch_size,), generator=g)
-        loss = _step_loss(model, blocks.input_ids[i].to(device), blocks.targets[i].to(device))
+        i = torch.randint(0, len(blocks.input_ids), (run.batch_size,), generator=g).to(blocks.input_ids.device)
+        loss = _step_loss(model, blocks.input_ids[i], blocks.targets[i])
         opt.zero_grad()
         loss.backward()
         opt.step()
         rec.record(step, loss)
     table = rec.table.rename(columns={'llc/llc': 'llc', 'llc/flagged': 'llc_flagged'})
-    return dict(trajectory=table, data_source=source, n_beta=n_beta, llc_tokens=llc_data.n_tokens,
-                llc_blocks_used=len(llc_data.input_ids), train_blocks=len(blocks.input_ids),
-                n_params=sum(p.numel() for p in model.parameters()), seconds_prepare=seconds_prepare)
+    what = (f"STAND-IN, TinyStories-1M's GPT-Neo configuration with a {model.config.vocab_size}-token BPE vocabulary,"
+            f" trained {run.stand_in_steps} Adam steps here" if run.stand_in else f"{run.model} from the hub")
+    return dict(trajectory=table, data_source=f"{blocks.source}; model: {what}", n_beta=n_beta,
+                llc_tokens=llc_data.n_tokens, llc_blocks_used=len(llc_data.input_ids),
+                train_blocks=len(blocks.input_ids), n_params=sum(p.numel() for p in model.parameters()),
+                seconds_train=time.perf_counter() - t0)
 
 # %% ../../nbs/26_tinystories_study.ipynb #f310a1ed
 @dataclass(frozen=True)
@@ -207,18 +185,9 @@ FULL = TinyStoriesConfig(models=tuple(PAPER_MODELS), run=LMRun())
 SMOKE = TinyStoriesConfig(run=LMRun(stand_in=True, steps=30, llc_every=10, llc_draws=4, block_size=32,
                                     llc_blocks=32, stand_in_steps=20), n_boot=50)
 
-def config(full: bool | None = None) -> TinyStoriesConfig:
-    "The quick configuration, or the paper's when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
-
-def runs(cfg: TinyStoriesConfig, device=None) -> list[LMRun]:
+def runs(cfg: TinyStoriesConfig) -> list[LMRun]:
     "One run per model and optimizer."
-    dev = None if device is None else str(device)
-    return [replace(cfg.run, model=m, optimizer=o, device=dev) for m in cfg.models for o in cfg.optimizers]
-
-def sweep(cfg: TinyStoriesConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('tinystories', train_run, runs(cfg, device), device=device)
+    return [replace(cfg.run, model=m, optimizer=o) for m in cfg.models for o in cfg.optimizers]
 
 # %% ../../nbs/26_tinystories_study.ipynb #41af0f84
 def _boot_r2(t, R, n_boot: int, seed: int, held: np.ndarray | None = None) -> np.ndarray:
@@ -251,7 +220,6 @@ def analyse_run(traj: pd.DataFrame, n_boot: int = 200, seed: int = 0) -> dict:
     if len(lam) < 2 or len(t) < 6:
         raise ValueError(f"analyse_run needs at least 2 LLC estimates and 6 steps, got {len(lam)} and {len(t)}")
     fit = fit_power_law(t, R, n_boot=n_boot, seed=seed, n_log_points=60)
-    from fracsgd.spectral import log_spaced_indices
     idx = log_spaced_indices(t, 60)
     r2_lo, r2_hi = _interval(fit.r2, _boot_r2(t[idx], R[idx], n_boot, seed))
     lam_mean = final_llc(traj.dropna(subset=['llc']), 'llc', last=10)
@@ -296,7 +264,6 @@ def quantity(model: str, optimizer: str, column: str) -> str:
     "The summary's name of a table-1/4 cell, e.g. 'TinyStories-1M sgd: λ'."
     return f"{model} {optimizer}: {COLUMNS[column]}"
 
-# %% ../../nbs/26_tinystories_study.ipynb #f4cf7d73
 def _row(q, v, lo=np.nan, hi=np.nan, note=''):
     return dict(quantity=q, value=float(v), ci_low=float(lo), ci_high=float(hi), note=note)
 
@@ -367,8 +334,8 @@ def plot_layers_and_llc(trajs: dict, title: str = ''):
         b.plot(at.step, at.llc, 'o-', color=f'C{k}', label=name)
     a.set(xlabel='t', ylabel='R per group (embeddings darkest)', title='displacement per group')
     b.set(xlabel='t', ylabel='LLC estimate', title='LLC along training')
-    a.legend(fontsize=8)
-    b.legend(fontsize=8)
+    for ax in (a, b):
+        ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -390,38 +357,43 @@ def per_run_table(folder, n_boot: int = 200) -> tuple[pd.DataFrame, pd.DataFrame
         layers.append(layer_slopes(traj).assign(run=name))
     return pd.DataFrame(rows), pd.concat(layers, ignore_index=True), trajs
 
-def report(folder, cfg: TinyStoriesConfig | None = None) -> dict:
-    "Analyse the study in `folder`; write its tables and figures there; mark it as a stand-in's when it is."
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: TinyStoriesConfig) -> dict:
+    "Analyse the study in `folder` made with `cfg`; write its tables and figures there."
+    out = Path(folder)
     per_run, layers, trajs = per_run_table(out, cfg.n_boot)
-    stand = per_run[per_run.stand_in.astype(bool)]
-    what = ''
-    if len(stand):
-        what = mark_stand_in(out, "TinyStories-1M's GPT-Neo configuration (2,048-token BPE vocabulary) trained "
-                                  "briefly here on prose of the Python language reference; not the hub's weights, "
-                                  "not TinyStories")
-    summary = summarize(per_run, what)
+    summary = summarize(per_run, STAND_IN if per_run.stand_in.astype(bool).any() else '')
     write_table(summary, out / 'summary.csv')
     write_table(per_run, out / 'per_run.csv')
     write_table(layers, out / 'layers.csv')
     write_table(comparison_table(per_run), out / 'tables_1_4.csv')
+    traj = load_study(out).trajectories              # step 0, ~80 log-spaced steps and the LLC records of each run
+    keep = traj.step.isin(sorted({0, *np.unique(np.geomspace(1, traj.step.max(), 80).round())})) | traj.llc.notna()
+    write_table(traj[keep].reset_index(drop=True), out / 'trajectory_compact.csv')
     first = next(iter(trajs))
-    figs = dict(fig20=plot_fig20(trajs[first], f'fig. 20 on {first}'),
-                layers_llc=plot_layers_and_llc(trajs))
+    figs = dict(fig20=plot_fig20(trajs[first], f'fig. 20 on {first}'), layers_llc=plot_layers_and_llc(trajs))
     save_figures(figs, out)
     return dict(summary=summary, per_run=per_run, layers=layers, trajectories=trajs, out=out)
 
-def run(cfg: TinyStoriesConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('tinystories', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
+class TinyStories(Study):
+    "The TinyStories study, for the runner: it loads the blocks and the model on the CPU; the runner places both."
+    name, presets = 'tinystories', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_run.csv', 'layers.csv', 'tables_1_4.csv', 'trajectory_compact.csv')
+    def runs(self, cfg): return runs(cfg)
+    def load_data(self, run): return load_blocks(run)
+    def build_models(self, run): return load_model(run)
+    def train(self, run, data, model): return train_run(run, data, model)
+    def report(self, folder, cfg): return report(folder, cfg)
+    def check_data(self, cfg):
+        for module in ('transformers', 'tokenizers'):     # the hub's models and the stand-in both need them
+            require(module)
+    def stand_in(self, cfg): return STAND_IN if cfg.run.stand_in else ''
 
-def save_results(folder, ledger=None, compact_dir=None) -> Path:
-    "Record a reported study's claims; copy its per-run tables and a down-sampled trajectory beside them."
-    dest = keep_results(folder, ('per_run.csv', 'layers.csv', 'tables_1_4.csv'), ledger=ledger, compact_dir=compact_dir)
-    traj = load_study(folder).trajectories
-    keep = traj.step.isin(sorted({0, *np.unique(np.geomspace(1, traj.step.max(), 80).round())})) | traj.llc.notna()
-    write_table(traj[keep].reset_index(drop=True), dest / 'trajectory_compact.csv')
-    return dest
+    def with_stand_in(self, cfg):
+        "`cfg` on the stand-in: TinyStories-1M only (the one it stands in for), every other setting kept."
+        return replace(cfg, models=('roneneldan/TinyStories-1M',), run=replace(cfg.run, stand_in=True))
+
+    def config_from_record(self, record: dict):
+        return TinyStoriesConfig(**{**record, 'models': tuple(record['models']), 'run': LMRun(**record['run']),
+                                    'optimizers': tuple(record['optimizers'])})
+
+STUDY = TinyStories()

@@ -13,11 +13,14 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
+import re
 from collections import OrderedDict
 from typing import Sequence
 
 import torch
 from torch import nn
+
+from fracsgd.core import require
 
 
 # %% [markdown]
@@ -112,6 +115,45 @@ except ValueError as e:
     assert 'rank' in str(e)
 X_dln, y_dln = dln_data(dln, 500, seed=1)
 assert X_dln.shape == (500, 10) and torch.equal(y_dln, dln(X_dln).detach())
+
+# %% [markdown]
+# ## A small language model: TinyStories-1M's configuration
+#
+# The [TinyStories study](tinystories_study.html) continues the training of small pretrained language models.
+# Offline, its stand-in is a GPT-Neo model of Hugging Face's `transformers` with TinyStories-1M's configuration,
+# read from the model's `config.json` on the hub, and the vocabulary of the stand-in tokenizer (the study's
+# chapter builds it and counts its parameters). `block_groups` names the displacement group of a parameter of a
+# GPT-Neo or Llama model: the embeddings, each transformer block, or the final norm.
+
+# %%
+#| export
+# TinyStories-1M's config.json on the Hugging Face hub (roneneldan/TinyStories-1M), GPT-Neo architecture
+TINYSTORIES_1M_CONFIG = dict(
+    model_type='gpt_neo', vocab_size=50257, max_position_embeddings=2048, hidden_size=64, num_layers=8,
+    attention_types=[[['global', 'local'], 4]], num_heads=16, intermediate_size=None, window_size=256,
+    activation_function='gelu_new', resid_dropout=0.0, embed_dropout=0.0, attention_dropout=0.0,
+    layer_norm_epsilon=1e-5, initializer_range=0.02, bos_token_id=50256, eos_token_id=50256,
+    tie_word_embeddings=True)
+
+def stand_in_config(vocab_size: int, eos_token_id: int):
+    "TinyStories-1M's GPT-Neo configuration with the stand-in tokenizer's vocabulary and end-of-text id."
+    GPTNeoConfig = require('transformers').GPTNeoConfig
+    cfg = {k: v for k, v in TINYSTORIES_1M_CONFIG.items() if k != 'model_type'}
+    return GPTNeoConfig(**{**cfg, 'vocab_size': vocab_size, 'bos_token_id': eos_token_id,
+                           'eos_token_id': eos_token_id})
+
+def block_groups(name: str) -> str:
+    "Displacement group of a parameter of a GPT-Neo or Llama model: 'embeddings', 'block <i>' or 'final'."
+    m = re.search(r'\.(?:h|layers)\.(\d+)\.', name)
+    if m:
+        return f'block {int(m.group(1))}'
+    return 'embeddings' if re.search(r'wte|wpe|embed', name) else 'final'
+
+
+# %%
+names = ['lm.transformer.wte.weight', 'lm.transformer.h.3.attn.attention.q_proj.weight', 'lm.transformer.ln_f.bias',
+         'lm.model.layers.12.mlp.up_proj.weight', 'lm.model.embed_tokens.weight']
+assert [block_groups(n) for n in names] == ['embeddings', 'block 3', 'final', 'block 12', 'embeddings']
 
 # %%
 #| hide

@@ -13,8 +13,8 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import hashlib, json, math, re, shutil, time, warnings
-from dataclasses import asdict, dataclass, replace
+import functools, hashlib, json, math, time, warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,18 +23,18 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from fracsgd.core import atomic_path, default_device, full_mode, read_table, results_dir, write_table, save_figures, require
+from fracsgd.core import atomic_path, read_table, write_table, save_figures, require
 from fracsgd.crossover import predict_displacement
 from fracsgd.data import cache_dir
-from fracsgd.datasets.tinystories import (CausalLMLogits, TokenBlocks, lm_n_beta, load_stories, stand_in_stories,
-                                          token_blocks, token_loss, train_tokenizer)
+from fracsgd.datasets.tinystories import (CausalLMLogits, TokenBlocks, check_context, check_tokenizer, lm_n_beta,
+                                          load_stories, stand_in_stories, token_blocks, token_loss, train_tokenizer)
 from fracsgd.displacement import Recorder
-from fracsgd.ledger import COMPACT, keep_results, mark_stand_in
 from fracsgd.llc import LLCMeasurement, final_llc
+from fracsgd.models import block_groups, stand_in_config
+from fracsgd.runner import Study
 from fracsgd.sgld import PAPER_PRESET
-from fracsgd.spectral import fit_power_law
+from fracsgd.spectral import fit_power_law, log_spaced_indices
 from fracsgd.store import load_study
-from fracsgd.sweep import Sweep, run_sweep
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
@@ -68,34 +68,13 @@ torch.set_num_threads(1)   # two cores shared with other work
 # fails, and the stand-in is a GPT-Neo model built in code with TinyStories-1M's configuration, read from the
 # model's `config.json` on the hub (`GPTNeoForCausalLM`: hidden size 64, 8 layers alternating global and local
 # attention with window 256, 16 heads, MLP width 4 × 64, `gelu_new`, no dropout, context 2,048 positions, tied
-# input and output embeddings), with two changes forced by the stand-in data: the vocabulary is that of the
-# stand-in tokenizer (2,048 byte-level BPE tokens instead of GPT-Neo's 50,257), and the weights are not
-# TinyStories' but come from a short training here (Adam, lr $3\cdot10^{-3}$, a few hundred steps) on the stand-in
-# corpus. The paper's protocol then starts from that model. Because its pretraining is short, the stand-in sits
-# much less deep in a minimum than the real TinyStories-1M. The hub path is tested offline
-# (`tests/test_tinystories.py`) on files in the hub's formats that the test writes: a model folder from
-# `save_pretrained` and a dataset folder with a parquet shard of stories.
-
-# %%
-#| export
-PAPER_MODELS = {'roneneldan/TinyStories-1M': 'TinyStories-1M', 'nickypro/tinyllama-15M': 'TinyLlama-15M',
-                'roneneldan/TinyStories-33M': 'TinyStories-33M'}
-
-# TinyStories-1M's config.json on the Hugging Face hub (roneneldan/TinyStories-1M), GPT-Neo architecture
-TINYSTORIES_1M_CONFIG = dict(
-    model_type='gpt_neo', vocab_size=50257, max_position_embeddings=2048, hidden_size=64, num_layers=8,
-    attention_types=[[['global', 'local'], 4]], num_heads=16, intermediate_size=None, window_size=256,
-    activation_function='gelu_new', resid_dropout=0.0, embed_dropout=0.0, attention_dropout=0.0,
-    layer_norm_epsilon=1e-5, initializer_range=0.02, bos_token_id=50256, eos_token_id=50256,
-    tie_word_embeddings=True)
-
-def stand_in_config(vocab_size: int, eos_token_id: int):
-    "TinyStories-1M's GPT-Neo configuration with the stand-in tokenizer's vocabulary and end-of-text id."
-    GPTNeoConfig = require('transformers').GPTNeoConfig
-    cfg = {k: v for k, v in TINYSTORIES_1M_CONFIG.items() if k != 'model_type'}
-    return GPTNeoConfig(**{**cfg, 'vocab_size': vocab_size, 'bos_token_id': eos_token_id,
-                           'eos_token_id': eos_token_id})
-
+# input and output embeddings; `stand_in_config` of the [models chapter](models.html)), with two changes forced by
+# the stand-in data: the vocabulary is that of the stand-in tokenizer (2,048 byte-level BPE tokens instead of
+# GPT-Neo's 50,257), and the weights are not TinyStories' but come from a short training here (Adam, lr
+# $3\cdot10^{-3}$, a few hundred steps) on the stand-in corpus. The paper's protocol then starts from that model.
+# Because its pretraining is short, the stand-in sits much less deep in a minimum than the real TinyStories-1M. The
+# hub path is tested offline (`tests/test_tinystories.py`) on files in the hub's formats that the test writes: a
+# model folder from `save_pretrained` and a dataset folder with a parquet shard of stories.
 
 # %%
 cfg1m = stand_in_config(50257, 50256)
@@ -109,13 +88,16 @@ print(f"TinyStories-1M's architecture with GPT-Neo's vocabulary: {n_params:,} pa
 # %% [markdown]
 # ## One run
 #
-# `LMRun` is one model trained on with one optimizer. `prepare` gets the model, the training blocks and the LLC
-# sample: the hub's model, tokenizer and TinyStories when `stand_in` is off, the stand-in otherwise. The
-# pretrained stand-in is cached on disk (keyed by its settings) so that the SGD and the Adam run start from the
-# same weights without training it twice.
+# `LMRun` is one model trained on with one optimizer. `load_blocks` gets the training blocks and the LLC sample,
+# `load_model` the model: the hub's model, tokenizer and TinyStories when `stand_in` is off, the stand-in
+# otherwise. Both stay on the CPU; the runner places them. The stand-in's pretraining always runs on the CPU in
+# float32, wherever the run is placed, so that every placement starts from the same weights; it is cached on disk
+# (keyed by its settings) so that the SGD and the Adam run start from them without training it twice.
 
 # %%
 #| export
+PAPER_MODELS = {'roneneldan/TinyStories-1M': 'TinyStories-1M', 'nickypro/tinyllama-15M': 'TinyLlama-15M',
+                'roneneldan/TinyStories-33M': 'TinyStories-33M'}
 OPTIMIZERS = ('sgd', 'adam')
 
 @dataclass(frozen=True)
@@ -139,8 +121,8 @@ class LMRun:
     stand_in_steps: int = 300
     stand_in_lr: float = 3e-3
     seed: int = 0
-    device: str | None = None
-    cpu_threads: int = 1               # torch threads on a CPU (2 threads on 2 busy cores ran ~5x slower here)
+    cpu_threads: int = 1               # torch threads for CPU work (2 threads on 2 busy cores ran ~5x slower here)
+    RETIRED_FIELDS = {'device': None}  # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -162,11 +144,8 @@ class LMRun:
         name = PAPER_MODELS.get(self.model, self.model)
         return f"{name} (stand-in)" if self.stand_in else name
 
-
-# %%
-#| export
-def _generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+STAND_IN = ("TinyStories-1M's GPT-Neo configuration (2,048-token BPE vocabulary) trained briefly here on prose of "
+            "the Python language reference; not the hub's weights, not TinyStories")
 
 def _step_loss(model, x, y):
     "Mean next-token loss over the predicted tokens of a batch (the usual language-model training loss)."
@@ -181,90 +160,87 @@ def pretrain_stand_in(run: LMRun, tokenizer, blocks: TokenBlocks):
     torch.manual_seed(run.seed)
     model = CausalLMLogits(GPTNeoForCausalLM(stand_in_config(len(tokenizer), tokenizer.eos_token_id)))
     if path.exists():
-        model.load_state_dict(torch.load(path, map_location='cpu'))
+        model.load_state_dict(torch.load(path, weights_only=True))
         return model
-    opt, g = torch.optim.Adam(model.parameters(), lr=run.stand_in_lr), _generator(run.seed + 1)
+    opt, g = torch.optim.Adam(model.parameters(), lr=run.stand_in_lr), torch.Generator().manual_seed(run.seed + 1)
     for _ in range(run.stand_in_steps):
         i = torch.randint(0, len(blocks.input_ids), (run.batch_size,), generator=g)
         loss = _step_loss(model, blocks.input_ids[i], blocks.targets[i])
         opt.zero_grad()
         loss.backward()
         opt.step()
-    path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         torch.save(model.state_dict(), tmp)
     return model
 
-def prepare(run: LMRun):
-    "The model (`CausalLMLogits`), training blocks, LLC sample and a description of the data, for `run`."
+@functools.lru_cache(maxsize=1)                # one run's blocks serve its data and its model, loaded once
+def _tokenized(run: LMRun):
+    "The tokenizer and the training blocks of `run`: the stand-in's, or the hub's model's tokenizer and TinyStories."
     if run.stand_in:
         stories, source = stand_in_stories()
         tokenizer = train_tokenizer(stories, run.stand_in_vocab)
-        blocks = token_blocks(stories, tokenizer, run.block_size, source=source)
-        model = pretrain_stand_in(run, tokenizer, blocks)
-        source += (f"; model: STAND-IN, TinyStories-1M's GPT-Neo configuration with a {len(tokenizer)}-token "
-                   f"BPE vocabulary, trained {run.stand_in_steps} Adam steps here")
     else:
-        transformers = require('transformers')
-        AutoModelForCausalLM, AutoTokenizer = transformers.AutoModelForCausalLM, transformers.AutoTokenizer
-        tokenizer = AutoTokenizer.from_pretrained(run.model)
+        tokenizer = require('transformers').AutoTokenizer.from_pretrained(run.model)
         tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
-        model = CausalLMLogits(AutoModelForCausalLM.from_pretrained(run.model))
         stories, source = load_stories(n_stories=run.n_stories)
-        blocks = token_blocks(stories, tokenizer, run.block_size, model=model, source=source)
-        source += f"; model: {run.model} from the hub"
-    pick = torch.randperm(len(blocks.input_ids), generator=_generator(run.seed + 2))[:run.llc_blocks]
-    llc_data = TokenBlocks(blocks.input_ids[pick], blocks.targets[pick], blocks.source)
-    return model, blocks, llc_data, source
+    return tokenizer, token_blocks(stories, tokenizer, run.block_size, source=source)
+
+def load_blocks(run: LMRun) -> dict:
+    "The training blocks and the LLC sample (`llc_blocks` of them, fixed by the seed) of `run`, on the CPU."
+    blocks = _tokenized(run)[1]
+    pick = torch.randperm(len(blocks.input_ids), generator=torch.Generator().manual_seed(run.seed + 2))[:run.llc_blocks]
+    return dict(train=blocks, llc=TokenBlocks(blocks.input_ids[pick], blocks.targets[pick], blocks.source))
+
+def load_model(run: LMRun) -> CausalLMLogits:
+    "The model of `run`, on the CPU: the pretrained stand-in, or the hub's model checked against its tokenizer."
+    torch.set_num_threads(run.cpu_threads)          # the runner restores the thread count after the run
+    tokenizer, blocks = _tokenized(run)
+    if run.stand_in:
+        return pretrain_stand_in(run, tokenizer, blocks)
+    model = CausalLMLogits(require('transformers').AutoModelForCausalLM.from_pretrained(run.model))
+    check_tokenizer(tokenizer, model)
+    check_context(run.block_size, model)
+    return model
 
 
 # %% [markdown]
 # `train_run` is the protocol: the recorder of the [displacement chapter](displacement.html) logs $R(t)$ at every
-# step, in total and per transformer block (`block_groups`: the embeddings, each block, the final norm; the
-# output layer shares the embedding's weights), and calls the LLC measurement every `llc_every` steps with the
-# per-token loss and the $n\beta$ of the data chapter. The run returns its trajectory table and a few numbers.
+# step, in total and per transformer block (`block_groups` of the [models chapter](models.html): the embeddings,
+# each block, the final norm; the output layer shares the embedding's weights), and calls the LLC measurement
+# every `llc_every` steps with the per-token loss and the $n\beta$ of the data chapter. It trains the model and the
+# blocks that the runner placed, and returns the trajectory table and a few numbers.
 
 # %%
 #| export
-def block_groups(name: str) -> str:
-    "Displacement group of a parameter of a GPT-Neo or Llama model: 'embeddings', 'block <i>' or 'final'."
-    m = re.search(r'\.(?:h|layers)\.(\d+)\.', name)
-    if m:
-        return f'block {int(m.group(1))}'
-    return 'embeddings' if re.search(r'wte|wpe|embed', name) else 'final'
-
 def _optimizer(run: LMRun, params):
     if run.optimizer == 'sgd':
         return torch.optim.SGD(params, lr=run.lr, momentum=run.momentum)
     return torch.optim.Adam(params, lr=run.lr)
 
-def train_run(run: LMRun) -> dict:
-    "Train `run.model` on `run.steps` steps; its trajectory (R, R/<group>, loss, LLC every `llc_every`)."
-    device = torch.device(run.device) if run.device else default_device()
-    if device.type == 'cpu':
-        torch.set_num_threads(run.cpu_threads)
-    t0 = time.perf_counter()
-    model, blocks, llc_data, source = prepare(run)
-    model.to(device).train()
-    seconds_prepare = time.perf_counter() - t0
-    per_block = llc_data.n_tokens / len(llc_data.input_ids)
-    n_beta = lm_n_beta(llc_data, run.n_count)
+def train_run(run: LMRun, data: dict, model) -> dict:
+    "Train `model` `run.steps` steps on `data` (`load_blocks`); its trajectory (R, R/<group>, loss, LLC)."
+    t0, blocks, llc_data = time.perf_counter(), data['train'], data['llc']
+    model.train()
+    per_block, n_beta = llc_data.n_tokens / len(llc_data.input_ids), lm_n_beta(llc_data, run.n_count)
     llc = LLCMeasurement((llc_data.input_ids, llc_data.targets), token_loss(per_block), every=run.llc_every,
                          settings=PAPER_PRESET, n_draws=run.llc_draws, batch_size=run.llc_batch, n_beta=n_beta,
-                         seed=run.seed, device=device)
+                         seed=run.seed)
     rec = Recorder(model, every=1, groups=block_groups, measurements=dict(llc=llc))
-    opt, g = _optimizer(run, model.parameters()), _generator(run.seed + 3)
+    opt, g = _optimizer(run, model.parameters()), torch.Generator().manual_seed(run.seed + 3)
     for step in range(1, run.steps + 1):
-        i = torch.randint(0, len(blocks.input_ids), (run.batch_size,), generator=g)
-        loss = _step_loss(model, blocks.input_ids[i].to(device), blocks.targets[i].to(device))
+        i = torch.randint(0, len(blocks.input_ids), (run.batch_size,), generator=g).to(blocks.input_ids.device)
+        loss = _step_loss(model, blocks.input_ids[i], blocks.targets[i])
         opt.zero_grad()
         loss.backward()
         opt.step()
         rec.record(step, loss)
     table = rec.table.rename(columns={'llc/llc': 'llc', 'llc/flagged': 'llc_flagged'})
-    return dict(trajectory=table, data_source=source, n_beta=n_beta, llc_tokens=llc_data.n_tokens,
-                llc_blocks_used=len(llc_data.input_ids), train_blocks=len(blocks.input_ids),
-                n_params=sum(p.numel() for p in model.parameters()), seconds_prepare=seconds_prepare)
+    what = (f"STAND-IN, TinyStories-1M's GPT-Neo configuration with a {model.config.vocab_size}-token BPE vocabulary,"
+            f" trained {run.stand_in_steps} Adam steps here" if run.stand_in else f"{run.model} from the hub")
+    return dict(trajectory=table, data_source=f"{blocks.source}; model: {what}", n_beta=n_beta,
+                llc_tokens=llc_data.n_tokens, llc_blocks_used=len(llc_data.input_ids),
+                train_blocks=len(blocks.input_ids), n_params=sum(p.numel() for p in model.parameters()),
+                seconds_train=time.perf_counter() - t0)
 
 
 # %% [markdown]
@@ -276,9 +252,9 @@ def train_run(run: LMRun) -> dict:
 # (SGD, Adam) cost about 100 s of CPU each and the stand-in's pretraining about 60 s: on the idle 2-core machine,
 # `fracsgd run tinystories --quick` took 2 min 7 s from a cold cache (pretraining included) and 1 min 21 s with
 # the pretrained stand-in cached (measured 2026-11-24; both runs gave this page's summary to the last digit).
-# **Smoke** is a seconds-long
-# version of quick for this page and the tests. A run on a CPU uses `cpu_threads` torch threads (default 1):
-# here two threads per process on two busy cores ran several times slower than one.
+# **Smoke** is a seconds-long version of quick for this page and the tests. Select with `fracsgd run tinystories
+# --full` (or `--preset smoke`). A run uses `cpu_threads` torch threads for its work on the CPU (default 1): here
+# two threads per process on two busy cores ran several times slower than one.
 
 # %%
 #| export
@@ -295,18 +271,9 @@ FULL = TinyStoriesConfig(models=tuple(PAPER_MODELS), run=LMRun())
 SMOKE = TinyStoriesConfig(run=LMRun(stand_in=True, steps=30, llc_every=10, llc_draws=4, block_size=32,
                                     llc_blocks=32, stand_in_steps=20), n_boot=50)
 
-def config(full: bool | None = None) -> TinyStoriesConfig:
-    "The quick configuration, or the paper's when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
-
-def runs(cfg: TinyStoriesConfig, device=None) -> list[LMRun]:
+def runs(cfg: TinyStoriesConfig) -> list[LMRun]:
     "One run per model and optimizer."
-    dev = None if device is None else str(device)
-    return [replace(cfg.run, model=m, optimizer=o, device=dev) for m in cfg.models for o in cfg.optimizers]
-
-def sweep(cfg: TinyStoriesConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('tinystories', train_run, runs(cfg, device), device=device)
+    return [replace(cfg.run, model=m, optimizer=o) for m in cfg.models for o in cfg.optimizers]
 
 
 # %%
@@ -359,7 +326,6 @@ def analyse_run(traj: pd.DataFrame, n_boot: int = 200, seed: int = 0) -> dict:
     if len(lam) < 2 or len(t) < 6:
         raise ValueError(f"analyse_run needs at least 2 LLC estimates and 6 steps, got {len(lam)} and {len(t)}")
     fit = fit_power_law(t, R, n_boot=n_boot, seed=seed, n_log_points=60)
-    from fracsgd.spectral import log_spaced_indices
     idx = log_spaced_indices(t, 60)
     r2_lo, r2_hi = _interval(fit.r2, _boot_r2(t[idx], R[idx], n_boot, seed))
     lam_mean = final_llc(traj.dropna(subset=['llc']), 'llc', last=10)
@@ -436,16 +402,6 @@ def quantity(model: str, optimizer: str, column: str) -> str:
     "The summary's name of a table-1/4 cell, e.g. 'TinyStories-1M sgd: λ'."
     return f"{model} {optimizer}: {COLUMNS[column]}"
 
-
-# %%
-p = PAPER_TABLES
-assert (abs(p.d_s / (2 * p.llc) - p.alpha) < 0.01).all()              # α = d_s/(2λ) to the last printed digit
-assert round((p.d_s / p.llc)[p.optimizer == 'sgd'].max(), 2) == 0.98
-assert (p.d_s > p.llc).sum() == 1                                      # table 4's TinyStories-1M row: d_s > λ
-
-
-# %%
-#| export
 def _row(q, v, lo=np.nan, hi=np.nan, note=''):
     return dict(quantity=q, value=float(v), ci_low=float(lo), ci_high=float(hi), note=note)
 
@@ -490,6 +446,13 @@ def comparison_table(per_run: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+# %%
+p = PAPER_TABLES
+assert (abs(p.d_s / (2 * p.llc) - p.alpha) < 0.01).all()              # α = d_s/(2λ) to the last printed digit
+assert round((p.d_s / p.llc)[p.optimizer == 'sgd'].max(), 2) == 0.98
+assert (p.d_s > p.llc).sum() == 1                                      # table 4's TinyStories-1M row: d_s > λ
+
+
 # %% [markdown]
 # ## Figures
 #
@@ -524,8 +487,8 @@ def plot_layers_and_llc(trajs: dict, title: str = ''):
         b.plot(at.step, at.llc, 'o-', color=f'C{k}', label=name)
     a.set(xlabel='t', ylabel='R per group (embeddings darkest)', title='displacement per group')
     b.set(xlabel='t', ylabel='LLC estimate', title='LLC along training')
-    a.legend(fontsize=8)
-    b.legend(fontsize=8)
+    for ax in (a, b):
+        ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -534,11 +497,12 @@ def plot_layers_and_llc(trajs: dict, title: str = ''):
 # %% [markdown]
 # ## Running the study
 #
-# `report` reads a study folder with `load_study`, writes `summary.csv`, `per_run.csv`, `layers.csv`, the
-# comparison table and the figures, and marks the folder's `meta.json` as a stand-in's when the stand-in ran
-# (`mark_stand_in`, which makes the ledger file its rows under `quick-stand-in` with the verdict "not run at paper
-# scale"). `run` runs the sweep (resumably), then reports. `save_results` records the claims and puts the
-# per-run table, per-group slopes and a down-sampled trajectory beside the ledger's compact summary.
+# The [runner](runner.html)'s `run_study('tinystories', 'quick', folder)` runs the sweep (resumably), then
+# `report` reads the study folder with `load_study` and writes `summary.csv`, `per_run.csv`, `layers.csv`, the
+# comparison table, a down-sampled trajectory and the figures. A configuration whose runs are the stand-in's says
+# so (`stand_in`): the runner records it in the folder's `meta.json`, which makes the ledger file its rows under
+# `quick-stand-in` with the verdict "not run at paper scale". The ledger's `keep_results(folder)` records the
+# claims and puts the files the study keeps (`STUDY.keep`) beside its compact summary.
 
 # %%
 #| export
@@ -558,41 +522,46 @@ def per_run_table(folder, n_boot: int = 200) -> tuple[pd.DataFrame, pd.DataFrame
         layers.append(layer_slopes(traj).assign(run=name))
     return pd.DataFrame(rows), pd.concat(layers, ignore_index=True), trajs
 
-def report(folder, cfg: TinyStoriesConfig | None = None) -> dict:
-    "Analyse the study in `folder`; write its tables and figures there; mark it as a stand-in's when it is."
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: TinyStoriesConfig) -> dict:
+    "Analyse the study in `folder` made with `cfg`; write its tables and figures there."
+    out = Path(folder)
     per_run, layers, trajs = per_run_table(out, cfg.n_boot)
-    stand = per_run[per_run.stand_in.astype(bool)]
-    what = ''
-    if len(stand):
-        what = mark_stand_in(out, "TinyStories-1M's GPT-Neo configuration (2,048-token BPE vocabulary) trained "
-                                  "briefly here on prose of the Python language reference; not the hub's weights, "
-                                  "not TinyStories")
-    summary = summarize(per_run, what)
+    summary = summarize(per_run, STAND_IN if per_run.stand_in.astype(bool).any() else '')
     write_table(summary, out / 'summary.csv')
     write_table(per_run, out / 'per_run.csv')
     write_table(layers, out / 'layers.csv')
     write_table(comparison_table(per_run), out / 'tables_1_4.csv')
+    traj = load_study(out).trajectories              # step 0, ~80 log-spaced steps and the LLC records of each run
+    keep = traj.step.isin(sorted({0, *np.unique(np.geomspace(1, traj.step.max(), 80).round())})) | traj.llc.notna()
+    write_table(traj[keep].reset_index(drop=True), out / 'trajectory_compact.csv')
     first = next(iter(trajs))
-    figs = dict(fig20=plot_fig20(trajs[first], f'fig. 20 on {first}'),
-                layers_llc=plot_layers_and_llc(trajs))
+    figs = dict(fig20=plot_fig20(trajs[first], f'fig. 20 on {first}'), layers_llc=plot_layers_and_llc(trajs))
     save_figures(figs, out)
     return dict(summary=summary, per_run=per_run, layers=layers, trajectories=trajs, out=out)
 
-def run(cfg: TinyStoriesConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('tinystories', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
+class TinyStories(Study):
+    "The TinyStories study, for the runner: it loads the blocks and the model on the CPU; the runner places both."
+    name, presets = 'tinystories', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_run.csv', 'layers.csv', 'tables_1_4.csv', 'trajectory_compact.csv')
+    def runs(self, cfg): return runs(cfg)
+    def load_data(self, run): return load_blocks(run)
+    def build_models(self, run): return load_model(run)
+    def train(self, run, data, model): return train_run(run, data, model)
+    def report(self, folder, cfg): return report(folder, cfg)
+    def check_data(self, cfg):
+        for module in ('transformers', 'tokenizers'):     # the hub's models and the stand-in both need them
+            require(module)
+    def stand_in(self, cfg): return STAND_IN if cfg.run.stand_in else ''
 
-def save_results(folder, ledger=None, compact_dir=None) -> Path:
-    "Record a reported study's claims; copy its per-run tables and a down-sampled trajectory beside them."
-    dest = keep_results(folder, ('per_run.csv', 'layers.csv', 'tables_1_4.csv'), ledger=ledger, compact_dir=compact_dir)
-    traj = load_study(folder).trajectories
-    keep = traj.step.isin(sorted({0, *np.unique(np.geomspace(1, traj.step.max(), 80).round())})) | traj.llc.notna()
-    write_table(traj[keep].reset_index(drop=True), dest / 'trajectory_compact.csv')
-    return dest
+    def with_stand_in(self, cfg):
+        "`cfg` on the stand-in: TinyStories-1M only (the one it stands in for), every other setting kept."
+        return replace(cfg, models=('roneneldan/TinyStories-1M',), run=replace(cfg.run, stand_in=True))
+
+    def config_from_record(self, record: dict):
+        return TinyStoriesConfig(**{**record, 'models': tuple(record['models']), 'run': LMRun(**record['run']),
+                                    'optimizers': tuple(record['optimizers'])})
+
+STUDY = TinyStories()
 
 
 # %% [markdown]
@@ -606,11 +575,12 @@ def save_results(folder, ledger=None, compact_dir=None) -> Path:
 
 # %%
 import tempfile
+from fracsgd.runner import run_study
 t0 = time.perf_counter()
 smoke_dir = Path(tempfile.mkdtemp()) / 'tinystories-smoke'
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')
-    smoke = run(SMOKE, smoke_dir, progress=False)
+    smoke = run_study(STUDY, 'smoke', smoke_dir, progress=False)
 print(f"smoke run: {time.perf_counter() - t0:.0f} s")
 traj = next(iter(smoke['trajectories'].values()))
 groups = [c for c in traj if c.startswith('R/')]
@@ -629,7 +599,7 @@ smoke['summary']
 #
 # ```
 # fracsgd run tinystories --quick --workers 2 --out /tmp/tinystories-quick
-# python -c "from fracsgd.studies.tinystories import save_results; save_results('/tmp/tinystories-quick')"
+# python -c "from fracsgd.ledger import keep_results; keep_results('/tmp/tinystories-quick')"
 # ```
 #
 # Every number below is the **stand-in's**: TinyStories-1M's architecture trained briefly here on the Python
@@ -643,6 +613,7 @@ smoke['summary']
 
 # %%
 from IPython.display import display
+from fracsgd.ledger import COMPACT
 quick_dir = COMPACT / 'tinystories' / 'quick-stand-in'
 if (quick_dir / 'per_run.csv').exists():
     prov = json.loads((quick_dir / 'provenance.json').read_text())

@@ -75,7 +75,7 @@
 # | [Modular arithmetic](modular.html) | `fracsgd.datasets.modular` | division and addition mod p, seeded train/test split |
 # | [TinyStories](tinystories.html) | `fracsgd.datasets.tinystories` | stories as token blocks: hub and text-file loaders, the stand-in corpus and tokenizer, per-token loss with padding masked |
 # | [Theory](theory.html) | `fracsgd.theory` | the relations, Caputo, Mittag-Leffler, a fractional FP solver |
-# | [Models](models.html) | `fracsgd.models` | fully connected ReLU nets, deep linear networks |
+# | [Models](models.html) | `fracsgd.models` | fully connected ReLU nets, deep linear networks, TinyStories-1M's GPT-Neo configuration |
 # | [Conv and residual nets](convnets.html) | `fracsgd.convnets` | tables 5–6's nine nets, Xavier init, parameter counts beside the paper's |
 # | [Training](train.html) | `fracsgd.train` | a minimal SGD/Adam loop with divergence checks |
 # | [Displacement](displacement.html) | `fracsgd.displacement` | the recorder: R(t) in total and per layer |
