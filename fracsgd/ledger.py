@@ -16,10 +16,11 @@ from .core import atomic_path, write_table, read_table
 from .store import read_meta, read_plan, runs_table, status
 
 # %% auto #0
-__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'CLAIM_COLUMNS', 'LEDGER_COLUMNS', 'STAND_IN',
-           'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in', 'study_configuration',
-           'compact_label', 'save_compact', 'ledger_rows', 'read_ledger', 'record_claims', 'keep_results', 'stale_rows',
-           'ledger_table']
+__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LEDGER_COLUMNS',
+           'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LENGTH_FIELDS', 'FULL_CAVEAT', 'read_claims', 'paper_interval',
+           'verdict', 'mark_stand_in', 'stand_in', 'study_configuration', 'compact_label', 'save_compact',
+           'study_presets', 'protocol_scale', 'scale_kind', 'ledger_rows', 'read_ledger', 'record_claims',
+           'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
@@ -27,10 +28,11 @@ CLAIMS, LEDGER, COMPACT = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', 
 
 KINDS = ('value', 'above', 'below', 'qualitative')
 VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run at paper scale', 'not run yet')
+DECISIVE = ('reproduced', 'not reproduced')
 CLAIM_COLUMNS = ('claim_id', 'location', 'claim', 'kind', 'paper_value', 'tolerance', 'study', 'quantity',
                  'arxiv')
-LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'value', 'ci_low', 'ci_high', 'verdict', 'source',
-                  'source_sha256', 'git_commit', 'note')
+LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low', 'ci_high', 'rule', 'verdict',
+                  'source', 'source_sha256', 'git_commit', 'note')
 
 # %% ../nbs/30_ledger.ipynb #44698dce
 def _number(text: str, where: str) -> float:
@@ -127,11 +129,12 @@ def study_configuration(folder) -> dict:
     if preset is None:
         raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
                          f'run `fracsgd run {name} --out {folder}` with that preset once (finished runs are reused)')
-    same = preset in ('quick', 'full') and set(unique_runs(study.runs(study.config(preset)))) == set(plan)
+    made = preset in study_presets(name) and set(unique_runs(study.runs(study.config(preset)))) == set(plan)
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
-    label = (preset if same else 'custom') + ('-stand-in' if stand_in(folder) else '')
-    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan),
-                stand_in=stand_in(folder))
+    label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if stand_in(folder) else '')
+    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=stand_in(folder),
+                preset=preset if made else 'custom',
+                scale=protocol_scale(name, preset if made else None, stand_in(folder)))
 
 def compact_label(cfg: dict) -> str:
     "The folder name of a `study_configuration`'s compact result: its label, with the hash for a custom one."
@@ -151,6 +154,74 @@ def save_compact(folder, compact_dir=None) -> Path:
         tmp.write_text(json.dumps(dict(cfg, run_seconds=round(seconds, 1), session=session), indent=1) + '\n')
     return dest
 
+# %% ../nbs/30_ledger.ipynb #45e7bb29
+SCALES = ('paper scale', 'extended', 'assumed', 'reduced', 'stand-in')
+ANALYSIS_FIELDS = {'n_boot', 'nets_per_run', 'cpu_threads', 'device', 'eval_batch', 'calibrated', 'volume_eps',
+                   'diag_every', 'record_every'}      # change the analysis of the same experiment, not the experiment
+LENGTH_FIELDS = {'epochs', 'steps', 'n_steps', 'sgd_steps'}
+FULL_CAVEAT = {'mnist-ablations': 'the paper does not state its ablation sweep; our full grid (lr x batch x momentum '
+                                  'x 3 nets, 100 epochs) is an assumption'}
+
+def study_presets(name: str) -> dict:
+    "The study's presets: its `presets`, or (a study not converted to the runner) its module's SMOKE/QUICK/FULL/LONG."
+    from fracsgd.runner import STUDIES
+    try:
+        presets = getattr(_study(name), 'presets', None)
+    except Exception:
+        presets = None
+    if presets:
+        return dict(presets)
+    module = importlib.import_module(STUDIES[name])
+    return {k.lower(): getattr(module, k) for k in ('SMOKE', 'QUICK', 'FULL', 'LONG') if hasattr(module, k)}
+
+def _n(x) -> str:
+    return f'{x:,}' if isinstance(x, int) else f'{x:g}'
+
+def _differences(cfg, full, prefix='') -> list[tuple[str, str, bool]]:
+    "(field, what differs, longer-only) for each protocol field where `cfg` differs from `full`."
+    import dataclasses
+    out = []
+    for f in dataclasses.fields(full):
+        if f.name in ANALYSIS_FIELDS or not hasattr(cfg, f.name):
+            continue
+        v, w, name = getattr(cfg, f.name), getattr(full, f.name), prefix + f.name
+        if v == w:
+            continue
+        if dataclasses.is_dataclass(v) and dataclasses.is_dataclass(w) and type(v) is type(w):
+            out += _differences(v, w, name + '.')
+        elif all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (v, w)):
+            out.append((name, f'{name} {_n(v)} of {_n(w)}', f.name in LENGTH_FIELDS and v > w))
+        elif isinstance(v, (tuple, list)) and isinstance(w, (tuple, list)) and len(v) != len(w):
+            out.append((name, f'{name}: {len(v)} of {len(w)}', False))
+        else:
+            show = lambda x: (_n(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else
+                              repr(x) if len(repr(x)) <= 40 else f'{type(x).__name__}(...)')
+            out.append((name, f'{name} {show(v)} (full: {show(w)})', False))
+    return out
+
+def protocol_scale(study: str, preset: str | None, stand_in: str = '') -> str:
+    "How the configuration `preset` of `study` compares with the paper's protocol: the text of the `scale` column."
+    presets = study_presets(study)
+    cfg, full = presets.get(preset), presets.get('full')
+    if cfg is None or full is None:
+        what = (f'a custom configuration of {study}' if cfg is None else f'{study} has no full preset to compare with')
+        diffs, longer = [what], False
+    else:
+        found = _differences(cfg, full)
+        diffs, longer = [d for _, d, _ in found], bool(found) and all(l for *_, l in found)
+    if stand_in:
+        return f'stand-in: {stand_in}' + (f'; reduced: {"; ".join(diffs)}' if diffs else '')
+    if not diffs:
+        return f'assumed: {FULL_CAVEAT[study]}' if study in FULL_CAVEAT else 'paper scale'
+    return ('extended: ' if longer else 'reduced: ') + '; '.join(diffs)
+
+def scale_kind(scale: str) -> str:
+    "The kind of a `scale` text: one of `SCALES`."
+    kind = str(scale).split(':')[0].strip()
+    if kind not in SCALES:
+        raise ValueError(f'scale {scale!r} does not start with one of {SCALES}')
+    return kind
+
 # %% ../nbs/30_ledger.ipynb #617d90d6
 def _sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
@@ -161,6 +232,9 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
     prov = json.loads((compact / 'provenance.json').read_text())
     summary = read_table(compact / 'summary.csv').set_index('quantity')
     claims = read_claims() if claims is None else claims
+    scale = prov.get('scale') or protocol_scale(prov['study'], prov.get('preset', prov['config'].split('-')[0]),
+                                                 prov.get(STAND_IN) or '')
+    kind = scale_kind(scale)
     mine = claims[(claims.study == prov['study']) & (claims.quantity != '')]
     if mine.empty:
         raise ValueError(f'no claim in the claims table is tested by study {prov["study"]!r} (none names a quantity)')
@@ -172,13 +246,17 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
                              f'(it has {list(summary.index)})')
         s = summary.loc[c.quantity]
         value, lo, hi = (float(s[k]) for k in ('value', 'ci_low', 'ci_high'))
-        v = verdict(claims.loc[c.claim_id], value, lo, hi)
+        rule = v = verdict(claims.loc[c.claim_id], value, lo, hi)
         note = '' if pd.isna(s.get('note', np.nan)) else str(s['note'])
         if prov.get(STAND_IN):                   # a stand-in's numbers are never a reproduction, whatever they say
             note = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {v}" + (f'; {note}' if note else '')
             v = 'not run at paper scale'
-        rows.append(dict(claim_id=c.claim_id, config=prov['config'], config_hash=prov['config_hash'], value=value,
-                         ci_low=lo, ci_high=hi, verdict=v, source=source, source_sha256=_sha256(compact / 'summary.csv'),
+        elif kind != 'paper scale' and v != 'not run yet':
+            note = f'NOT AT PAPER SCALE ({kind}); the rule on these numbers: {v}' + (f'; {note}' if note else '')
+            v = 'not run at paper scale'
+        rows.append(dict(claim_id=c.claim_id, config=prov['config'], config_hash=prov['config_hash'], scale=scale,
+                         value=value, ci_low=lo, ci_high=hi, rule=rule, verdict=v, source=source,
+                         source_sha256=_sha256(compact / 'summary.csv'),
                          git_commit=prov['session'].get('git_commit') or '', note=note))
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
 
@@ -188,7 +266,8 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
     path = Path(path or LEDGER)
     if not path.exists():
         return pd.DataFrame(columns=LEDGER_COLUMNS)
-    ledger = pd.read_csv(path, dtype={'config_hash': str, 'source_sha256': str, 'git_commit': str, 'note': str},
+    ledger = pd.read_csv(path, dtype={'config_hash': str, 'source_sha256': str, 'git_commit': str, 'note': str,
+                                      'scale': str, 'rule': str},
                          keep_default_na=False, na_values={c: [''] for c in ('value', 'ci_low', 'ci_high')})
     missing = [c for c in LEDGER_COLUMNS if c not in ledger]
     if missing:
@@ -197,9 +276,14 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
     unknown = sorted(set(ledger.claim_id) - set(claims.claim_id))
     if unknown:
         raise ValueError(f'{path}: unknown claim id(s) {unknown}: every row must name a claim of claims.csv')
-    wrong = sorted(set(ledger.verdict) - set(VERDICTS))
+    wrong = sorted((set(ledger.verdict) | set(ledger.rule)) - set(VERDICTS))
     if wrong:
         raise ValueError(f'{path}: verdict(s) {wrong} are not one of {VERDICTS}')
+    kinds = ledger.scale.map(scale_kind)                # also refuses a scale of no known kind
+    decisive = ledger.verdict.isin(DECISIVE)
+    if (decisive & ~kinds.isin(['paper scale', 'extended'])).any():
+        raise ValueError(f'{path}: decisive verdicts on rows not at paper scale: '
+                         f'{ledger.claim_id[decisive & ~kinds.isin(["paper scale", "extended"])].tolist()}')
     for r in ledger.itertuples():                       # re-applies the interval checks of the rule
         verdict(claims.loc[r.claim_id], r.value, r.ci_low, r.ci_high)
     return ledger[list(LEDGER_COLUMNS)]
@@ -211,10 +295,21 @@ def record_claims(folder, ledger=None, compact_dir=None, claims=None) -> pd.Data
     old = read_ledger(ledger, claims_table)
     keep = ~old.set_index(['claim_id', 'config']).index.isin(rows.set_index(['claim_id', 'config']).index)
     new = pd.concat([old[keep], rows], ignore_index=True) if keep.any() else rows
+    return _write_ledger(new, ledger, claims_table)
+
+def _write_ledger(rows: pd.DataFrame, ledger: Path, claims_table: pd.DataFrame) -> pd.DataFrame:
     order = {c: i for i, c in enumerate(claims_table.claim_id)}
-    new = new.sort_values(['claim_id', 'config'], key=lambda s: s.map(order) if s.name == 'claim_id' else s)
+    new = rows.sort_values(['claim_id', 'config'], key=lambda s: s.map(order) if s.name == 'claim_id' else s)
     write_table(new.reset_index(drop=True), ledger)
     return new.reset_index(drop=True)
+
+def rebuild_ledger(ledger=None, compact_dir=None, claims=None) -> pd.DataFrame:
+    """Recompute the whole ledger from every committed compact result (after a change of the rule or of the
+    claims), and write it."""
+    ledger, claims_table = Path(ledger or LEDGER), read_claims(claims)
+    folders = sorted(p.parent for p in Path(compact_dir or COMPACT).glob('*/*/provenance.json'))
+    rows = pd.concat([ledger_rows(f, claims_table, root=ledger.parent) for f in folders], ignore_index=True)
+    return _write_ledger(rows, ledger, claims_table)
 
 def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
     """`record_claims`, then copy the study folder's `files` (default: the files its study keeps) and the measured
@@ -251,9 +346,11 @@ def stale_rows(ledger=None, claims=None) -> list[str]:
                 continue
             f = fresh.loc[r.claim_id]
             same = all(np.isclose(getattr(r, k), f[k], rtol=1e-12, atol=0, equal_nan=True) for k in ('value', 'ci_low', 'ci_high'))
-            if not same or (r.verdict, r.config, r.config_hash) != (f.verdict, f.config, f.config_hash):
-                problems.append(f'{r.claim_id} ({source}): recorded {r.verdict} {r.value} [{r.ci_low}, {r.ci_high}], '
-                                f'the result gives {f.verdict} {f.value} [{f.ci_low}, {f.ci_high}]')
+            keys = ('verdict', 'rule', 'config', 'config_hash', 'scale', 'note')
+            if not same or tuple(getattr(r, k) for k in keys) != tuple(f[k] for k in keys):
+                problems.append(f'{r.claim_id} ({source}): recorded {r.verdict} (rule: {r.rule}) {r.value} '
+                                f'[{r.ci_low}, {r.ci_high}] ({r.scale}), the result gives {f.verdict} (rule: {f.rule}) '
+                                f'{f.value} [{f.ci_low}, {f.ci_high}] ({f.scale})')
         problems += [f'{c} ({source}): tested by this study but not in the ledger'
                      for c in sorted(set(fresh.index) - set(rows.claim_id))]
     return problems
@@ -266,8 +363,8 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
     "The ledger as one row per claim, joined with the claims; claims without a recorded number are not run yet."
     claims_table = read_claims(claims)
     rows = read_ledger(ledger, claims_table)
-    rank = rows.config.map({'full': 0, 'quick': 1}).fillna(2)
-    best = rows.assign(rank=rank).sort_values('rank').drop_duplicates('claim_id').set_index('claim_id')
+    rank = rows.scale.map(lambda x: SCALES.index(scale_kind(x))) * 10 + rows.config.map({'full': 0, 'quick': 1}).fillna(2)
+    best = rows.assign(rank=rank).sort_values('rank', kind='stable').drop_duplicates('claim_id').set_index('claim_id')
     out = []
     for c in claims_table.itertuples():
         paper = c.paper_value and {'above': '> ', 'below': '< '}.get(c.kind, '') + c.paper_value + (
@@ -275,7 +372,7 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
         r = best.loc[c.claim_id] if c.claim_id in best.index else None
         ours = '' if r is None else f'{_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]'
         config = '' if r is None else f'{r.config} ({r.config_hash})'
-        scale = '' if r is None or r.config == 'full' else f'{r.config}: not run at paper scale'
+        scale = '' if r is None else r.scale
         out.append(dict(claim=c.claim_id, location=c.location, what=c.claim, paper=paper or '(no number)',
                         ours=ours, configuration=config, verdict='not run yet' if r is None else r.verdict,
                         scale=scale, note='' if r is None else r.note, study=c.study))

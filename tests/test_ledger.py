@@ -1,6 +1,6 @@
 """The claims ledger: its committed rows follow from the committed study results, the quick moons study still
 gives those results, and bad input (unknown claims, verdicts outside the four, missing intervals) is refused."""
-import math, shutil
+import json, math, shutil
 from pathlib import Path
 
 import numpy as np
@@ -10,18 +10,19 @@ import pytest
 import fracsgd.studies.moons_diffusion as moons
 from fracsgd.runner import run_study
 from fracsgd.core import write_table, read_table
-from fracsgd.ledger import (CLAIMS, LEDGER, COMPACT, VERDICTS, read_claims, read_ledger, ledger_rows,
-                            record_claims, save_compact, stale_rows, verdict, paper_interval, ledger_table)
+from fracsgd.ledger import (CLAIMS, LEDGER, COMPACT, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows,
+                            record_claims, save_compact, stale_rows, verdict, paper_interval, ledger_table,
+                            protocol_scale, scale_kind)
 from fracsgd.store import open_study, save_plan, save_run
 from fracsgd.sweep import unique_runs, config_record
 
 SUMMARY_COLUMNS = ['quantity', 'value', 'ci_low', 'ci_high', 'note']
 
 
-def _study(folder, rows, skip_last=False):
-    "A finished (or, with `skip_last`, unfinished) moons-diffusion study folder with the quick run keys."
-    open_study(folder, 'moons-diffusion', fields=dict(preset='quick'))
-    runs = unique_runs(moons.runs(moons.QUICK))
+def _study(folder, rows, skip_last=False, preset='full'):
+    "A finished (or, with `skip_last`, unfinished) moons-diffusion study folder with the run keys of `preset`."
+    open_study(folder, 'moons-diffusion', fields=dict(preset=preset))
+    runs = unique_runs(moons.runs(moons.STUDY.config(preset)))
     save_plan(folder, runs)
     for key, cfg in list(runs.items())[:-1 if skip_last else None]:
         save_run(folder, key, config_record(cfg), {})
@@ -82,7 +83,8 @@ def test_record_replaces_rows_of_the_same_configuration(tmp_path):
     worse = [GOOD[0], ('late exponent 1/d_walk', 0.6, 0.55, 0.65, '')]
     second = record_claims(_study(tmp_path / 'b', worse), **kw)
     assert len(first) == len(second) == 2
-    assert second.set_index('claim_id').verdict.to_dict() == {'fig1-early': 'reproduced', 'fig1-late': 'not reproduced'}
+    assert second.set_index('claim_id').rule.to_dict() == {'fig1-early': 'reproduced', 'fig1-late': 'not reproduced'}
+    assert (second.scale == 'paper scale').all()
     assert stale_rows(tmp_path / 'ledger.csv') == []
     assert oct((tmp_path / 'ledger.csv').stat().st_mode & 0o777) == oct(0o666 & ~_umask())
 
@@ -97,7 +99,7 @@ def _umask():
 def test_a_changed_result_or_claim_makes_the_ledger_stale(tmp_path):
     kw = dict(ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
     record_claims(_study(tmp_path / 'a', GOOD), **kw)
-    summary = tmp_path / 'compact/moons-diffusion/quick/summary.csv'
+    summary = tmp_path / 'compact/moons-diffusion/full/summary.csv'
     write_table(pd.DataFrame([GOOD[0], ('late exponent 1/d_walk', 0.6, 0.55, 0.65, '')], columns=SUMMARY_COLUMNS),
                 summary)
     stale = stale_rows(tmp_path / 'ledger.csv')
@@ -108,7 +110,7 @@ def test_a_changed_result_or_claim_makes_the_ledger_stale(tmp_path):
     claims.loc['fig1-early', 'paper_value'] = '0.9'
     claims.to_csv(tmp_path / 'claims.csv', index=False)
     stale = stale_rows(tmp_path / 'ledger.csv', claims=tmp_path / 'claims.csv')
-    assert stale and 'fig1-early' in stale[0] and 'not reproduced' in stale[0], stale
+    assert stale and 'fig1-early' in stale[0] and 'rule: not reproduced' in stale[0], stale
 
 
 def test_bad_input_is_refused_with_clear_errors(tmp_path):
@@ -158,3 +160,37 @@ def test_bad_claims_tables_are_refused(tmp_path, change, message):
     change(claims).to_csv(tmp_path / 'claims.csv', index=False)
     with pytest.raises(ValueError, match=message):
         read_claims(tmp_path / 'claims.csv')
+
+
+def test_a_reduced_row_is_never_decisive(tmp_path):
+    # the quick preset trains 100 of the full preset's 500 nets: whatever its numbers, not run at paper scale
+    kw = dict(ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
+    rows = record_claims(_study(tmp_path / 'q', GOOD, preset='quick'), **kw)
+    assert (rows.scale == 'reduced: n_models 100 of 500').all()
+    assert (rows.verdict == 'not run at paper scale').all() and (rows.rule != 'not run at paper scale').all()
+    assert rows.note.str.startswith('NOT AT PAPER SCALE (reduced); the rule on these numbers: ').all()
+    prov = json.loads((tmp_path / 'compact/moons-diffusion/quick/provenance.json').read_text())
+    assert prov['preset'] == 'quick' and prov['scale'] == 'reduced: n_models 100 of 500'
+    # and a ledger file that claims otherwise is refused
+    bad = read_ledger(tmp_path / 'ledger.csv')
+    bad.loc[0, 'verdict'] = 'reproduced'
+    bad.to_csv(tmp_path / 'bad.csv', index=False)
+    with pytest.raises(ValueError, match='decisive verdicts on rows not at paper scale'):
+        read_ledger(tmp_path / 'bad.csv')
+    # every committed row: scale recorded, and decisive only at paper scale
+    led = read_ledger()
+    kinds = led.scale.map(scale_kind)
+    assert not (led.verdict.isin(DECISIVE) & ~kinds.isin(['paper scale', 'extended'])).any()
+    assert set(led[led.source == 'compact/mnist-seeds/full'].scale) == {'paper scale'}
+    assert set(led[led.source == 'compact/mnist-architectures/quick'].scale) == {'reduced: rows: 4 of 17; epochs 15 of 250'}
+
+
+def test_protocol_scale_names_what_differs():
+    assert protocol_scale('moons-posterior', 'full') == 'paper scale'
+    assert protocol_scale('moons-posterior', 'full-converged') == 'extended: epochs 1,000 of 200'
+    assert protocol_scale('mnist-seeds', 'quick').startswith('reduced: n_models 4 of 50; epochs 20 of 100')
+    assert protocol_scale('mnist-ablations', 'full').startswith('assumed: the paper does not state')
+    assert protocol_scale('moons-posterior', None) == 'reduced: a custom configuration of moons-posterior'
+    assert scale_kind(protocol_scale('cifar10', 'quick', 'MNIST digits')) == 'stand-in'
+    with pytest.raises(ValueError, match='does not start with one of'):
+        scale_kind('quick')

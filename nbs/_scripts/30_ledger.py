@@ -52,10 +52,11 @@ CLAIMS, LEDGER, COMPACT = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', 
 
 KINDS = ('value', 'above', 'below', 'qualitative')
 VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run at paper scale', 'not run yet')
+DECISIVE = ('reproduced', 'not reproduced')
 CLAIM_COLUMNS = ('claim_id', 'location', 'claim', 'kind', 'paper_value', 'tolerance', 'study', 'quantity',
                  'arxiv')
-LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'value', 'ci_low', 'ci_high', 'verdict', 'source',
-                  'source_sha256', 'git_commit', 'note')
+LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low', 'ci_high', 'rule', 'verdict',
+                  'source', 'source_sha256', 'git_commit', 'note')
 
 
 # %% [markdown]
@@ -140,9 +141,11 @@ claims.groupby(['study', 'kind']).size().unstack(fill_value=0)
 # A claim with no recorded number is **not run yet**. A number without an interval, an interval that does not
 # hold its value, or a verdict outside these four is an error, not a row.
 #
-# The rule judges the number, not the configuration. A quick run is a smaller sample of the same experiment;
-# where the paper's scale differs (the moons study's quick run trains 100 nets, the full one 500), the table
-# says so beside the verdict ("quick: not run at paper scale"), and a full row, once recorded, takes its place.
+# The rule judges the numbers; the configuration is judged separately. A quick run is not a smaller sample of
+# the paper's experiment but a different experiment: 300 of 5,000 steps changes the LLC itself (along the full
+# MNIST runs one net's LLC is 13.9 at step 100, 19.7 at 300 and 40.0 at 2,000). So a row whose configuration is
+# not at the paper's scale (section *Scale* below) reads **not run at paper scale**, whatever the rule says; the
+# rule's verdict is kept in the `rule` column and in the note.
 #
 # **Stand-ins.** Where the paper's data or pretrained weights cannot be had offline, a study runs on a stand-in and
 # says so with `mark_stand_in(folder, what)`, which writes `stand_in` into the study's `meta.json`. Its
@@ -233,8 +236,9 @@ alphas
 # version, git commit, device and time of the session that ran it. The **configuration hash** is the SHA-256 of
 # the study's sorted run keys (each run key already hashes that run's whole configuration, [sweep
 # chapter](sweep.html)); the **label** is `quick` or `full` when the runs are exactly those of the study's quick
-# or full configuration (`study.sweep(study.config(full))`),
-# and `custom` otherwise. A study whose sweep has failed or pending runs is refused.
+# or full preset, and `custom` otherwise; `preset` names the preset whose runs they are (`custom` when none), and
+# `scale` says how that preset compares with the paper's protocol (next section). A study whose sweep has failed
+# or pending runs is refused.
 
 # %%
 #| export
@@ -274,11 +278,12 @@ def study_configuration(folder) -> dict:
     if preset is None:
         raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
                          f'run `fracsgd run {name} --out {folder}` with that preset once (finished runs are reused)')
-    same = preset in ('quick', 'full') and set(unique_runs(study.runs(study.config(preset)))) == set(plan)
+    made = preset in study_presets(name) and set(unique_runs(study.runs(study.config(preset)))) == set(plan)
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
-    label = (preset if same else 'custom') + ('-stand-in' if stand_in(folder) else '')
-    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan),
-                stand_in=stand_in(folder))
+    label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if stand_in(folder) else '')
+    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=stand_in(folder),
+                preset=preset if made else 'custom',
+                scale=protocol_scale(name, preset if made else None, stand_in(folder)))
 
 def compact_label(cfg: dict) -> str:
     "The folder name of a `study_configuration`'s compact result: its label, with the hash for a custom one."
@@ -297,6 +302,126 @@ def save_compact(folder, compact_dir=None) -> Path:
     with atomic_path(dest / 'provenance.json') as tmp:
         tmp.write_text(json.dumps(dict(cfg, run_seconds=round(seconds, 1), session=session), indent=1) + '\n')
     return dest
+
+
+# %% [markdown]
+# ## Scale: how a configuration compares with the paper's protocol
+#
+# A verdict is about the paper's experiment, so the ledger must know how far the configuration that made a number
+# is from it. Each compact result records its **scale** in `provenance.json`, and every ledger row repeats it:
+#
+# * `paper scale`: the study's `full` preset, which follows the paper's protocol wherever the paper states it;
+# * `reduced: <what differs>`: another preset, with each protocol field that differs from the full preset
+#   ("epochs 15 of 250; rows: 4 of 17");
+# * `extended: <what differs>`: the paper's protocol run longer and nothing else changed (the moons nets trained
+#   1,000 epochs where the paper trains 200);
+# * `assumed: <what>`: the full preset where the paper does not state the protocol in a respect its claims
+#   depend on (the MNIST ablation sweep);
+# * `stand-in: <what>`: data or weights that stand in for the paper's (with the reduction, if any, after it).
+#
+# Fields that change only the analysis of the same experiment (bootstrap resamples, how many nets train in one
+# process, threads, the calibrated cross-check of the LLC) are not differences. `protocol_scale` writes the text
+# from the presets of the study (its `presets`, or the module's `QUICK`/`FULL` for a study not yet converted to
+# the runner).
+#
+# **Which respects a claim depends on.** Per study, the claims depend on these parts of the protocol, and every
+# one of them differs between our quick and full presets, so a reduced run is never decisive:
+#
+# | study | the claims depend on | our quick preset |
+# |---|---|---|
+# | moons-diffusion (fig. 1) | training length (where the late window ends), the nets whose mean R(t) is fitted | 100 of 500 nets (the paper does not state its count) |
+# | moons-posterior (fig. 3–4, table 2) | number of nets (cluster masses and their divergences), training length (convergence), LLC and SGLD settings | 100 of 500 nets |
+# | mnist-seeds (table 8, fig. 2a, 18, 21) | training length (the LLC keeps rising along a run), number of nets (means and sds), LLC settings | 4 of 50 nets, 20 of 100 epochs |
+# | mnist-architectures (table 7) | training length (300 of 5,000 steps changes both λ and the slope), which architectures (max over rows) | 4 of 17 rows, 15 of 250 epochs |
+# | mnist-ablations (App. H) | the whole sweep (means and sds over it), training length | 4 of the full grid's points, 15 of 100 epochs; the paper does not state its sweep at all, so even our full grid is `assumed` |
+# | grokking (App. F) | training length, the runs' batch sizes and weight decays | 3,000 steps, one seed |
+# | cifar10, tiny-imagenet, tinystories | data and weights | stand-ins |
+#
+# A decisive verdict (reproduced, not reproduced) needs `paper scale`; an `extended` result counts only for a
+# claim written about it (its `configs` names it). Any other row reads **not run at paper scale**, and its note
+# keeps what the rule says on its numbers.
+
+# %%
+#| export
+SCALES = ('paper scale', 'extended', 'assumed', 'reduced', 'stand-in')
+ANALYSIS_FIELDS = {'n_boot', 'nets_per_run', 'cpu_threads', 'device', 'eval_batch', 'calibrated', 'volume_eps',
+                   'diag_every', 'record_every'}      # change the analysis of the same experiment, not the experiment
+LENGTH_FIELDS = {'epochs', 'steps', 'n_steps', 'sgd_steps'}
+FULL_CAVEAT = {'mnist-ablations': 'the paper does not state its ablation sweep; our full grid (lr x batch x momentum '
+                                  'x 3 nets, 100 epochs) is an assumption'}
+
+def study_presets(name: str) -> dict:
+    "The study's presets: its `presets`, or (a study not converted to the runner) its module's SMOKE/QUICK/FULL/LONG."
+    from fracsgd.runner import STUDIES
+    try:
+        presets = getattr(_study(name), 'presets', None)
+    except Exception:
+        presets = None
+    if presets:
+        return dict(presets)
+    module = importlib.import_module(STUDIES[name])
+    return {k.lower(): getattr(module, k) for k in ('SMOKE', 'QUICK', 'FULL', 'LONG') if hasattr(module, k)}
+
+def _n(x) -> str:
+    return f'{x:,}' if isinstance(x, int) else f'{x:g}'
+
+def _differences(cfg, full, prefix='') -> list[tuple[str, str, bool]]:
+    "(field, what differs, longer-only) for each protocol field where `cfg` differs from `full`."
+    import dataclasses
+    out = []
+    for f in dataclasses.fields(full):
+        if f.name in ANALYSIS_FIELDS or not hasattr(cfg, f.name):
+            continue
+        v, w, name = getattr(cfg, f.name), getattr(full, f.name), prefix + f.name
+        if v == w:
+            continue
+        if dataclasses.is_dataclass(v) and dataclasses.is_dataclass(w) and type(v) is type(w):
+            out += _differences(v, w, name + '.')
+        elif all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (v, w)):
+            out.append((name, f'{name} {_n(v)} of {_n(w)}', f.name in LENGTH_FIELDS and v > w))
+        elif isinstance(v, (tuple, list)) and isinstance(w, (tuple, list)) and len(v) != len(w):
+            out.append((name, f'{name}: {len(v)} of {len(w)}', False))
+        else:
+            show = lambda x: (_n(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else
+                              repr(x) if len(repr(x)) <= 40 else f'{type(x).__name__}(...)')
+            out.append((name, f'{name} {show(v)} (full: {show(w)})', False))
+    return out
+
+def protocol_scale(study: str, preset: str | None, stand_in: str = '') -> str:
+    "How the configuration `preset` of `study` compares with the paper's protocol: the text of the `scale` column."
+    presets = study_presets(study)
+    cfg, full = presets.get(preset), presets.get('full')
+    if cfg is None or full is None:
+        what = (f'a custom configuration of {study}' if cfg is None else f'{study} has no full preset to compare with')
+        diffs, longer = [what], False
+    else:
+        found = _differences(cfg, full)
+        diffs, longer = [d for _, d, _ in found], bool(found) and all(l for *_, l in found)
+    if stand_in:
+        return f'stand-in: {stand_in}' + (f'; reduced: {"; ".join(diffs)}' if diffs else '')
+    if not diffs:
+        return f'assumed: {FULL_CAVEAT[study]}' if study in FULL_CAVEAT else 'paper scale'
+    return ('extended: ' if longer else 'reduced: ') + '; '.join(diffs)
+
+def scale_kind(scale: str) -> str:
+    "The kind of a `scale` text: one of `SCALES`."
+    kind = str(scale).split(':')[0].strip()
+    if kind not in SCALES:
+        raise ValueError(f'scale {scale!r} does not start with one of {SCALES}')
+    return kind
+
+
+# %% [markdown]
+# The presets of the moons studies against their full ones (the other studies' compact results were labelled by
+# the same function, once, when this column was introduced):
+
+# %%
+assert protocol_scale('moons-diffusion', 'full') == 'paper scale'
+assert protocol_scale('moons-diffusion', 'quick') == 'reduced: n_models 100 of 500'
+assert protocol_scale('moons-posterior', 'full-converged') == 'extended: epochs 1,000 of 200'
+assert protocol_scale('moons-posterior', 'quick', 'synthetic moons').startswith('stand-in: synthetic moons; reduced')
+assert scale_kind(protocol_scale('moons-posterior', 'quick-converged')) == 'reduced'
+{p: protocol_scale('moons-posterior', p) for p in study_presets('moons-posterior')}
 
 
 # %% [markdown]
@@ -319,6 +444,9 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
     prov = json.loads((compact / 'provenance.json').read_text())
     summary = read_table(compact / 'summary.csv').set_index('quantity')
     claims = read_claims() if claims is None else claims
+    scale = prov.get('scale') or protocol_scale(prov['study'], prov.get('preset', prov['config'].split('-')[0]),
+                                                 prov.get(STAND_IN) or '')
+    kind = scale_kind(scale)
     mine = claims[(claims.study == prov['study']) & (claims.quantity != '')]
     if mine.empty:
         raise ValueError(f'no claim in the claims table is tested by study {prov["study"]!r} (none names a quantity)')
@@ -330,13 +458,17 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
                              f'(it has {list(summary.index)})')
         s = summary.loc[c.quantity]
         value, lo, hi = (float(s[k]) for k in ('value', 'ci_low', 'ci_high'))
-        v = verdict(claims.loc[c.claim_id], value, lo, hi)
+        rule = v = verdict(claims.loc[c.claim_id], value, lo, hi)
         note = '' if pd.isna(s.get('note', np.nan)) else str(s['note'])
         if prov.get(STAND_IN):                   # a stand-in's numbers are never a reproduction, whatever they say
             note = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {v}" + (f'; {note}' if note else '')
             v = 'not run at paper scale'
-        rows.append(dict(claim_id=c.claim_id, config=prov['config'], config_hash=prov['config_hash'], value=value,
-                         ci_low=lo, ci_high=hi, verdict=v, source=source, source_sha256=_sha256(compact / 'summary.csv'),
+        elif kind != 'paper scale' and v != 'not run yet':
+            note = f'NOT AT PAPER SCALE ({kind}); the rule on these numbers: {v}' + (f'; {note}' if note else '')
+            v = 'not run at paper scale'
+        rows.append(dict(claim_id=c.claim_id, config=prov['config'], config_hash=prov['config_hash'], scale=scale,
+                         value=value, ci_low=lo, ci_high=hi, rule=rule, verdict=v, source=source,
+                         source_sha256=_sha256(compact / 'summary.csv'),
                          git_commit=prov['session'].get('git_commit') or '', note=note))
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
 
@@ -348,7 +480,8 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
     path = Path(path or LEDGER)
     if not path.exists():
         return pd.DataFrame(columns=LEDGER_COLUMNS)
-    ledger = pd.read_csv(path, dtype={'config_hash': str, 'source_sha256': str, 'git_commit': str, 'note': str},
+    ledger = pd.read_csv(path, dtype={'config_hash': str, 'source_sha256': str, 'git_commit': str, 'note': str,
+                                      'scale': str, 'rule': str},
                          keep_default_na=False, na_values={c: [''] for c in ('value', 'ci_low', 'ci_high')})
     missing = [c for c in LEDGER_COLUMNS if c not in ledger]
     if missing:
@@ -357,9 +490,14 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
     unknown = sorted(set(ledger.claim_id) - set(claims.claim_id))
     if unknown:
         raise ValueError(f'{path}: unknown claim id(s) {unknown}: every row must name a claim of claims.csv')
-    wrong = sorted(set(ledger.verdict) - set(VERDICTS))
+    wrong = sorted((set(ledger.verdict) | set(ledger.rule)) - set(VERDICTS))
     if wrong:
         raise ValueError(f'{path}: verdict(s) {wrong} are not one of {VERDICTS}')
+    kinds = ledger.scale.map(scale_kind)                # also refuses a scale of no known kind
+    decisive = ledger.verdict.isin(DECISIVE)
+    if (decisive & ~kinds.isin(['paper scale', 'extended'])).any():
+        raise ValueError(f'{path}: decisive verdicts on rows not at paper scale: '
+                         f'{ledger.claim_id[decisive & ~kinds.isin(["paper scale", "extended"])].tolist()}')
     for r in ledger.itertuples():                       # re-applies the interval checks of the rule
         verdict(claims.loc[r.claim_id], r.value, r.ci_low, r.ci_high)
     return ledger[list(LEDGER_COLUMNS)]
@@ -371,10 +509,21 @@ def record_claims(folder, ledger=None, compact_dir=None, claims=None) -> pd.Data
     old = read_ledger(ledger, claims_table)
     keep = ~old.set_index(['claim_id', 'config']).index.isin(rows.set_index(['claim_id', 'config']).index)
     new = pd.concat([old[keep], rows], ignore_index=True) if keep.any() else rows
+    return _write_ledger(new, ledger, claims_table)
+
+def _write_ledger(rows: pd.DataFrame, ledger: Path, claims_table: pd.DataFrame) -> pd.DataFrame:
     order = {c: i for i, c in enumerate(claims_table.claim_id)}
-    new = new.sort_values(['claim_id', 'config'], key=lambda s: s.map(order) if s.name == 'claim_id' else s)
+    new = rows.sort_values(['claim_id', 'config'], key=lambda s: s.map(order) if s.name == 'claim_id' else s)
     write_table(new.reset_index(drop=True), ledger)
     return new.reset_index(drop=True)
+
+def rebuild_ledger(ledger=None, compact_dir=None, claims=None) -> pd.DataFrame:
+    """Recompute the whole ledger from every committed compact result (after a change of the rule or of the
+    claims), and write it."""
+    ledger, claims_table = Path(ledger or LEDGER), read_claims(claims)
+    folders = sorted(p.parent for p in Path(compact_dir or COMPACT).glob('*/*/provenance.json'))
+    rows = pd.concat([ledger_rows(f, claims_table, root=ledger.parent) for f in folders], ignore_index=True)
+    return _write_ledger(rows, ledger, claims_table)
 
 def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
     """`record_claims`, then copy the study folder's `files` (default: the files its study keeps) and the measured
@@ -394,10 +543,10 @@ def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
 
 
 # %% [markdown]
-# The whole path on a made-up study folder, so that it runs in a second: a finished moons-diffusion "quick"
-# study needs the real run keys of the quick configuration, so the folder gets them as its plan and as finished
-# runs, and a summary with the two fig. 1 quantities. It lands as two rows, with verdicts the rule gives by hand,
-# and recording again replaces them instead of adding more.
+# The whole path on a made-up study folder, so that it runs in a second: a finished moons-diffusion study needs
+# the real run keys of one of its presets, so the folder gets them as its plan and as finished runs, and a
+# summary with the two fig. 1 quantities. From the full preset's keys it lands as two rows at paper scale, with
+# the verdicts the rule gives by hand; recording again replaces them instead of adding more.
 
 # %%
 import tempfile
@@ -405,10 +554,10 @@ from fracsgd.store import open_study, save_plan, save_run
 from fracsgd.sweep import unique_runs, config_record
 import fracsgd.studies.moons_diffusion as moons
 
-def fake_study(folder, early=(0.87, 0.86, 0.88), late=(0.52, 0.48, 0.55)):
-    "A study folder with the quick moons run keys, marked done, and a summary with the given (value, low, high)."
-    open_study(folder, 'moons-diffusion', fields=dict(preset='quick'))
-    runs = unique_runs(moons.runs(moons.QUICK))
+def fake_study(folder, early=(0.87, 0.86, 0.88), late=(0.52, 0.48, 0.55), preset='full'):
+    "A study folder with the moons run keys of `preset`, marked done, and a summary with the given (value, low, high)."
+    open_study(folder, 'moons-diffusion', fields=dict(preset=preset))
+    runs = unique_runs(moons.runs(moons.STUDY.config(preset)))
     save_plan(folder, runs)
     for key, cfg in runs.items():
         save_run(folder, key, config_record(cfg), {})
@@ -419,24 +568,32 @@ def fake_study(folder, early=(0.87, 0.86, 0.88), late=(0.52, 0.48, 0.55)):
 
 tmp = Path(tempfile.mkdtemp())
 rows = record_claims(fake_study(tmp / 'study'), ledger=tmp / 'ledger.csv', compact_dir=tmp / 'compact')
-assert rows.set_index('claim_id').verdict.to_dict() == {'fig1-early': 'reproduced', 'fig1-late': 'inconclusive'}
-assert (rows.config == 'quick').all() and rows.source.eq('compact/moons-diffusion/quick').all()
+assert rows.set_index('claim_id').rule.to_dict() == {'fig1-early': 'reproduced', 'fig1-late': 'inconclusive'}
+assert (rows.config == 'full').all() and (rows.scale == 'paper scale').all()
+assert rows.source.eq('compact/moons-diffusion/full').all()
 again = record_claims(fake_study(tmp / 'study2', late=(0.40, 0.39, 0.41)), ledger=tmp / 'ledger.csv',
                       compact_dir=tmp / 'compact')
-assert len(again) == 2 and again.set_index('claim_id').verdict['fig1-late'] == 'reproduced'
-rows[['claim_id', 'config', 'config_hash', 'value', 'ci_low', 'ci_high', 'verdict', 'source']]
+assert len(again) == 2 and again.set_index('claim_id').rule['fig1-late'] == 'reproduced'
+rows[['claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low', 'ci_high', 'rule', 'verdict', 'source']]
 
 # %% [markdown]
-# The same numbers from a study that ran on a stand-in land under their own label, and are never a reproduction:
+# The same numbers from the quick preset (100 of the full preset's 500 nets) are not at the paper's scale, and
+# from a study that ran on a stand-in they land under their own label: neither is ever a reproduction, and the
+# note keeps what the rule said.
 
 # %%
-mark_stand_in(fake_study(tmp / 'study3'), 'synthetic two-moons points generated here')
-stood = record_claims(tmp / 'study3', ledger=tmp / 'ledger.csv', compact_dir=tmp / 'compact')
+quick = record_claims(fake_study(tmp / 'study3', preset='quick'), ledger=tmp / 'ledger.csv', compact_dir=tmp / 'compact')
+quick = quick[quick.config == 'quick']                    # record_claims returns the whole ledger
+assert (quick.scale == 'reduced: n_models 100 of 500').all() and (quick.verdict == 'not run at paper scale').all()
+assert quick.note.str.contains('the rule on these numbers: reproduced').any()
+mark_stand_in(fake_study(tmp / 'study4', preset='quick'), 'synthetic two-moons points generated here')
+stood = record_claims(tmp / 'study4', ledger=tmp / 'ledger.csv', compact_dir=tmp / 'compact')
 stood = stood[stood.config == 'quick-stand-in']
 assert len(stood) == 2 and (stood.verdict == 'not run at paper scale').all()
+assert stood.scale.str.startswith('stand-in: synthetic two-moons points generated here; reduced').all()
 assert stood.source.eq('compact/moons-diffusion/quick-stand-in').all() and stood.note.str.startswith('STAND-IN').all()
-assert len(read_ledger(tmp / 'ledger.csv')) == 4                     # the quick rows stay beside them
-stood[['claim_id', 'config', 'value', 'verdict', 'note']]
+assert len(read_ledger(tmp / 'ledger.csv')) == 6                     # full, quick and stand-in rows side by side
+pd.concat([quick, stood])[['claim_id', 'config', 'scale', 'value', 'rule', 'verdict', 'note']]
 
 
 # %% [markdown]
@@ -469,9 +626,11 @@ def stale_rows(ledger=None, claims=None) -> list[str]:
                 continue
             f = fresh.loc[r.claim_id]
             same = all(np.isclose(getattr(r, k), f[k], rtol=1e-12, atol=0, equal_nan=True) for k in ('value', 'ci_low', 'ci_high'))
-            if not same or (r.verdict, r.config, r.config_hash) != (f.verdict, f.config, f.config_hash):
-                problems.append(f'{r.claim_id} ({source}): recorded {r.verdict} {r.value} [{r.ci_low}, {r.ci_high}], '
-                                f'the result gives {f.verdict} {f.value} [{f.ci_low}, {f.ci_high}]')
+            keys = ('verdict', 'rule', 'config', 'config_hash', 'scale', 'note')
+            if not same or tuple(getattr(r, k) for k in keys) != tuple(f[k] for k in keys):
+                problems.append(f'{r.claim_id} ({source}): recorded {r.verdict} (rule: {r.rule}) {r.value} '
+                                f'[{r.ci_low}, {r.ci_high}] ({r.scale}), the result gives {f.verdict} (rule: {f.rule}) '
+                                f'{f.value} [{f.ci_low}, {f.ci_high}] ({f.scale})')
         problems += [f'{c} ({source}): tested by this study but not in the ledger'
                      for c in sorted(set(fresh.index) - set(rows.claim_id))]
     return problems
@@ -481,7 +640,7 @@ def stale_rows(ledger=None, claims=None) -> list[str]:
 assert stale_rows(tmp / 'ledger.csv') == []
 edited = pd.DataFrame([('early exponent, t < t_c', 0.3, 0.2, 0.4), ('late exponent 1/d_walk', 0.40, 0.39, 0.41)],
                       columns=['quantity', 'value', 'ci_low', 'ci_high']).assign(note='')
-write_table(edited, tmp / 'compact/moons-diffusion/quick/summary.csv')     # a result edited by hand
+write_table(edited, tmp / 'compact/moons-diffusion/full/summary.csv')      # a result edited by hand
 stale = stale_rows(tmp / 'ledger.csv')
 assert any('changed since' in p for p in stale) and any('fig1-early' in p and 'not reproduced' in p for p in stale)
 stale
@@ -491,7 +650,8 @@ stale
 # ## The ledger
 #
 # One row per claim: the paper's number, ours with its interval, the configuration that produced it, and the
-# verdict. When a claim has rows from several configurations, the full one is shown.
+# verdict. When a claim has rows from several configurations, the one closest to the paper's protocol is shown
+# (paper scale first; among equals, full before quick).
 
 # %%
 #| export
@@ -502,8 +662,8 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
     "The ledger as one row per claim, joined with the claims; claims without a recorded number are not run yet."
     claims_table = read_claims(claims)
     rows = read_ledger(ledger, claims_table)
-    rank = rows.config.map({'full': 0, 'quick': 1}).fillna(2)
-    best = rows.assign(rank=rank).sort_values('rank').drop_duplicates('claim_id').set_index('claim_id')
+    rank = rows.scale.map(lambda x: SCALES.index(scale_kind(x))) * 10 + rows.config.map({'full': 0, 'quick': 1}).fillna(2)
+    best = rows.assign(rank=rank).sort_values('rank', kind='stable').drop_duplicates('claim_id').set_index('claim_id')
     out = []
     for c in claims_table.itertuples():
         paper = c.paper_value and {'above': '> ', 'below': '< '}.get(c.kind, '') + c.paper_value + (
@@ -511,7 +671,7 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
         r = best.loc[c.claim_id] if c.claim_id in best.index else None
         ours = '' if r is None else f'{_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]'
         config = '' if r is None else f'{r.config} ({r.config_hash})'
-        scale = '' if r is None or r.config == 'full' else f'{r.config}: not run at paper scale'
+        scale = '' if r is None else r.scale
         out.append(dict(claim=c.claim_id, location=c.location, what=c.claim, paper=paper or '(no number)',
                         ours=ours, configuration=config, verdict='not run yet' if r is None else r.verdict,
                         scale=scale, note='' if r is None else r.note, study=c.study))
@@ -537,10 +697,10 @@ assert set(run.claim) >= {'fig1-early', 'fig1-late'}
 run[['claim', 'location', 'what', 'paper', 'ours', 'configuration', 'verdict', 'scale', 'note']]
 
 # %% [markdown]
-# **What the moons rows say.** Fig. 1's two claims are reproduced in the quick configuration (100 nets, every
-# other setting as in appendix G.4; the paper does not say how many nets enter fig. 1, and the full configuration
-# uses 500). The early log–log slope lies well above ½ and the late one well below it, and both intervals exclude
-# ½. Two caveats travel with the late row, from the [moons study](moons_diffusion.html): its window after the
+# **What the moons rows say.** Fig. 1's two claims come from the quick configuration (100 nets, every other
+# setting as in appendix G.4; the paper does not say how many nets enter fig. 1, and the full configuration uses
+# 500), so they read "not run at paper scale"; on the numbers alone the rule would call both reproduced: the early
+# log–log slope lies well above ½ and the late one well below it, and both intervals exclude ½. Two caveats travel with the late row, from the [moons study](moons_diffusion.html): its window after the
 # crossover is short (0.35 decades, flagged in the note), so the late number is the mean slope of that window
 # and the asymptotic exponent is probably lower; that only strengthens "below ½". And on this data
 # $d_s \le \lambda$ (Lemma 3.4) is the same statement as late slope ≤ ½, because eq. 17 fits
