@@ -4,7 +4,7 @@
 
 # %% ../nbs/30_ledger.ipynb #dc08f1e1
 from __future__ import annotations
-import datetime, hashlib, importlib, json, math, shutil
+import datetime, hashlib, importlib, json, math, re, shutil
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -16,10 +16,11 @@ from .core import atomic_path, write_table, read_table
 from .store import read_meta, read_plan, runs_table, status
 
 # %% auto #0
-__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LEDGER_COLUMNS',
-           'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LENGTH_FIELDS', 'FULL_CAVEAT', 'read_claims', 'paper_interval',
-           'verdict', 'mark_stand_in', 'stand_in', 'study_configuration', 'compact_label', 'save_compact',
-           'study_presets', 'protocol_scale', 'scale_kind', 'ledger_rows', 'read_ledger', 'record_claims',
+__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS',
+           'LEDGER_COLUMNS', 'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LENGTH_FIELDS', 'FULL_CAVEAT', 'SYSTEMATIC',
+           'ALONG', 'NBETA_NAMES', 'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in',
+           'study_configuration', 'compact_label', 'save_compact', 'study_presets', 'protocol_scale', 'scale_kind',
+           'llc_nbeta', 'llc_readings', 'widen', 'llc_flagged', 'ledger_rows', 'read_ledger', 'record_claims',
            'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
@@ -30,7 +31,8 @@ KINDS = ('value', 'above', 'below', 'qualitative')
 VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run at paper scale', 'not run yet')
 DECISIVE = ('reproduced', 'not reproduced')
 CLAIM_COLUMNS = ('claim_id', 'location', 'claim', 'kind', 'paper_value', 'tolerance', 'study', 'quantity',
-                 'arxiv')
+                 'arxiv', 'paper_sd', 'llc', 'caveat', 'decisive', 'configs')
+LLC_KINDS = ('', 'llc', 'llc-scaled', 'llc-spread', 'llc-ratio')   # how a claim's number depends on the LLC estimator
 LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low', 'ci_high', 'rule', 'verdict',
                   'source', 'source_sha256', 'git_commit', 'note')
 
@@ -61,6 +63,10 @@ def read_claims(path=None) -> pd.DataFrame:
             _number(c.paper_value, f'claim {c.claim_id}')
         if c.tolerance and not _number(c.tolerance, f'claim {c.claim_id} tolerance') >= 0:
             raise ValueError(f'claim {c.claim_id}: tolerance {c.tolerance} is negative')
+        if c.paper_sd and not (c.kind == 'value' and _number(c.paper_sd, f'claim {c.claim_id} paper_sd') > 0):
+            raise ValueError(f'claim {c.claim_id}: paper_sd {c.paper_sd} must be positive, and only on a value claim')
+        if c.llc not in LLC_KINDS:
+            raise ValueError(f'claim {c.claim_id}: llc {c.llc!r} is not one of {LLC_KINDS}')
     return claims.set_index('claim_id', drop=False)
 
 # %% ../nbs/30_ledger.ipynb #3412612a
@@ -82,6 +88,13 @@ def verdict(claim, value=math.nan, ci_low=math.nan, ci_high=math.nan) -> str:
     kind = claim['kind']
     if kind == 'qualitative':
         return 'inconclusive'
+    if kind == 'value' and str(claim.get('paper_sd', '') or ''):        # two samples: ours and the paper's
+        p, w = float(claim['paper_value']), 1.96 * float(claim['paper_sd'])
+        u = value - ci_low if value > p else ci_high - value
+        s = math.hypot(u, w)
+        if abs(value - p) > s:
+            return 'not reproduced'
+        return 'reproduced' if 2 * s <= abs(p) else 'inconclusive'
     if kind in ('above', 'below'):
         b = float(claim['paper_value'])
         if b < ci_low or ci_high < b:
@@ -134,7 +147,8 @@ def study_configuration(folder) -> dict:
     label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if stand_in(folder) else '')
     return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=stand_in(folder),
                 preset=preset if made else 'custom',
-                scale=protocol_scale(name, preset if made else None, stand_in(folder)))
+                scale=protocol_scale(name, preset if made else None, stand_in(folder)),
+                llc_nbeta=llc_nbeta(name, preset if made else None))
 
 def compact_label(cfg: dict) -> str:
     "The folder name of a `study_configuration`'s compact result: its label, with the hash for a custom one."
@@ -222,9 +236,101 @@ def scale_kind(scale: str) -> str:
         raise ValueError(f'scale {scale!r} does not start with one of {SCALES}')
     return kind
 
+# %% ../nbs/30_ledger.ipynb #8d5dfc4c
+SYSTEMATIC = 'mean LLC at the final weights, '      # summary rows: the LLC at the same weights under each reading
+ALONG = '(along training)'                           # marks the reading that a study's own LLC rows use
+NBETA_NAMES = {'paper': 'nβ = n/ln n (β = 1/ln n, n the training samples: table 3 as printed)',
+               'paper-devinterp-nbeta': "nβ = B/ln B, B the SGLD batch size (devinterp's reading of β = 1/ln n)"}
+
+def llc_nbeta(study: str, preset: str | None) -> str:
+    "The inverse temperature nβ of the LLC estimates in `preset` of `study`, in words ('' when it cannot be read)."
+    cfg = study_presets(study).get(preset)
+    s = getattr(cfg, 'llc', None)
+    if isinstance(s, str):
+        from fracsgd.runner import STUDIES
+        tables = [getattr(importlib.import_module(m), 'LLC_SETTINGS', {})
+                  for m in (STUDIES[study], 'fracsgd.studies.mnist_runs')]
+        name, s = s, next((t[s] for t in tables if s in t), None)
+        if s is None:
+            return NBETA_NAMES.get(name, '')
+    nb, B = getattr(s, 'n_beta', 0), getattr(s, 'batch_size', None)
+    if s is None or nb == 0:
+        return ''
+    if nb is None:
+        return NBETA_NAMES['paper']
+    if B and math.isclose(nb, B / math.log(B)):
+        return f"nβ = {B}/ln {B} ≈ {nb:.1f} (the SGLD batch size as n: devinterp's reading of β = 1/ln n)"
+    return f'nβ ≈ {nb:.4g}'
+
+def llc_readings(summary: pd.DataFrame) -> tuple[float, dict]:
+    "(the reading along training, {reading: mean LLC at the final weights}) from a summary; (nan, {}) if none."
+    rows = summary[summary.index.str.startswith(SYSTEMATIC)].value.astype(float)
+    if rows.empty:
+        return math.nan, {}
+    along = [q for q in rows.index if ALONG in q]
+    if len(along) != 1:
+        raise ValueError(f'the summary has {len(along)} rows "{SYSTEMATIC}... {ALONG}"; exactly one is needed')
+    return float(rows[along[0]]), {q.removeprefix(SYSTEMATIC): float(v) for q, v in rows.items()}
+
+def widen(llc: str, lo: float, hi: float, base: float, readings: dict) -> tuple[float, float]:
+    "The interval [lo, hi] widened by the spread between LLC readings, as the claim's `llc` kind says."
+    if llc == 'llc':
+        shifts = [r - base for r in readings.values()] + [0.0]
+        return lo + min(shifts), hi + max(shifts)
+    if llc in ('llc-scaled', 'llc-spread'):
+        ratios = [r / base for r in readings.values()]
+        ratios = [abs(r) for r in ratios] if llc == 'llc-spread' else ratios
+        ends = [lo, hi] + [r * x for r in ratios for x in (lo, hi)]
+        return min(ends), max(ends)
+    return lo, hi
+
+def llc_flagged(summary: pd.DataFrame) -> str:
+    "'K of N LLC estimates flagged ...' when the diagnostics flag every estimate a study's rows use; '' otherwise."
+    analysed = float(summary.value['nets analysed']) if 'nets analysed' in summary.index else math.nan
+    for q, note in summary.get('note', pd.Series(dtype=str)).items():
+        m = re.search(r'(\d+) flagged', note) if isinstance(note, str) and 'calibrated' not in q else None
+        if m is None:
+            continue
+        lead = re.match(r'(\d+) nets;', note)
+        n = int(lead.group(1)) if lead else analysed
+        if int(m.group(1)) >= n:
+            return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
+    return ''
+
 # %% ../nbs/30_ledger.ipynb #617d90d6
 def _sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+def _gate(claim, value, lo, hi, said, summary, prov, kind, named) -> dict:
+    "Interval (widened for the LLC), the rule's verdict, the verdict and the note of one ledger row."
+    notes, hold = [said], []
+    llc = claim['llc']
+    if llc and not math.isnan(value):
+        base, readings = llc_readings(summary)
+        if llc == 'llc-ratio':
+            notes.append('LLC estimates enter only as ratios or ranks: not widened by the nβ readings')
+        elif readings:
+            notes.append(f'sampling interval [{_fmt(lo)}, {_fmt(hi)}], widened by the LLC at the final weights '
+                         'under ' + ', '.join(f'{k} {_fmt(v)}' for k, v in readings.items()))
+            lo, hi = widen(llc, lo, hi, base, readings)
+        else:
+            hold.append("the estimator's systematic uncertainty is not measured at this model")
+        if flagged := llc_flagged(summary):
+            hold.append(flagged)
+        notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
+    rule = v = verdict(claim, value, lo, hi)
+    why = '; '.join(hold)
+    if prov.get(STAND_IN):                       # a stand-in's numbers are never a reproduction, whatever they say
+        lead, v = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {rule}", 'not run at paper scale'
+    elif v != 'not run yet' and not (kind == 'paper scale' or (kind == 'extended' and named)):
+        lead = f'NOT AT PAPER SCALE ({kind}' + (f'; also {why}' if why else '') + f'); the rule on these numbers: {rule}'
+        v = 'not run at paper scale'
+    elif why and v != 'not run yet':
+        lead, v = f'NOT DECISIVE ({why}); the rule on these numbers: {rule}', 'inconclusive'
+    else:
+        lead = ''
+    note = '; '.join(x for x in [lead, *notes, claim['caveat']] if x)
+    return dict(ci_low=lo, ci_high=hi, rule=rule, verdict=v, note=note)
 
 def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.DataFrame:
     "Ledger rows from the compact result folder `compact`; `source` is given relative to `root` when set."
@@ -234,10 +340,13 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
     claims = read_claims() if claims is None else claims
     scale = prov.get('scale') or protocol_scale(prov['study'], prov.get('preset', prov['config'].split('-')[0]),
                                                  prov.get(STAND_IN) or '')
-    kind = scale_kind(scale)
-    mine = claims[(claims.study == prov['study']) & (claims.quantity != '')]
+    kind, made_by = scale_kind(scale), f"{prov['study']}/{prov.get('preset', prov['config'])}"
+    named = claims.configs.str.split().map(lambda c: made_by in c)
+    mine = claims[(claims.quantity != '') & (((claims.study == prov['study']) & (claims.configs == '')) | named)]
+    if kind == 'extended':                       # a longer run than the paper's counts only where a claim names it
+        mine = mine[named[mine.index]]
     if mine.empty:
-        raise ValueError(f'no claim in the claims table is tested by study {prov["study"]!r} (none names a quantity)')
+        raise ValueError(f'no claim in the claims table is tested by {made_by!r} (none names a quantity)')
     source = compact.resolve().relative_to(Path(root).resolve()).as_posix() if root else str(compact)
     rows = []
     for c in mine.itertuples():
@@ -246,18 +355,12 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
                              f'(it has {list(summary.index)})')
         s = summary.loc[c.quantity]
         value, lo, hi = (float(s[k]) for k in ('value', 'ci_low', 'ci_high'))
-        rule = v = verdict(claims.loc[c.claim_id], value, lo, hi)
-        note = '' if pd.isna(s.get('note', np.nan)) else str(s['note'])
-        if prov.get(STAND_IN):                   # a stand-in's numbers are never a reproduction, whatever they say
-            note = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {v}" + (f'; {note}' if note else '')
-            v = 'not run at paper scale'
-        elif kind != 'paper scale' and v != 'not run yet':
-            note = f'NOT AT PAPER SCALE ({kind}); the rule on these numbers: {v}' + (f'; {note}' if note else '')
-            v = 'not run at paper scale'
+        verdict(claims.loc[c.claim_id], value, lo, hi)           # the interval checks, on the numbers as reported
+        said = '' if pd.isna(s.get('note', np.nan)) else str(s['note'])
+        row = _gate(claims.loc[c.claim_id], value, lo, hi, said, summary, prov, kind, bool(named[c.Index]))
         rows.append(dict(claim_id=c.claim_id, config=prov['config'], config_hash=prov['config_hash'], scale=scale,
-                         value=value, ci_low=lo, ci_high=hi, rule=rule, verdict=v, source=source,
-                         source_sha256=_sha256(compact / 'summary.csv'),
-                         git_commit=prov['session'].get('git_commit') or '', note=note))
+                         value=value, source=source, source_sha256=_sha256(compact / 'summary.csv'),
+                         git_commit=prov['session'].get('git_commit') or '', **row))
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
 
 # %% ../nbs/30_ledger.ipynb #6eaeb0bd

@@ -194,3 +194,68 @@ def test_protocol_scale_names_what_differs():
     assert scale_kind(protocol_scale('cifar10', 'quick', 'MNIST digits')) == 'stand-in'
     with pytest.raises(ValueError, match='does not start with one of'):
         scale_kind('quick')
+
+
+def test_two_sample_rule_on_cases_with_known_answers():
+    claims = read_claims()
+    lam = claims.loc['tab7-mlp-118016-llc']          # 23.551 from one seed; table 8's seed-to-seed sd of λ: 1.23
+    assert lam.paper_sd == '1.23'
+    # |26 - 23.551| = 2.449 <= sqrt(1² + (1.96 · 1.23)²) = 2.61, and 2 · 2.61 <= 23.551
+    assert verdict(lam, 26.0, 25.0, 27.0) == 'reproduced'
+    # |27 - 23.551| = 3.449 > sqrt(0.5² + 2.41²) = 2.46
+    assert verdict(lam, 27.0, 26.5, 27.5) == 'not reproduced'
+    # the side facing the paper's number counts: the same value with a long lower arm agrees
+    assert verdict(lam, 27.0, 24.0, 27.5) == 'reproduced'
+    # without the paper's spread the printed digits are the only tolerance: [23.5505, 23.5515] is missed
+    assert verdict(dict(lam, paper_sd=''), 26.0, 25.0, 27.0) == 'not reproduced'
+    # table 7's d_s (sd 4.34): a number that agrees cannot pass, because 2 · 1.96 · 4.34 > 12.996
+    ds = claims.loc['tab7-mlp-118016-ds']
+    assert verdict(ds, 13.0, 12.9, 13.1) == 'inconclusive' and verdict(ds, 41.4, 40.5, 42.3) == 'not reproduced'
+    # table 8's mean d_s has the standard error of a 50-seed mean
+    assert claims.loc['tab8-ds-mean'].paper_sd == '0.613' and claims.loc['tab8-llc-mean'].paper_sd == '0.174'
+
+
+def _posterior(tmp_path, rows, flagged):
+    "A compact moons-posterior result at paper scale whose LLC row flags `flagged` of 500 estimates."
+    from fracsgd.ledger import ledger_rows
+    folder = tmp_path / 'compact/moons-posterior/full'
+    folder.mkdir(parents=True)
+    prov = json.loads((COMPACT / 'moons-posterior/full/provenance.json').read_text())
+    (folder / 'provenance.json').write_text(json.dumps(prov))
+    summary = read_table(COMPACT / 'moons-posterior/full/summary.csv').set_index('quantity')
+    summary.loc['LLC (mean over analysed nets, LLC > 0)', 'note'] = f'0 nets with LLC ≤ 0; {flagged} flagged by the diagnostics'
+    for q, v in rows.items():
+        summary.loc[q, ['value', 'ci_low', 'ci_high']] = v
+    write_table(summary.reset_index(), folder / 'summary.csv')
+    return ledger_rows(folder).set_index('claim_id')
+
+
+def test_a_row_flagged_everywhere_is_never_decisive(tmp_path):
+    kl = 'KL(Bayes‖Q) [nats], tempered SGD vs Bayes, ξ = 0.5'
+    near = {kl: (0.009, 0.0088, 0.0092)}                   # table 2's 0.009: the rule alone says reproduced
+    every = _posterior(tmp_path / 'a', near, flagged=500)
+    assert every.rule['tab2-kl'] == 'reproduced' and every.verdict['tab2-kl'] == 'inconclusive'
+    assert every.note['tab2-kl'].startswith('NOT DECISIVE (all 500 LLC estimates flagged by their diagnostics)')
+    some = _posterior(tmp_path / 'b', near, flagged=499)
+    assert some.verdict['tab2-kl'] == 'reproduced'
+    # a row that does not involve the LLC keeps its verdict either way
+    assert every.verdict['fig4b-sgd-prefers-c1'] == some.verdict['fig4b-sgd-prefers-c1']
+    # every row that involves the LLC states nβ
+    llc_rows = read_claims().query('study == "moons-posterior" and llc != ""').claim_id
+    assert every.loc[llc_rows].note.str.contains('nβ = n/ln n').all()
+
+
+def test_llc_rows_carry_the_estimators_systematic_spread():
+    led = read_ledger().set_index(['claim_id', 'source'])
+    lam = led.loc[('tab8-llc-mean', 'compact/mnist-seeds/full')]
+    # bootstrap [32.17, 33.09], widened by the readings at the final weights (35.9, -96.6, -100.3)
+    assert round(lam.ci_low, 1) == -104.1 and round(lam.ci_high, 2) == 33.09 and lam.verdict == 'inconclusive'
+    assert 'sampling interval [32.17, 33.09]' in lam.note and 'nβ = 256/ln 256' in lam.note
+    # a result that measures no spread cannot decide an LLC row, and says so
+    arch = led.loc[('tab7-mlp-118016-llc', 'compact/mnist-architectures/quick')]
+    assert "systematic uncertainty is not measured at this model" in arch.note
+    # every LLC row states nβ
+    claims = read_claims()
+    involved = led.reset_index().claim_id.map(claims.llc) != ''
+    numbered = led.reset_index().value.notna()
+    assert led.reset_index()[involved & numbered].note.str.contains('nβ').all()
