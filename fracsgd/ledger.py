@@ -18,10 +18,10 @@ from .store import read_meta, read_plan, runs_table, status
 # %% auto #0
 __all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS',
            'LEDGER_COLUMNS', 'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LENGTH_FIELDS', 'FULL_CAVEAT', 'SYSTEMATIC',
-           'ALONG', 'NBETA_NAMES', 'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in',
+           'ALONG', 'NBETA_NAMES', 'FEW', 'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in',
            'study_configuration', 'compact_label', 'save_compact', 'study_presets', 'protocol_scale', 'scale_kind',
-           'llc_nbeta', 'llc_readings', 'widen', 'llc_flagged', 'ledger_rows', 'read_ledger', 'record_claims',
-           'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table']
+           'llc_nbeta', 'llc_readings', 'widen', 'llc_flagged', 'few_points', 'grid_edge', 'ledger_rows', 'read_ledger',
+           'record_claims', 'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
@@ -301,6 +301,27 @@ def llc_flagged(summary: pd.DataFrame) -> str:
 def _sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
+FEW = 10                     # an interval resampled from fewer points than this is marked, and not decisive
+
+def few_points(summary: pd.DataFrame, quantity: str) -> int | None:
+    """The number of points (nets, runs, architectures, seeds) behind `quantity`'s interval when its note, or the
+    note of a row of the same `group: ` prefix, says it is below `FEW`; else None."""
+    count = lambda note: (int(m.group(1)) if isinstance(note, str) and (m := re.search(
+        r'\b(\d+) (?:nets|runs|architectures|seeds|points)\b', note)) else None)
+    notes = summary.get('note', pd.Series('', index=summary.index))
+    n = count(notes.get(quantity))
+    if n is None and ': ' in quantity:
+        group = quantity.split(': ')[0] + ': '
+        n = next((k for q, note in notes.items() if q.startswith(group) and (k := count(note)) is not None), None)
+    return n if n is not None and n < FEW else None
+
+def grid_edge(value: float, note: str) -> str:
+    "'≤ x, grid edge' (or ≥) when a summary note says an argmin sits at the edge of its grid 'grid a–b'; else ''."
+    m = re.search(r'grid ([\d.]+)\s*[–-]\s*([\d.]+)', note or '')
+    if 'GRID EDGE' not in (note or '') or m is None:
+        return ''
+    return f'{"≤" if value <= float(m.group(1)) else "≥"} {value:g}, grid edge'
+
 def _gate(claim, value, lo, hi, said, summary, prov, kind, named) -> dict:
     "Interval (widened for the LLC), the rule's verdict, the verdict and the note of one ledger row."
     notes, hold = [said], []
@@ -318,6 +339,12 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named) -> dict:
         if flagged := llc_flagged(summary):
             hold.append(flagged)
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
+    if claim['decisive'] and not math.isnan(value):
+        hold.append(claim['decisive'])
+    if edge := grid_edge(value, said):
+        hold.insert(0, f'{edge}: the argmin sits at the edge of its grid, a bound and not an estimate')
+    if (n := few_points(summary, claim['quantity'])) is not None and not math.isnan(value):
+        hold.append(f'FEW POINTS: an interval from {n} points (fewer than {FEW})')
     rule = v = verdict(claim, value, lo, hi)
     why = '; '.join(hold)
     if prov.get(STAND_IN):                       # a stand-in's numbers are never a reproduction, whatever they say
@@ -473,7 +500,9 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
         paper = c.paper_value and {'above': '> ', 'below': '< '}.get(c.kind, '') + c.paper_value + (
             f' ± {c.tolerance}' if c.tolerance else '')
         r = best.loc[c.claim_id] if c.claim_id in best.index else None
-        ours = '' if r is None else f'{_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]'
+        edge = None if r is None else re.search(r'[≤≥] \S+, grid edge', r.note)
+        ours = ('' if r is None else f'{edge.group(0)}' if edge else
+                f'{_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]')
         config = '' if r is None else f'{r.config} ({r.config_hash})'
         scale = '' if r is None else r.scale
         out.append(dict(claim=c.claim_id, location=c.location, what=c.claim, paper=paper or '(no number)',

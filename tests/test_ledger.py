@@ -73,7 +73,8 @@ def test_verdict_rule():
     assert verdict(kl, 0.0090, 0.0089, 0.0091) == 'reproduced'
     assert verdict(kl, 0.0110, 0.0096, 0.0120) == 'not reproduced'          # misses [0.0085, 0.0095]
     assert verdict(kl, 0.0090, 0.0, 0.0200) == 'inconclusive'              # 0.02 wide > 0.009
-    assert verdict(claims.loc['fig4a-low-llc'], 1.0, 0.9, 1.1) == 'inconclusive'
+    assert verdict(claims.loc['tab8-negative-ds'], 1.0, 0.9, 1.1) == 'inconclusive'       # qualitative
+    assert verdict(claims.loc['fig4a-low-llc'], 1.0, 0.9, 1.1) == 'not reproduced'        # now a bound
     assert verdict(early) == 'not run yet'
 
 
@@ -168,7 +169,8 @@ def test_a_reduced_row_is_never_decisive(tmp_path):
     rows = record_claims(_study(tmp_path / 'q', GOOD, preset='quick'), **kw)
     assert (rows.scale == 'reduced: n_models 100 of 500').all()
     assert (rows.verdict == 'not run at paper scale').all() and (rows.rule != 'not run at paper scale').all()
-    assert rows.note.str.startswith('NOT AT PAPER SCALE (reduced); the rule on these numbers: ').all()
+    assert rows.note.str.startswith('NOT AT PAPER SCALE (reduced').all()
+    assert rows.note.str.contains('the rule on these numbers: reproduced').all()
     prov = json.loads((tmp_path / 'compact/moons-diffusion/quick/provenance.json').read_text())
     assert prov['preset'] == 'quick' and prov['scale'] == 'reduced: n_models 100 of 500'
     # and a ledger file that claims otherwise is refused
@@ -259,3 +261,31 @@ def test_llc_rows_carry_the_estimators_systematic_spread():
     involved = led.reset_index().claim_id.map(claims.llc) != ''
     numbered = led.reset_index().value.notna()
     assert led.reset_index()[involved & numbered].note.str.contains('nβ').all()
+
+
+def test_rows_that_cannot_answer_their_claim_are_not_decisive():
+    led = read_ledger().set_index(['claim_id', 'source'])
+    # fig. 1 at paper scale would hold by construction: t_c is placed where the slope falls below 1/2
+    full = led.loc[('fig1-late-1000ep', 'compact/moons-posterior/custom-868ac1f091f488d1')]
+    assert full.scale == 'extended: epochs 1,000 of 200' and full.verdict == 'not reproduced'
+    assert round(full.value, 3) == 0.542 and round(full.ci_low, 3) == 0.540 and round(full.ci_high, 3) == 0.545
+    assert led.loc[('fig1-late', 'compact/moons-diffusion/quick')].verdict != 'reproduced'
+    # an extended result only answers the claims written about it
+    assert (led.reset_index().query('source.str.contains("custom-868ac")').claim_id == 'fig1-late-1000ep').all()
+    # a grid-edge argmin is a bound; tab2's Wasserstein has no stated ground metric; four nets are few points
+    xi = led.loc[('fig3-xi', 'compact/moons-posterior/full')]
+    assert xi.verdict == 'inconclusive' and xi.note.startswith('NOT DECISIVE (≤ 0.05, grid edge')
+    assert ledger_table().set_index('claim').ours['fig3-xi'] == '≤ 0.05, grid edge'
+    assert 'ground metric' in led.loc[('tab2-wasserstein', 'compact/moons-posterior/full')].note
+    assert 'FEW POINTS: an interval from 4 points' in led.loc[('fig11-mnist', 'compact/mnist-ablations/quick')].note
+    # qualitative rows with a statistic are bounds now, with their caveats
+    claims = read_claims()
+    assert (claims.loc[['fig4a-low-llc', 'fig4b-sgd-prefers-c1', 'fig4b-tempered-agrees'], 'kind'] == 'below').all()
+    assert claims.loc['fig18-r2', 'kind'] == 'above'
+    tempered = led.loc[('fig4b-tempered-agrees', 'compact/moons-posterior/full')]
+    assert tempered.rule == 'not reproduced'           # +0.039 [+0.011, +0.069]: tempering moves SGD away
+    assert "largest cluster by construction" in led.loc[('fig4b-sgd-prefers-c1', 'compact/moons-posterior/full')].note
+    # the bound rows say what they measure, and the duplicate says it is one
+    assert all(claims.loc[c, 'claim'].startswith(('MNIST seeds: whole-run eq.-17 slope', 'table'))
+               for c in ('fig2a-ds-le-llc', 'tab7-ds-le-llc', 'tab8-ds-le-llc', 'tab1-ds-le-llc'))
+    assert claims.loc['tab8-ds-le-llc', 'caveat'].startswith('SAME MEASUREMENT as fig2a-ds-le-llc')
