@@ -288,6 +288,26 @@ alphas
 
 
 # %% [markdown]
+# The same arithmetic gives the largest printed $d_s/\lambda$ of each table, which the Lemma 3.4 rows quote. All
+# are below 1 except table 4's TinyStories-1M trained with Adam, whose printed $d_s$ (36.6) exceeds its λ (32.05);
+# the paper does not remark on it.
+
+# %%
+def printed_ratios(table: str) -> pd.Series:
+    "d_s/λ of every row of a table, from the printed numbers."
+    ds = [c for c in claims.claim_id if c.startswith(f'{table}-') and c.endswith('-ds') and 'le-llc' not in c]
+    return pd.Series({c.removeprefix(f'{table}-').removesuffix('-ds'): float(claims.loc[c, 'paper_value']) /
+                      float(claims.loc[c.removesuffix('-ds') + '-llc', 'paper_value']) for c in ds})
+
+ratios = {t: printed_ratios(t) for t in ('tab1', 'tab4', 'tab5', 'tab6', 'tab7')}
+assert round(ratios['tab5'].max(), 2) == 0.57 and round(ratios['tab6'].max(), 2) == 0.44
+assert round(ratios['tab1'][['resnet18', 'resnet34', 'vgg16']].max(), 4) == 0.0084
+assert round(ratios['tab7'].max(), 2) == 0.68 and ratios['tab4'].idxmax() == 'tinystories-1m'
+assert round(ratios['tab4'].max(), 2) == 1.14 and (pd.concat([r for t, r in ratios.items() if t != 'tab4']) < 1).all()
+pd.DataFrame({t: dict(max=round(r.max(), 4), at=r.idxmax()) for t, r in ratios.items()}).T
+
+
+# %% [markdown]
 # ## Compact results
 #
 # A study folder holds every run (the moons quick run: 3.8 MB of trajectories), too much to commit. What the
