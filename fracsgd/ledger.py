@@ -21,7 +21,7 @@ __all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'DE
            'ALONG', 'NBETA_NAMES', 'FEW', 'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in',
            'study_configuration', 'compact_label', 'save_compact', 'study_presets', 'protocol_scale', 'scale_kind',
            'llc_nbeta', 'llc_readings', 'widen', 'llc_flagged', 'few_points', 'grid_edge', 'ledger_rows', 'read_ledger',
-           'record_claims', 'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table']
+           'record_claims', 'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table', 'verdicts_by_scale']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
@@ -347,7 +347,7 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named) -> dict:
         hold.append(f'FEW POINTS: an interval from {n} points (fewer than {FEW})')
     rule = v = verdict(claim, value, lo, hi)
     why = '; '.join(hold)
-    if prov.get(STAND_IN):                       # a stand-in's numbers are never a reproduction, whatever they say
+    if prov.get(STAND_IN) and v != 'not run yet':  # a stand-in's numbers are never a reproduction, whatever they say
         lead, v = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {rule}", 'not run at paper scale'
     elif v != 'not run yet' and not (kind == 'paper scale' or (kind == 'extended' and named)):
         lead = f'NOT AT PAPER SCALE ({kind}' + (f'; also {why}' if why else '') + f'); the rule on these numbers: {rule}'
@@ -501,7 +501,7 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
             f' ± {c.tolerance}' if c.tolerance else '')
         r = best.loc[c.claim_id] if c.claim_id in best.index else None
         edge = None if r is None else re.search(r'[≤≥] \S+, grid edge', r.note)
-        ours = ('' if r is None else f'{edge.group(0)}' if edge else
+        ours = ('' if r is None or math.isnan(r.value) else f'{edge.group(0)}' if edge else
                 f'{_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]')
         config = '' if r is None else f'{r.config} ({r.config_hash})'
         scale = '' if r is None else r.scale
@@ -509,3 +509,15 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
                         ours=ours, configuration=config, verdict='not run yet' if r is None else r.verdict,
                         scale=scale, note='' if r is None else r.note, study=c.study))
     return pd.DataFrame(out)
+
+def verdicts_by_scale(ledger=None, claims=None) -> pd.DataFrame:
+    """Claims counted by the scale of the number shown for them (`ledger_table`) and its verdict; a claim with
+    no number counts under 'no number'."""
+    table = ledger_table(ledger, claims)
+    has = table.ours != ''
+    kind = table.scale.where(has, '').map(lambda x: scale_kind(x) if x else 'no number')
+    counts = pd.crosstab(kind, table.verdict).reindex(index=[*SCALES, 'no number'], columns=list(VERDICTS),
+                                                      fill_value=0)
+    counts = counts.loc[counts.sum(axis=1) > 0, counts.sum(axis=0) > 0]
+    counts['claims'] = counts.sum(axis=1)
+    return counts.rename_axis(index='scale', columns=None)

@@ -289,3 +289,12 @@ def test_rows_that_cannot_answer_their_claim_are_not_decisive():
     assert all(claims.loc[c, 'claim'].startswith(('MNIST seeds: whole-run eq.-17 slope', 'table'))
                for c in ('fig2a-ds-le-llc', 'tab7-ds-le-llc', 'tab8-ds-le-llc', 'tab1-ds-le-llc'))
     assert claims.loc['tab8-ds-le-llc', 'caveat'].startswith('SAME MEASUREMENT as fig2a-ds-le-llc')
+
+
+def test_verdicts_by_scale_counts_every_claim_once():
+    from fracsgd.ledger import verdicts_by_scale
+    counts = verdicts_by_scale()
+    assert counts.claims.sum() == len(read_claims())
+    decisive = counts.reindex(columns=list(DECISIVE), fill_value=0).sum(axis=1)
+    assert set(decisive[decisive > 0].index) <= {'paper scale', 'extended'}
+    assert (counts.loc['no number'].drop('claims') == 0).drop('not run yet').all()
