@@ -4,7 +4,7 @@
 
 # %% ../nbs/30_ledger.ipynb #dc08f1e1
 from __future__ import annotations
-import datetime, hashlib, importlib, json, math, shutil
+import datetime, hashlib, importlib, json, math, re, shutil
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -16,10 +16,12 @@ from .core import atomic_path, write_table, read_table
 from .store import read_meta, read_plan, runs_table, status
 
 # %% auto #0
-__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'CLAIM_COLUMNS', 'LEDGER_COLUMNS', 'STAND_IN',
-           'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in', 'study_configuration',
-           'compact_label', 'save_compact', 'ledger_rows', 'read_ledger', 'record_claims', 'keep_results', 'stale_rows',
-           'ledger_table']
+__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS',
+           'LEDGER_COLUMNS', 'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LENGTH_FIELDS', 'FULL_CAVEAT', 'SYSTEMATIC',
+           'ALONG', 'NBETA_NAMES', 'FEW', 'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in',
+           'study_configuration', 'compact_label', 'save_compact', 'study_presets', 'protocol_scale', 'scale_kind',
+           'llc_nbeta', 'llc_readings', 'widen', 'llc_flagged', 'few_points', 'grid_edge', 'ledger_rows', 'read_ledger',
+           'record_claims', 'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table', 'verdicts_by_scale']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
@@ -27,10 +29,12 @@ CLAIMS, LEDGER, COMPACT = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', 
 
 KINDS = ('value', 'above', 'below', 'qualitative')
 VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run at paper scale', 'not run yet')
+DECISIVE = ('reproduced', 'not reproduced')
 CLAIM_COLUMNS = ('claim_id', 'location', 'claim', 'kind', 'paper_value', 'tolerance', 'study', 'quantity',
-                 'arxiv')
-LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'value', 'ci_low', 'ci_high', 'verdict', 'source',
-                  'source_sha256', 'git_commit', 'note')
+                 'arxiv', 'paper_sd', 'llc', 'caveat', 'decisive', 'configs')
+LLC_KINDS = ('', 'llc', 'llc-scaled', 'llc-spread', 'llc-ratio')   # how a claim's number depends on the LLC estimator
+LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low', 'ci_high', 'rule', 'verdict',
+                  'source', 'source_sha256', 'git_commit', 'note')
 
 # %% ../nbs/30_ledger.ipynb #44698dce
 def _number(text: str, where: str) -> float:
@@ -59,6 +63,10 @@ def read_claims(path=None) -> pd.DataFrame:
             _number(c.paper_value, f'claim {c.claim_id}')
         if c.tolerance and not _number(c.tolerance, f'claim {c.claim_id} tolerance') >= 0:
             raise ValueError(f'claim {c.claim_id}: tolerance {c.tolerance} is negative')
+        if c.paper_sd and not (c.kind == 'value' and _number(c.paper_sd, f'claim {c.claim_id} paper_sd') > 0):
+            raise ValueError(f'claim {c.claim_id}: paper_sd {c.paper_sd} must be positive, and only on a value claim')
+        if c.llc not in LLC_KINDS:
+            raise ValueError(f'claim {c.claim_id}: llc {c.llc!r} is not one of {LLC_KINDS}')
     return claims.set_index('claim_id', drop=False)
 
 # %% ../nbs/30_ledger.ipynb #3412612a
@@ -80,6 +88,13 @@ def verdict(claim, value=math.nan, ci_low=math.nan, ci_high=math.nan) -> str:
     kind = claim['kind']
     if kind == 'qualitative':
         return 'inconclusive'
+    if kind == 'value' and str(claim.get('paper_sd', '') or ''):        # two samples: ours and the paper's
+        p, w = float(claim['paper_value']), 1.96 * float(claim['paper_sd'])
+        u = value - ci_low if value > p else ci_high - value
+        s = math.hypot(u, w)
+        if abs(value - p) > s:
+            return 'not reproduced'
+        return 'reproduced' if 2 * s <= abs(p) else 'inconclusive'
     if kind in ('above', 'below'):
         b = float(claim['paper_value'])
         if b < ci_low or ci_high < b:
@@ -127,11 +142,13 @@ def study_configuration(folder) -> dict:
     if preset is None:
         raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
                          f'run `fracsgd run {name} --out {folder}` with that preset once (finished runs are reused)')
-    same = preset in ('quick', 'full') and set(unique_runs(study.runs(study.config(preset)))) == set(plan)
+    made = preset in study_presets(name) and set(unique_runs(study.runs(study.config(preset)))) == set(plan)
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
-    label = (preset if same else 'custom') + ('-stand-in' if stand_in(folder) else '')
-    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan),
-                stand_in=stand_in(folder))
+    label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if stand_in(folder) else '')
+    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=stand_in(folder),
+                preset=preset if made else 'custom',
+                scale=protocol_scale(name, preset if made else None, stand_in(folder)),
+                llc_nbeta=llc_nbeta(name, preset if made else None))
 
 def compact_label(cfg: dict) -> str:
     "The folder name of a `study_configuration`'s compact result: its label, with the hash for a custom one."
@@ -151,9 +168,196 @@ def save_compact(folder, compact_dir=None) -> Path:
         tmp.write_text(json.dumps(dict(cfg, run_seconds=round(seconds, 1), session=session), indent=1) + '\n')
     return dest
 
+# %% ../nbs/30_ledger.ipynb #45e7bb29
+SCALES = ('paper scale', 'extended', 'assumed', 'reduced', 'stand-in')
+ANALYSIS_FIELDS = {'n_boot', 'nets_per_run', 'cpu_threads', 'device', 'eval_batch', 'calibrated', 'volume_eps',
+                   'diag_every', 'record_every'}      # change the analysis of the same experiment, not the experiment
+LENGTH_FIELDS = {'epochs', 'steps', 'n_steps', 'sgd_steps'}
+FULL_CAVEAT = {'mnist-ablations': 'the paper does not state its ablation sweep; our full grid (lr x batch x momentum '
+                                  'x 3 nets, 100 epochs) is an assumption'}
+
+def study_presets(name: str) -> dict:
+    "The study's presets: its `presets`, or (a study not converted to the runner) its module's SMOKE/QUICK/FULL/LONG."
+    from fracsgd.runner import STUDIES
+    try:
+        presets = getattr(_study(name), 'presets', None)
+    except Exception:
+        presets = None
+    if presets:
+        return dict(presets)
+    module = importlib.import_module(STUDIES[name])
+    return {k.lower(): getattr(module, k) for k in ('SMOKE', 'QUICK', 'FULL', 'LONG') if hasattr(module, k)}
+
+def _n(x) -> str:
+    return f'{x:,}' if isinstance(x, int) else f'{x:g}'
+
+def _differences(cfg, full, prefix='') -> list[tuple[str, str, bool]]:
+    "(field, what differs, longer-only) for each protocol field where `cfg` differs from `full`."
+    import dataclasses
+    out = []
+    for f in dataclasses.fields(full):
+        if f.name in ANALYSIS_FIELDS or not hasattr(cfg, f.name):
+            continue
+        v, w, name = getattr(cfg, f.name), getattr(full, f.name), prefix + f.name
+        if v == w:
+            continue
+        if dataclasses.is_dataclass(v) and dataclasses.is_dataclass(w) and type(v) is type(w):
+            out += _differences(v, w, name + '.')
+        elif all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (v, w)):
+            out.append((name, f'{name} {_n(v)} of {_n(w)}', f.name in LENGTH_FIELDS and v > w))
+        elif isinstance(v, (tuple, list)) and isinstance(w, (tuple, list)) and len(v) != len(w):
+            out.append((name, f'{name}: {len(v)} of {len(w)}', False))
+        else:
+            show = lambda x: (_n(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else
+                              repr(x) if len(repr(x)) <= 40 else f'{type(x).__name__}(...)')
+            out.append((name, f'{name} {show(v)} (full: {show(w)})', False))
+    return out
+
+def protocol_scale(study: str, preset: str | None, stand_in: str = '') -> str:
+    "How the configuration `preset` of `study` compares with the paper's protocol: the text of the `scale` column."
+    presets = study_presets(study)
+    cfg, full = presets.get(preset), presets.get('full')
+    if cfg is None or full is None:
+        what = (f'a custom configuration of {study}' if cfg is None else f'{study} has no full preset to compare with')
+        diffs, longer = [what], False
+    else:
+        found = _differences(cfg, full)
+        diffs, longer = [d for _, d, _ in found], bool(found) and all(l for *_, l in found)
+    if stand_in:
+        return f'stand-in: {stand_in}' + (f'; reduced: {"; ".join(diffs)}' if diffs else '')
+    if not diffs:
+        return f'assumed: {FULL_CAVEAT[study]}' if study in FULL_CAVEAT else 'paper scale'
+    return ('extended: ' if longer else 'reduced: ') + '; '.join(diffs)
+
+def scale_kind(scale: str) -> str:
+    "The kind of a `scale` text: one of `SCALES`."
+    kind = str(scale).split(':')[0].strip()
+    if kind not in SCALES:
+        raise ValueError(f'scale {scale!r} does not start with one of {SCALES}')
+    return kind
+
+# %% ../nbs/30_ledger.ipynb #8d5dfc4c
+SYSTEMATIC = 'mean LLC at the final weights, '      # summary rows: the LLC at the same weights under each reading
+ALONG = '(along training)'                           # marks the reading that a study's own LLC rows use
+NBETA_NAMES = {'paper': 'nβ = n/ln n (β = 1/ln n, n the training samples: table 3 as printed)',
+               'paper-devinterp-nbeta': "nβ = B/ln B, B the SGLD batch size (devinterp's reading of β = 1/ln n)"}
+
+def llc_nbeta(study: str, preset: str | None) -> str:
+    "The inverse temperature nβ of the LLC estimates in `preset` of `study`, in words ('' when it cannot be read)."
+    cfg = study_presets(study).get(preset)
+    s = getattr(cfg, 'llc', None)
+    if isinstance(s, str):
+        from fracsgd.runner import STUDIES
+        tables = [getattr(importlib.import_module(m), 'LLC_SETTINGS', {})
+                  for m in (STUDIES[study], 'fracsgd.studies.mnist_runs')]
+        name, s = s, next((t[s] for t in tables if s in t), None)
+        if s is None:
+            return NBETA_NAMES.get(name, '')
+    nb, B = getattr(s, 'n_beta', 0), getattr(s, 'batch_size', None)
+    if s is None or nb == 0:
+        return ''
+    if nb is None:
+        return NBETA_NAMES['paper']
+    if B and math.isclose(nb, B / math.log(B)):
+        return f"nβ = {B}/ln {B} ≈ {nb:.1f} (the SGLD batch size as n: devinterp's reading of β = 1/ln n)"
+    return f'nβ ≈ {nb:.4g}'
+
+def llc_readings(summary: pd.DataFrame) -> tuple[float, dict]:
+    "(the reading along training, {reading: mean LLC at the final weights}) from a summary; (nan, {}) if none."
+    rows = summary[summary.index.str.startswith(SYSTEMATIC)].value.astype(float)
+    if rows.empty:
+        return math.nan, {}
+    along = [q for q in rows.index if ALONG in q]
+    if len(along) != 1:
+        raise ValueError(f'the summary has {len(along)} rows "{SYSTEMATIC}... {ALONG}"; exactly one is needed')
+    return float(rows[along[0]]), {q.removeprefix(SYSTEMATIC): float(v) for q, v in rows.items()}
+
+def widen(llc: str, lo: float, hi: float, base: float, readings: dict) -> tuple[float, float]:
+    "The interval [lo, hi] widened by the spread between LLC readings, as the claim's `llc` kind says."
+    if llc == 'llc':
+        shifts = [r - base for r in readings.values()] + [0.0]
+        return lo + min(shifts), hi + max(shifts)
+    if llc in ('llc-scaled', 'llc-spread'):
+        ratios = [r / base for r in readings.values()]
+        ratios = [abs(r) for r in ratios] if llc == 'llc-spread' else ratios
+        ends = [lo, hi] + [r * x for r in ratios for x in (lo, hi)]
+        return min(ends), max(ends)
+    return lo, hi
+
+def llc_flagged(summary: pd.DataFrame) -> str:
+    "'K of N LLC estimates flagged ...' when the diagnostics flag every estimate a study's rows use; '' otherwise."
+    analysed = float(summary.value['nets analysed']) if 'nets analysed' in summary.index else math.nan
+    for q, note in summary.get('note', pd.Series(dtype=str)).items():
+        m = re.search(r'(\d+) flagged', note) if isinstance(note, str) and 'calibrated' not in q else None
+        if m is None:
+            continue
+        lead = re.match(r'(\d+) nets;', note)
+        n = int(lead.group(1)) if lead else analysed
+        if int(m.group(1)) >= n:
+            return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
+    return ''
+
 # %% ../nbs/30_ledger.ipynb #617d90d6
 def _sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+FEW = 10                     # an interval resampled from fewer points than this is marked, and not decisive
+
+def few_points(summary: pd.DataFrame, quantity: str) -> int | None:
+    """The number of points (nets, runs, architectures, seeds) behind `quantity`'s interval when its note, or the
+    note of a row of the same `group: ` prefix, says it is below `FEW`; else None."""
+    count = lambda note: (int(m.group(1)) if isinstance(note, str) and (m := re.search(
+        r'\b(\d+) (?:nets|runs|architectures|seeds|points)\b', note)) else None)
+    notes = summary.get('note', pd.Series('', index=summary.index))
+    n = count(notes.get(quantity))
+    if n is None and ': ' in quantity:
+        group = quantity.split(': ')[0] + ': '
+        n = next((k for q, note in notes.items() if q.startswith(group) and (k := count(note)) is not None), None)
+    return n if n is not None and n < FEW else None
+
+def grid_edge(value: float, note: str) -> str:
+    "'≤ x, grid edge' (or ≥) when a summary note says an argmin sits at the edge of its grid 'grid a–b'; else ''."
+    m = re.search(r'grid ([\d.]+)\s*[–-]\s*([\d.]+)', note or '')
+    if 'GRID EDGE' not in (note or '') or m is None:
+        return ''
+    return f'{"≤" if value <= float(m.group(1)) else "≥"} {value:g}, grid edge'
+
+def _gate(claim, value, lo, hi, said, summary, prov, kind, named) -> dict:
+    "Interval (widened for the LLC), the rule's verdict, the verdict and the note of one ledger row."
+    notes, hold = [said], []
+    llc = claim['llc']
+    if llc and not math.isnan(value):
+        base, readings = llc_readings(summary)
+        if llc == 'llc-ratio':
+            notes.append('LLC estimates enter only as ratios or ranks: not widened by the nβ readings')
+        elif readings:
+            notes.append(f'sampling interval [{_fmt(lo)}, {_fmt(hi)}], widened by the LLC at the final weights '
+                         'under ' + ', '.join(f'{k} {_fmt(v)}' for k, v in readings.items()))
+            lo, hi = widen(llc, lo, hi, base, readings)
+        else:
+            hold.append("the estimator's systematic uncertainty is not measured at this model")
+        if flagged := llc_flagged(summary):
+            hold.append(flagged)
+        notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
+    if claim['decisive'] and not math.isnan(value):
+        hold.append(claim['decisive'])
+    if edge := grid_edge(value, said):
+        hold.insert(0, f'{edge}: the argmin sits at the edge of its grid, a bound and not an estimate')
+    if (n := few_points(summary, claim['quantity'])) is not None and not math.isnan(value):
+        hold.append(f'FEW POINTS: an interval from {n} points (fewer than {FEW})')
+    rule = v = verdict(claim, value, lo, hi)
+    why = '; '.join(hold)
+    if prov.get(STAND_IN) and v != 'not run yet':  # a stand-in's numbers are never a reproduction, whatever they say
+        lead, v = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {rule}", 'not run at paper scale'
+    elif v != 'not run yet' and not (kind == 'paper scale' or (kind == 'extended' and named)):
+        lead = f'NOT AT PAPER SCALE ({kind}' + (f'; also {why}' if why else '') + f'); the rule on these numbers: {rule}'
+        v = 'not run at paper scale'
+    elif why and v != 'not run yet':
+        lead, v = f'NOT DECISIVE ({why}); the rule on these numbers: {rule}', 'inconclusive'
+    else:
+        lead = ''
+    note = '; '.join(x for x in [lead, *notes, claim['caveat']] if x)
+    return dict(ci_low=lo, ci_high=hi, rule=rule, verdict=v, note=note)
 
 def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.DataFrame:
     "Ledger rows from the compact result folder `compact`; `source` is given relative to `root` when set."
@@ -161,9 +365,15 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
     prov = json.loads((compact / 'provenance.json').read_text())
     summary = read_table(compact / 'summary.csv').set_index('quantity')
     claims = read_claims() if claims is None else claims
-    mine = claims[(claims.study == prov['study']) & (claims.quantity != '')]
+    scale = prov.get('scale') or protocol_scale(prov['study'], prov.get('preset', prov['config'].split('-')[0]),
+                                                 prov.get(STAND_IN) or '')
+    kind, made_by = scale_kind(scale), f"{prov['study']}/{prov.get('preset', prov['config'])}"
+    named = claims.configs.str.split().map(lambda c: made_by in c)
+    mine = claims[(claims.quantity != '') & (((claims.study == prov['study']) & (claims.configs == '')) | named)]
+    if kind == 'extended':                       # a longer run than the paper's counts only where a claim names it
+        mine = mine[named[mine.index]]
     if mine.empty:
-        raise ValueError(f'no claim in the claims table is tested by study {prov["study"]!r} (none names a quantity)')
+        raise ValueError(f'no claim in the claims table is tested by {made_by!r} (none names a quantity)')
     source = compact.resolve().relative_to(Path(root).resolve()).as_posix() if root else str(compact)
     rows = []
     for c in mine.itertuples():
@@ -172,14 +382,12 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
                              f'(it has {list(summary.index)})')
         s = summary.loc[c.quantity]
         value, lo, hi = (float(s[k]) for k in ('value', 'ci_low', 'ci_high'))
-        v = verdict(claims.loc[c.claim_id], value, lo, hi)
-        note = '' if pd.isna(s.get('note', np.nan)) else str(s['note'])
-        if prov.get(STAND_IN):                   # a stand-in's numbers are never a reproduction, whatever they say
-            note = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {v}" + (f'; {note}' if note else '')
-            v = 'not run at paper scale'
-        rows.append(dict(claim_id=c.claim_id, config=prov['config'], config_hash=prov['config_hash'], value=value,
-                         ci_low=lo, ci_high=hi, verdict=v, source=source, source_sha256=_sha256(compact / 'summary.csv'),
-                         git_commit=prov['session'].get('git_commit') or '', note=note))
+        verdict(claims.loc[c.claim_id], value, lo, hi)           # the interval checks, on the numbers as reported
+        said = '' if pd.isna(s.get('note', np.nan)) else str(s['note'])
+        row = _gate(claims.loc[c.claim_id], value, lo, hi, said, summary, prov, kind, bool(named[c.Index]))
+        rows.append(dict(claim_id=c.claim_id, config=prov['config'], config_hash=prov['config_hash'], scale=scale,
+                         value=value, source=source, source_sha256=_sha256(compact / 'summary.csv'),
+                         git_commit=prov['session'].get('git_commit') or '', **row))
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
 
 # %% ../nbs/30_ledger.ipynb #6eaeb0bd
@@ -188,7 +396,8 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
     path = Path(path or LEDGER)
     if not path.exists():
         return pd.DataFrame(columns=LEDGER_COLUMNS)
-    ledger = pd.read_csv(path, dtype={'config_hash': str, 'source_sha256': str, 'git_commit': str, 'note': str},
+    ledger = pd.read_csv(path, dtype={'config_hash': str, 'source_sha256': str, 'git_commit': str, 'note': str,
+                                      'scale': str, 'rule': str},
                          keep_default_na=False, na_values={c: [''] for c in ('value', 'ci_low', 'ci_high')})
     missing = [c for c in LEDGER_COLUMNS if c not in ledger]
     if missing:
@@ -197,9 +406,14 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
     unknown = sorted(set(ledger.claim_id) - set(claims.claim_id))
     if unknown:
         raise ValueError(f'{path}: unknown claim id(s) {unknown}: every row must name a claim of claims.csv')
-    wrong = sorted(set(ledger.verdict) - set(VERDICTS))
+    wrong = sorted((set(ledger.verdict) | set(ledger.rule)) - set(VERDICTS))
     if wrong:
         raise ValueError(f'{path}: verdict(s) {wrong} are not one of {VERDICTS}')
+    kinds = ledger.scale.map(scale_kind)                # also refuses a scale of no known kind
+    decisive = ledger.verdict.isin(DECISIVE)
+    if (decisive & ~kinds.isin(['paper scale', 'extended'])).any():
+        raise ValueError(f'{path}: decisive verdicts on rows not at paper scale: '
+                         f'{ledger.claim_id[decisive & ~kinds.isin(["paper scale", "extended"])].tolist()}')
     for r in ledger.itertuples():                       # re-applies the interval checks of the rule
         verdict(claims.loc[r.claim_id], r.value, r.ci_low, r.ci_high)
     return ledger[list(LEDGER_COLUMNS)]
@@ -211,10 +425,21 @@ def record_claims(folder, ledger=None, compact_dir=None, claims=None) -> pd.Data
     old = read_ledger(ledger, claims_table)
     keep = ~old.set_index(['claim_id', 'config']).index.isin(rows.set_index(['claim_id', 'config']).index)
     new = pd.concat([old[keep], rows], ignore_index=True) if keep.any() else rows
+    return _write_ledger(new, ledger, claims_table)
+
+def _write_ledger(rows: pd.DataFrame, ledger: Path, claims_table: pd.DataFrame) -> pd.DataFrame:
     order = {c: i for i, c in enumerate(claims_table.claim_id)}
-    new = new.sort_values(['claim_id', 'config'], key=lambda s: s.map(order) if s.name == 'claim_id' else s)
+    new = rows.sort_values(['claim_id', 'config'], key=lambda s: s.map(order) if s.name == 'claim_id' else s)
     write_table(new.reset_index(drop=True), ledger)
     return new.reset_index(drop=True)
+
+def rebuild_ledger(ledger=None, compact_dir=None, claims=None) -> pd.DataFrame:
+    """Recompute the whole ledger from every committed compact result (after a change of the rule or of the
+    claims), and write it."""
+    ledger, claims_table = Path(ledger or LEDGER), read_claims(claims)
+    folders = sorted(p.parent for p in Path(compact_dir or COMPACT).glob('*/*/provenance.json'))
+    rows = pd.concat([ledger_rows(f, claims_table, root=ledger.parent) for f in folders], ignore_index=True)
+    return _write_ledger(rows, ledger, claims_table)
 
 def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
     """`record_claims`, then copy the study folder's `files` (default: the files its study keeps) and the measured
@@ -251,9 +476,11 @@ def stale_rows(ledger=None, claims=None) -> list[str]:
                 continue
             f = fresh.loc[r.claim_id]
             same = all(np.isclose(getattr(r, k), f[k], rtol=1e-12, atol=0, equal_nan=True) for k in ('value', 'ci_low', 'ci_high'))
-            if not same or (r.verdict, r.config, r.config_hash) != (f.verdict, f.config, f.config_hash):
-                problems.append(f'{r.claim_id} ({source}): recorded {r.verdict} {r.value} [{r.ci_low}, {r.ci_high}], '
-                                f'the result gives {f.verdict} {f.value} [{f.ci_low}, {f.ci_high}]')
+            keys = ('verdict', 'rule', 'config', 'config_hash', 'scale', 'note')
+            if not same or tuple(getattr(r, k) for k in keys) != tuple(f[k] for k in keys):
+                problems.append(f'{r.claim_id} ({source}): recorded {r.verdict} (rule: {r.rule}) {r.value} '
+                                f'[{r.ci_low}, {r.ci_high}] ({r.scale}), the result gives {f.verdict} (rule: {f.rule}) '
+                                f'{f.value} [{f.ci_low}, {f.ci_high}] ({f.scale})')
         problems += [f'{c} ({source}): tested by this study but not in the ledger'
                      for c in sorted(set(fresh.index) - set(rows.claim_id))]
     return problems
@@ -266,17 +493,31 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
     "The ledger as one row per claim, joined with the claims; claims without a recorded number are not run yet."
     claims_table = read_claims(claims)
     rows = read_ledger(ledger, claims_table)
-    rank = rows.config.map({'full': 0, 'quick': 1}).fillna(2)
-    best = rows.assign(rank=rank).sort_values('rank').drop_duplicates('claim_id').set_index('claim_id')
+    rank = rows.scale.map(lambda x: SCALES.index(scale_kind(x))) * 10 + rows.config.map({'full': 0, 'quick': 1}).fillna(2)
+    best = rows.assign(rank=rank).sort_values('rank', kind='stable').drop_duplicates('claim_id').set_index('claim_id')
     out = []
     for c in claims_table.itertuples():
         paper = c.paper_value and {'above': '> ', 'below': '< '}.get(c.kind, '') + c.paper_value + (
             f' ± {c.tolerance}' if c.tolerance else '')
         r = best.loc[c.claim_id] if c.claim_id in best.index else None
-        ours = '' if r is None else f'{_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]'
+        edge = None if r is None else re.search(r'[≤≥] \S+, grid edge', r.note)
+        ours = ('' if r is None or math.isnan(r.value) else f'{edge.group(0)}' if edge else
+                f'{_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]')
         config = '' if r is None else f'{r.config} ({r.config_hash})'
-        scale = '' if r is None or r.config == 'full' else f'{r.config}: not run at paper scale'
+        scale = '' if r is None else r.scale
         out.append(dict(claim=c.claim_id, location=c.location, what=c.claim, paper=paper or '(no number)',
                         ours=ours, configuration=config, verdict='not run yet' if r is None else r.verdict,
                         scale=scale, note='' if r is None else r.note, study=c.study))
     return pd.DataFrame(out)
+
+def verdicts_by_scale(ledger=None, claims=None) -> pd.DataFrame:
+    """Claims counted by the scale of the number shown for them (`ledger_table`) and its verdict; a claim with
+    no number counts under 'no number'."""
+    table = ledger_table(ledger, claims)
+    has = table.ours != ''
+    kind = table.scale.where(has, '').map(lambda x: scale_kind(x) if x else 'no number')
+    counts = pd.crosstab(kind, table.verdict).reindex(index=[*SCALES, 'no number'], columns=list(VERDICTS),
+                                                      fill_value=0)
+    counts = counts.loc[counts.sum(axis=1) > 0, counts.sum(axis=0) > 0]
+    counts['claims'] = counts.sum(axis=1)
+    return counts.rename_axis(index='scale', columns=None)

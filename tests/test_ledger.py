@@ -1,6 +1,6 @@
 """The claims ledger: its committed rows follow from the committed study results, the quick moons study still
 gives those results, and bad input (unknown claims, verdicts outside the four, missing intervals) is refused."""
-import math, shutil
+import json, math, shutil
 from pathlib import Path
 
 import numpy as np
@@ -10,18 +10,19 @@ import pytest
 import fracsgd.studies.moons_diffusion as moons
 from fracsgd.runner import run_study
 from fracsgd.core import write_table, read_table
-from fracsgd.ledger import (CLAIMS, LEDGER, COMPACT, VERDICTS, read_claims, read_ledger, ledger_rows,
-                            record_claims, save_compact, stale_rows, verdict, paper_interval, ledger_table)
+from fracsgd.ledger import (CLAIMS, LEDGER, COMPACT, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows,
+                            record_claims, save_compact, stale_rows, verdict, paper_interval, ledger_table,
+                            protocol_scale, scale_kind)
 from fracsgd.store import open_study, save_plan, save_run
 from fracsgd.sweep import unique_runs, config_record
 
 SUMMARY_COLUMNS = ['quantity', 'value', 'ci_low', 'ci_high', 'note']
 
 
-def _study(folder, rows, skip_last=False):
-    "A finished (or, with `skip_last`, unfinished) moons-diffusion study folder with the quick run keys."
-    open_study(folder, 'moons-diffusion', fields=dict(preset='quick'))
-    runs = unique_runs(moons.runs(moons.QUICK))
+def _study(folder, rows, skip_last=False, preset='full'):
+    "A finished (or, with `skip_last`, unfinished) moons-diffusion study folder with the run keys of `preset`."
+    open_study(folder, 'moons-diffusion', fields=dict(preset=preset))
+    runs = unique_runs(moons.runs(moons.STUDY.config(preset)))
     save_plan(folder, runs)
     for key, cfg in list(runs.items())[:-1 if skip_last else None]:
         save_run(folder, key, config_record(cfg), {})
@@ -72,7 +73,8 @@ def test_verdict_rule():
     assert verdict(kl, 0.0090, 0.0089, 0.0091) == 'reproduced'
     assert verdict(kl, 0.0110, 0.0096, 0.0120) == 'not reproduced'          # misses [0.0085, 0.0095]
     assert verdict(kl, 0.0090, 0.0, 0.0200) == 'inconclusive'              # 0.02 wide > 0.009
-    assert verdict(claims.loc['fig4a-low-llc'], 1.0, 0.9, 1.1) == 'inconclusive'
+    assert verdict(claims.loc['tab8-negative-ds'], 1.0, 0.9, 1.1) == 'inconclusive'       # qualitative
+    assert verdict(claims.loc['fig4a-low-llc'], 1.0, 0.9, 1.1) == 'not reproduced'        # now a bound
     assert verdict(early) == 'not run yet'
 
 
@@ -82,7 +84,8 @@ def test_record_replaces_rows_of_the_same_configuration(tmp_path):
     worse = [GOOD[0], ('late exponent 1/d_walk', 0.6, 0.55, 0.65, '')]
     second = record_claims(_study(tmp_path / 'b', worse), **kw)
     assert len(first) == len(second) == 2
-    assert second.set_index('claim_id').verdict.to_dict() == {'fig1-early': 'reproduced', 'fig1-late': 'not reproduced'}
+    assert second.set_index('claim_id').rule.to_dict() == {'fig1-early': 'reproduced', 'fig1-late': 'not reproduced'}
+    assert (second.scale == 'paper scale').all()
     assert stale_rows(tmp_path / 'ledger.csv') == []
     assert oct((tmp_path / 'ledger.csv').stat().st_mode & 0o777) == oct(0o666 & ~_umask())
 
@@ -97,7 +100,7 @@ def _umask():
 def test_a_changed_result_or_claim_makes_the_ledger_stale(tmp_path):
     kw = dict(ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
     record_claims(_study(tmp_path / 'a', GOOD), **kw)
-    summary = tmp_path / 'compact/moons-diffusion/quick/summary.csv'
+    summary = tmp_path / 'compact/moons-diffusion/full/summary.csv'
     write_table(pd.DataFrame([GOOD[0], ('late exponent 1/d_walk', 0.6, 0.55, 0.65, '')], columns=SUMMARY_COLUMNS),
                 summary)
     stale = stale_rows(tmp_path / 'ledger.csv')
@@ -108,7 +111,7 @@ def test_a_changed_result_or_claim_makes_the_ledger_stale(tmp_path):
     claims.loc['fig1-early', 'paper_value'] = '0.9'
     claims.to_csv(tmp_path / 'claims.csv', index=False)
     stale = stale_rows(tmp_path / 'ledger.csv', claims=tmp_path / 'claims.csv')
-    assert stale and 'fig1-early' in stale[0] and 'not reproduced' in stale[0], stale
+    assert stale and 'fig1-early' in stale[0] and 'rule: not reproduced' in stale[0], stale
 
 
 def test_bad_input_is_refused_with_clear_errors(tmp_path):
@@ -158,3 +161,140 @@ def test_bad_claims_tables_are_refused(tmp_path, change, message):
     change(claims).to_csv(tmp_path / 'claims.csv', index=False)
     with pytest.raises(ValueError, match=message):
         read_claims(tmp_path / 'claims.csv')
+
+
+def test_a_reduced_row_is_never_decisive(tmp_path):
+    # the quick preset trains 100 of the full preset's 500 nets: whatever its numbers, not run at paper scale
+    kw = dict(ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
+    rows = record_claims(_study(tmp_path / 'q', GOOD, preset='quick'), **kw)
+    assert (rows.scale == 'reduced: n_models 100 of 500').all()
+    assert (rows.verdict == 'not run at paper scale').all() and (rows.rule != 'not run at paper scale').all()
+    assert rows.note.str.startswith('NOT AT PAPER SCALE (reduced').all()
+    assert rows.note.str.contains('the rule on these numbers: reproduced').all()
+    prov = json.loads((tmp_path / 'compact/moons-diffusion/quick/provenance.json').read_text())
+    assert prov['preset'] == 'quick' and prov['scale'] == 'reduced: n_models 100 of 500'
+    # and a ledger file that claims otherwise is refused
+    bad = read_ledger(tmp_path / 'ledger.csv')
+    bad.loc[0, 'verdict'] = 'reproduced'
+    bad.to_csv(tmp_path / 'bad.csv', index=False)
+    with pytest.raises(ValueError, match='decisive verdicts on rows not at paper scale'):
+        read_ledger(tmp_path / 'bad.csv')
+    # every committed row: scale recorded, and decisive only at paper scale
+    led = read_ledger()
+    kinds = led.scale.map(scale_kind)
+    assert not (led.verdict.isin(DECISIVE) & ~kinds.isin(['paper scale', 'extended'])).any()
+    assert set(led[led.source == 'compact/mnist-seeds/full'].scale) == {'paper scale'}
+    assert set(led[led.source == 'compact/mnist-architectures/quick'].scale) == {'reduced: rows: 4 of 17; epochs 15 of 250'}
+
+
+def test_protocol_scale_names_what_differs():
+    assert protocol_scale('moons-posterior', 'full') == 'paper scale'
+    assert protocol_scale('moons-posterior', 'full-converged') == 'extended: epochs 1,000 of 200'
+    assert protocol_scale('mnist-seeds', 'quick').startswith('reduced: n_models 4 of 50; epochs 20 of 100')
+    assert protocol_scale('mnist-ablations', 'full').startswith('assumed: the paper does not state')
+    assert protocol_scale('moons-posterior', None) == 'reduced: a custom configuration of moons-posterior'
+    assert scale_kind(protocol_scale('cifar10', 'quick', 'MNIST digits')) == 'stand-in'
+    with pytest.raises(ValueError, match='does not start with one of'):
+        scale_kind('quick')
+
+
+def test_two_sample_rule_on_cases_with_known_answers():
+    claims = read_claims()
+    lam = claims.loc['tab7-mlp-118016-llc']          # 23.551 from one seed; table 8's seed-to-seed sd of λ: 1.23
+    assert lam.paper_sd == '1.23'
+    # |26 - 23.551| = 2.449 <= sqrt(1² + (1.96 · 1.23)²) = 2.61, and 2 · 2.61 <= 23.551
+    assert verdict(lam, 26.0, 25.0, 27.0) == 'reproduced'
+    # |27 - 23.551| = 3.449 > sqrt(0.5² + 2.41²) = 2.46
+    assert verdict(lam, 27.0, 26.5, 27.5) == 'not reproduced'
+    # the side facing the paper's number counts: the same value with a long lower arm agrees
+    assert verdict(lam, 27.0, 24.0, 27.5) == 'reproduced'
+    # without the paper's spread the printed digits are the only tolerance: [23.5505, 23.5515] is missed
+    assert verdict(dict(lam, paper_sd=''), 26.0, 25.0, 27.0) == 'not reproduced'
+    # table 7's d_s (sd 4.34): a number that agrees cannot pass, because 2 · 1.96 · 4.34 > 12.996
+    ds = claims.loc['tab7-mlp-118016-ds']
+    assert verdict(ds, 13.0, 12.9, 13.1) == 'inconclusive' and verdict(ds, 41.4, 40.5, 42.3) == 'not reproduced'
+    # table 8's mean d_s has the standard error of a 50-seed mean
+    assert claims.loc['tab8-ds-mean'].paper_sd == '0.613' and claims.loc['tab8-llc-mean'].paper_sd == '0.174'
+
+
+def _posterior(tmp_path, rows, flagged):
+    "A compact moons-posterior result at paper scale whose LLC row flags `flagged` of 500 estimates."
+    from fracsgd.ledger import ledger_rows
+    folder = tmp_path / 'compact/moons-posterior/full'
+    folder.mkdir(parents=True)
+    prov = json.loads((COMPACT / 'moons-posterior/full/provenance.json').read_text())
+    (folder / 'provenance.json').write_text(json.dumps(prov))
+    summary = read_table(COMPACT / 'moons-posterior/full/summary.csv').set_index('quantity')
+    summary.loc['LLC (mean over analysed nets, LLC > 0)', 'note'] = f'0 nets with LLC ≤ 0; {flagged} flagged by the diagnostics'
+    for q, v in rows.items():
+        summary.loc[q, ['value', 'ci_low', 'ci_high']] = v
+    write_table(summary.reset_index(), folder / 'summary.csv')
+    return ledger_rows(folder).set_index('claim_id')
+
+
+def test_a_row_flagged_everywhere_is_never_decisive(tmp_path):
+    kl = 'KL(Bayes‖Q) [nats], tempered SGD vs Bayes, ξ = 0.5'
+    near = {kl: (0.009, 0.0088, 0.0092)}                   # table 2's 0.009: the rule alone says reproduced
+    every = _posterior(tmp_path / 'a', near, flagged=500)
+    assert every.rule['tab2-kl'] == 'reproduced' and every.verdict['tab2-kl'] == 'inconclusive'
+    assert every.note['tab2-kl'].startswith('NOT DECISIVE (all 500 LLC estimates flagged by their diagnostics)')
+    some = _posterior(tmp_path / 'b', near, flagged=499)
+    assert some.verdict['tab2-kl'] == 'reproduced'
+    # a row that does not involve the LLC keeps its verdict either way
+    assert every.verdict['fig4b-sgd-prefers-c1'] == some.verdict['fig4b-sgd-prefers-c1']
+    # every row that involves the LLC states nβ
+    llc_rows = read_claims().query('study == "moons-posterior" and llc != ""').claim_id
+    assert every.loc[llc_rows].note.str.contains('nβ = n/ln n').all()
+
+
+def test_llc_rows_carry_the_estimators_systematic_spread():
+    led = read_ledger().set_index(['claim_id', 'source'])
+    lam = led.loc[('tab8-llc-mean', 'compact/mnist-seeds/full')]
+    # bootstrap [32.17, 33.09], widened by the readings at the final weights (35.9, -96.6, -100.3)
+    assert round(lam.ci_low, 1) == -104.1 and round(lam.ci_high, 2) == 33.09 and lam.verdict == 'inconclusive'
+    assert 'sampling interval [32.17, 33.09]' in lam.note and 'nβ = 256/ln 256' in lam.note
+    # a result that measures no spread cannot decide an LLC row, and says so
+    arch = led.loc[('tab7-mlp-118016-llc', 'compact/mnist-architectures/quick')]
+    assert "systematic uncertainty is not measured at this model" in arch.note
+    # every LLC row states nβ
+    claims = read_claims()
+    involved = led.reset_index().claim_id.map(claims.llc) != ''
+    numbered = led.reset_index().value.notna()
+    assert led.reset_index()[involved & numbered].note.str.contains('nβ').all()
+
+
+def test_rows_that_cannot_answer_their_claim_are_not_decisive():
+    led = read_ledger().set_index(['claim_id', 'source'])
+    # fig. 1 at paper scale would hold by construction: t_c is placed where the slope falls below 1/2
+    full = led.loc[('fig1-late-1000ep', 'compact/moons-posterior/custom-868ac1f091f488d1')]
+    assert full.scale == 'extended: epochs 1,000 of 200' and full.verdict == 'not reproduced'
+    assert round(full.value, 3) == 0.542 and round(full.ci_low, 3) == 0.540 and round(full.ci_high, 3) == 0.545
+    assert led.loc[('fig1-late', 'compact/moons-diffusion/quick')].verdict != 'reproduced'
+    # an extended result only answers the claims written about it
+    assert (led.reset_index().query('source.str.contains("custom-868ac")').claim_id == 'fig1-late-1000ep').all()
+    # a grid-edge argmin is a bound; tab2's Wasserstein has no stated ground metric; four nets are few points
+    xi = led.loc[('fig3-xi', 'compact/moons-posterior/full')]
+    assert xi.verdict == 'inconclusive' and xi.note.startswith('NOT DECISIVE (≤ 0.05, grid edge')
+    assert ledger_table().set_index('claim').ours['fig3-xi'] == '≤ 0.05, grid edge'
+    assert 'ground metric' in led.loc[('tab2-wasserstein', 'compact/moons-posterior/full')].note
+    assert 'FEW POINTS: an interval from 4 points' in led.loc[('fig11-mnist', 'compact/mnist-ablations/quick')].note
+    # qualitative rows with a statistic are bounds now, with their caveats
+    claims = read_claims()
+    assert (claims.loc[['fig4a-low-llc', 'fig4b-sgd-prefers-c1', 'fig4b-tempered-agrees'], 'kind'] == 'below').all()
+    assert claims.loc['fig18-r2', 'kind'] == 'above'
+    tempered = led.loc[('fig4b-tempered-agrees', 'compact/moons-posterior/full')]
+    assert tempered.rule == 'not reproduced'           # +0.039 [+0.011, +0.069]: tempering moves SGD away
+    assert "largest cluster by construction" in led.loc[('fig4b-sgd-prefers-c1', 'compact/moons-posterior/full')].note
+    # the bound rows say what they measure, and the duplicate says it is one
+    assert all(claims.loc[c, 'claim'].startswith(('MNIST seeds: whole-run eq.-17 slope', 'table'))
+               for c in ('fig2a-ds-le-llc', 'tab7-ds-le-llc', 'tab8-ds-le-llc', 'tab1-ds-le-llc'))
+    assert claims.loc['tab8-ds-le-llc', 'caveat'].startswith('SAME MEASUREMENT as fig2a-ds-le-llc')
+
+
+def test_verdicts_by_scale_counts_every_claim_once():
+    from fracsgd.ledger import verdicts_by_scale
+    counts = verdicts_by_scale()
+    assert counts.claims.sum() == len(read_claims())
+    decisive = counts.reindex(columns=list(DECISIVE), fill_value=0).sum(axis=1)
+    assert set(decisive[decisive > 0].index) <= {'paper scale', 'extended'}
+    assert (counts.loc['no number'].drop('claims') == 0).drop('not run yet').all()
