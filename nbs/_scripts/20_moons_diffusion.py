@@ -383,15 +383,21 @@ assert load_study(out).trajectories.drop(columns='key').equals(res['table'])
 # %% [markdown]
 # **Into the claims ledger.** This study tests two claims of fig. 1, listed in the [claims ledger](ledger.html):
 # early super-diffusion (early exponent above ½) and late sub-diffusion (late exponent below ½). After a run,
-# `record_claims(folder)` keeps the compact summary and puts the two verdicts into the ledger; here into a
-# scratch one, to show what this run gives.
+# `record_claims(folder)` keeps the compact summary and puts the two rows into the ledger; here into a scratch
+# one, to show what this run gives. The rule's verdict on the numbers is in `rule`: both "reproduced". The
+# verdict itself is "not run at paper scale": the quick run has 100 of the 500 nets, and with $t_c$ placed where
+# the local slope last falls below ½, "early above ½, late below ½" holds by construction once a crossover exists,
+# so these rows cannot be decisive until the crossover is located by a rule that does not refer to ½. The
+# 1,000-epoch run of the same protocol (moons posterior study) finds no late sub-diffusion at all; the
+# [ledger](ledger.html) carries it as a row of its own.
 
 # %%
 from fracsgd.ledger import record_claims
 scratch = Path(tempfile.mkdtemp())
 rows = record_claims(out, ledger=scratch / 'ledger.csv', compact_dir=scratch / 'compact')
-assert (rows.config == 'quick').all() and (rows.verdict == 'reproduced').all(), rows
-rows[['claim_id', 'config', 'value', 'ci_low', 'ci_high', 'verdict']]
+assert (rows.config == 'quick').all() and (rows.rule == 'reproduced').all(), rows
+assert (rows.verdict == 'not run at paper scale').all(), rows
+rows[['claim_id', 'config', 'scale', 'value', 'ci_low', 'ci_high', 'rule', 'verdict']]
 
 # %%
 #| hide
