@@ -142,7 +142,15 @@ def study_configuration(folder) -> dict:
     if preset is None:
         raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
                          f'run `fracsgd run {name} --out {folder}` with that preset once (finished runs are reused)')
-    made = preset in study_presets(name) and set(unique_runs(study.runs(study.config(preset)))) == set(plan)
+    def preset_runs(preset):                              # the preset's runs, with the stand-in the folder records
+        cfg = study.config(preset)
+        if stand_in(folder):
+            try:
+                cfg = study.with_stand_in(cfg)
+            except ValueError:                            # a stand-in found at run time (MNIST offline): same runs
+                pass
+        return study.runs(cfg)
+    made = preset in study_presets(name) and set(unique_runs(preset_runs(preset))) == set(plan)
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
     label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if stand_in(folder) else '')
     return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=stand_in(folder),

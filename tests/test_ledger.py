@@ -298,3 +298,23 @@ def test_verdicts_by_scale_counts_every_claim_once():
     decisive = counts.reindex(columns=list(DECISIVE), fill_value=0).sum(axis=1)
     assert set(decisive[decisive > 0].index) <= {'paper scale', 'extended'}
     assert (counts.loc['no number'].drop('claims') == 0).drop('not run yet').all()
+
+
+def test_a_stand_in_run_of_a_preset_is_filed_under_that_preset(tmp_path):
+    # A `--quick --stand-in` folder holds the runs of the quick preset with its stand-in applied: its label is
+    # quick-stand-in (the committed CIFAR-10 result), not custom-<hash>.
+    from fracsgd.ledger import study_configuration, mark_stand_in
+    from fracsgd.runner import get_study
+    study = get_study('cifar10')
+    cfg = study.with_stand_in(study.config('quick'))
+    folder = tmp_path / 'cifar'
+    open_study(folder, 'cifar10', fields=dict(preset='quick'))
+    runs = unique_runs(study.runs(cfg))
+    save_plan(folder, runs)
+    for key, run in runs.items():
+        save_run(folder, key, config_record(run), {})
+    mark_stand_in(folder, study.stand_in(cfg))
+    got = study_configuration(folder)
+    assert got['config'] == 'quick-stand-in', got
+    committed = json.loads((COMPACT / 'cifar10' / 'quick-stand-in' / 'provenance.json').read_text())
+    assert got['config_hash'] == committed['config_hash']

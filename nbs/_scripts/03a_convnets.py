@@ -284,6 +284,7 @@ vgg.new_head(200)
 assert vgg.head is vgg.net.classifier[6] and vgg.head.out_features == 200
 del vgg, net
 
+
 # %% [markdown]
 # Three helpers for fine-tuning such a net: `head_features` computes what its head sees for each image (in eval
 # mode, so batch norm's statistics are frozen and dropout is off), `evaluate` gives a classifier's mean loss and

@@ -223,7 +223,6 @@ class MoonsPosterior(Study):
 
 STUDY = MoonsPosterior()
 
-
 # %%
 import tempfile
 from fracsgd.runner import placement, run_one

@@ -250,7 +250,6 @@ class CIFAR10Study(Study):
 
 STUDY = CIFAR10Study()
 
-
 # %%
 import tempfile
 from fracsgd.runner import placement, run_one
@@ -483,7 +482,6 @@ assert stacked[stacked.run == 'residual-8-16']['R/stage1.block2.conv2'].notna().
 assert stacked[stacked.run == 'conv-8-16']['R/conv2.conv'].notna().all()
 res['tables']
 
-
 # %% [markdown]
 # ## Into the ledger
 #
@@ -499,7 +497,6 @@ res['tables']
 # %%
 assert STUDY.keep == ('per_arch.csv', 'tables_5_6.csv', 'trajectory_compact.parquet')
 assert all((smoke_dir / f).exists() for f in STUDY.keep) and res['counts']['done'] == 3
-
 
 # %% [markdown]
 # ## Results of the quick configuration (stand-in data)

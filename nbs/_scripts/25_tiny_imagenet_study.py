@@ -39,6 +39,7 @@ from fracsgd.store import load_study
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
 
+
 # %% [markdown]
 # **What the paper did** (ICLR version, appendix G.2 and §4.1). Tiny ImageNet's 64×64 images are scaled up to
 # 224×224 and normalised with ImageNet's channel means and deviations. Each ImageNet-pretrained net gets a new
@@ -371,7 +372,6 @@ class TinyImageNetStudy(Study):
     def report(self, folder, cfg): return report(folder, cfg)
 
 STUDY = TinyImageNetStudy()
-
 
 # %%
 assert [r.arch for r in runs(FULL)] == list(ARCHS) and runs(FULL)[0].sgd_steps == 2000

@@ -563,7 +563,6 @@ class TinyStories(Study):
 
 STUDY = TinyStories()
 
-
 # %% [markdown]
 # ## The protocol, live (smoke configuration)
 #

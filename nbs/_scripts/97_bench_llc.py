@@ -226,6 +226,7 @@ print(run_llc_benchmark.__doc__)
 columns = ['benchmark', 'baseline', 'baseline_s', 'ours_s', 'ratio', 'goal', 'floor_s', 'ratio_at_floor']
 pd.DataFrame(res['results'])[columns]
 
+
 # %% [markdown]
 # ### Measured here
 #
