@@ -17,11 +17,12 @@ from tqdm.auto import tqdm
 
 from fastcore.basics import patch
 
-from .core import check_range, check_whole, default_device, replace_checked
+from .core import check_range, check_whole, replace_checked
 from .displacement import parameter_groups
 from .llc import estimate_llc
 from .sgld import PAPER_PRESET, SGLDSettings
-from .stack import ModelStack, as_data, chain_minibatches, chain_seed, resolve_loss
+from .stack import (ModelStack, chain_minibatches, chain_seed, data_device, placement, resolve_device,
+                           resolve_loss)
 
 # %% auto #0
 __all__ = ['EnsembleSettings', 'StackedOptimizer', 'default_memory_budget', 'member_bytes', 'plan_chunks', 'batched_forward',
@@ -207,6 +208,9 @@ class EnsembleTrainer:
                  settings: EnsembleSettings, device):
         self.models, self.members, self.s, self.loss_fn = list(models), list(members), settings, loss_fn
         self.X, self.y = data
+        if data_device(self.X, self.y) != resolve_device(device):
+            raise ValueError(f"the data are on {self.X.device} but the trainer computes on {device}: place them "
+                             "there (nothing is moved behind your back)")
         self.stack = ModelStack(self.models, device)
         self.template = copy.deepcopy(self.models[0]).to(device).train()
         self.w = self.stack.flat                                                  # [members, params]
@@ -362,8 +366,7 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     models = list(models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
-    device = torch.device(device) if device is not None else default_device()
-    X, y = as_data(data, device, models[0], loss)
+    device, X, y = placement(models, data, device, loss)             # nothing is moved
     s = (settings or EnsembleSettings()).replace(**changes)
     loss_fn = resolve_loss(loss)
     budget = s.memory_budget or default_memory_budget(device)

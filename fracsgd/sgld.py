@@ -16,7 +16,7 @@ from torch import nn
 from fastcore.basics import patch
 
 from .core import added_field, check_range, check_whole, replace_checked
-from .stack import ModelStack, batched_loss, chain_minibatches, chain_seed
+from .stack import ModelStack, batched_loss, chain_minibatches, chain_seed, data_device
 
 # %% auto #0
 __all__ = ['PAPER_PRESET', 'CHUNK', 'RELAXATIONS_AFTER_BURNIN', 'default_n_beta', 'SGLDSettings', 'preset', 'SGLDDivergenceError',
@@ -185,6 +185,9 @@ class SGLDSampler:
         self.stack, self.loss_fn, self.settings, self.record = stack, loss_fn, settings, record
         self.X, self.y = data
         self.device = stack.flat.device
+        if data_device(self.X, self.y) != self.device:
+            raise ValueError(f"the data are on {self.X.device} but the model stack is on {self.device}: place both "
+                             "on one device (nothing is moved behind your back)")
         self.n_beta = settings.n_beta if settings.n_beta is not None else default_n_beta(len(self.X))
         self.f = batched_loss(stack.template, loss_fn)
 
@@ -299,7 +302,8 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
                                 self._generators(chains, 1, 'cpu'), self.device)
     w = chains.w_star.clone()                                    # every chain's weights [chains, params]
     leaves, step_loss = self._differentiable(w, chains.buffers)
-    trace = torch.empty(len(w), s.n_steps, device=self.device)  # [chains, steps]
+    trace = torch.empty(len(w), s.n_steps, dtype=torch.promote_types(w.dtype, torch.float32),
+                        device=self.device)                      # [chains, steps], the weights' dtype
     noise, paired, diagnostics, recorded, checked = torch.empty_like(w), [], [], [], 0
     rmsprop = s.preconditioner == 'rmsprop'
     square_avg = torch.zeros_like(w) if rmsprop else None        # RMSprop's running mean of g^2 [chains, params]

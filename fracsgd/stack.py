@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_stack.ipynb #1a466f91
 from __future__ import annotations
-import copy, math
+import copy, itertools, math
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -14,8 +14,9 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 # %% auto #0
-__all__ = ['cross_entropy_loss', 'gaussian_nll', 'resolve_loss', 'is_classification', 'check_labels', 'check_fits', 'as_data',
-           'ModelStack', 'batched_loss', 'full_data_loss', 'chain_seed', 'chain_minibatches']
+__all__ = ['cross_entropy_loss', 'gaussian_nll', 'resolve_loss', 'is_classification', 'check_labels', 'check_fits',
+           'resolve_device', 'data_device', 'as_data', 'model_device', 'model_dtype', 'placement', 'ModelStack',
+           'batched_loss', 'full_data_loss', 'chain_seed', 'chain_minibatches']
 
 # %% ../nbs/08_stack.ipynb #d7cb5d9f
 def cross_entropy_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -111,9 +112,23 @@ def check_fits(model: nn.Module, X: torch.Tensor, y: torch.Tensor, loss_fn: Call
         check_labels(y, out.shape[1], tuple(out.shape[1:]))
 
 # %% ../nbs/08_stack.ipynb #7b164683
-def as_data(data, device, model: nn.Module | None = None, loss=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """`data` as `(inputs, targets)` on `device`, refused with a message naming the problem if it is malformed
-    or, when `model` is given, does not fit it (`check_fits` with the loss `loss`, a name or a callable)."""
+def resolve_device(device) -> torch.device:
+    "`device` as a `torch.device` with its index filled in (`'cuda'` is the current GPU), so that devices compare."
+    device = torch.device(device)
+    if device.index is None and device.type not in ('cpu', 'meta'):
+        device = torch.empty(0, device=device).device
+    return device
+
+def data_device(X: torch.Tensor, y: torch.Tensor) -> torch.device:
+    "The one device of inputs `X` and targets `y`; refused, naming both, when they are on two."
+    if X.device != y.device:
+        raise ValueError(f"the inputs are on {X.device} but the targets are on {y.device}: place both on one device")
+    return X.device
+
+def as_data(data, device=None, model: nn.Module | None = None, loss=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """`data` as `(inputs, targets)`, refused with a message naming the problem if it is malformed, if it is not
+    on `device` (when one is named; nothing is moved), or, when `model` is given, if it does not fit the model
+    (`check_fits` with the loss `loss`, a name or a callable)."""
     if isinstance(data, torch.utils.data.TensorDataset):
         data = data.tensors
     if not (isinstance(data, (tuple, list)) and len(data) == 2 and all(torch.is_tensor(t) for t in data)):
@@ -123,15 +138,96 @@ def as_data(data, device, model: nn.Module | None = None, loss=None) -> tuple[to
         raise ValueError(f"data: inputs have {len(X)} rows but targets have {len(y)}")
     if len(X) < 2:
         raise ValueError(f"data must hold at least 2 samples, got {len(X)}")
+    at = data_device(X, y)
+    if device is not None and at != resolve_device(device):
+        raise ValueError(f"the data are on {at}, not on {device}: place them there yourself (fracsgd moves no "
+                         "data behind your back)")
     if model is not None:
         check_fits(model, X, y, None if loss is None else resolve_loss(loss))
-    return X.to(device), y.to(device)
+    return X, y
 
 # %% ../nbs/08_stack.ipynb #db5bc3a5
+def _as_models(models) -> list:
+    return [models] if isinstance(models, nn.Module) else list(models)
+
+def _tensors(models: list, buffers: bool = True):
+    "(where, tensor) of every parameter (and buffer) of `models`; `where` names the model and the tensor."
+    for i, m in enumerate(models):
+        named = itertools.chain(m.named_parameters(), m.named_buffers() if buffers else ())
+        for name, t in named:
+            yield (f"model {i}'s {name!r}" if len(models) > 1 else repr(name)), t
+
+def model_device(models) -> torch.device:
+    """The one device of every parameter and buffer of `models` (a module or a list of modules); refused, naming
+    two devices and a tensor on each, when they are spread over several, or when there are no tensors at all."""
+    found = {}
+    for where, t in _tensors(_as_models(models)):
+        found.setdefault(t.device, where)
+    if not found:
+        raise ValueError("the models hold no parameters or buffers: there is no device to compute on")
+    if len(found) > 1:
+        (a, wa), (b, wb) = list(found.items())[:2]
+        raise ValueError(f"the models are on more than one device: {wa} is on {a} but {wb} is on {b}; place "
+                         "them all on one device")
+    return next(iter(found))
+
+def model_dtype(models) -> torch.dtype | None:
+    """The one floating dtype of the parameters of `models`; refused, naming two, when they have several; None
+    when no parameter is floating."""
+    found = {}
+    for where, t in _tensors(_as_models(models), buffers=False):
+        if t.is_floating_point():
+            found.setdefault(t.dtype, where)
+    if len(found) > 1:
+        (a, wa), (b, wb) = list(found.items())[:2]
+        raise ValueError(f"the models' parameters have more than one dtype: {wa} is {a} but {wb} is {b}; convert "
+                         f"them to one (model.to({a}))")
+    return next(iter(found), None)
+
+def placement(models, data, device=None, loss=None) -> tuple[torch.device, torch.Tensor, torch.Tensor]:
+    """Where the computation on `models` and `data` runs, and the data `(X, y)`, checked: `device` when it is
+    named, else the models' own (`model_device`). Nothing is moved: data on another device, models on the `meta`
+    device, and floating data of another dtype than the models' are refused with a message that names both;
+    the data must fit the first model (`check_fits`, with `loss`)."""
+    models = _as_models(models)
+    X, y = as_data(data)
+    home, at = model_device(models), data_device(X, y)
+    target = home if device is None else resolve_device(device)
+    if at != target:
+        if device is None:
+            raise ValueError(f"the data are on {at} but the models are on {home}: place both on one device "
+                             "(fracsgd's runner does this for studies; nothing is moved behind your back)")
+        raise ValueError(f"the data are on {at} but device={str(target)!r} was named (the models are on {home}): "
+                         f"place the data on {target}, or leave device unset to compute where the models are "
+                         "(nothing is moved behind your back)")
+    if home.type == 'meta':
+        raise ValueError(f"the models are on meta, PyTorch's device of tensors without storage (the data are on "
+                         f"{at}): they hold no weights to compute with; create them on a real device, or "
+                         "materialize them (model.to_empty(device=...)) and initialize or load their weights")
+    dtype = model_dtype(models)
+    check_fits(models[0], X, y, None if loss is None else resolve_loss(loss))
+    for name, t in (('inputs', X), ('targets', y)):
+        if dtype is not None and t.is_floating_point() and t.dtype != dtype:
+            raise ValueError(f"the {name} have dtype {t.dtype} but the models' parameters have {dtype}: convert "
+                             f"one of them (the {name} with .to({dtype}), or the models)")
+    return target, X, y
+
+# %% ../nbs/08_stack.ipynb #8a816bd3
+def _copy_to(model: nn.Module, device: torch.device) -> nn.Module:
+    "A copy of `model` on `device`, the model itself untouched."
+    try:
+        return copy.deepcopy(model).to(device)
+    except Exception as e:
+        raise ValueError(f"the model must be copied to {device} to compute there, but it cannot be deep-copied "
+                         f"({e}): place it on {device} yourself, or leave device unset") from e
+
 class ModelStack:
-    "The parameters of same-architecture `models` as one `flat` tensor [models, params]; buffers stacked."
+    """The parameters of same-architecture `models` as one `flat` tensor [models, params] on `device`; buffers
+    stacked. `template` is the first model itself when it is on `device`, else a copy there: no model moves."""
     def __init__(self, models: Sequence[nn.Module], device):
-        self.template = models[0]
+        device = resolve_device(device)
+        on_device = all(t.device == device for _, t in _tensors([models[0]]))
+        self.template = models[0] if on_device else _copy_to(models[0], device)
         named = list(self.template.named_parameters())
         self.names = [n for n, _ in named]
         self.shapes = [p.shape for _, p in named]

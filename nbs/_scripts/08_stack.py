@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import copy, math
+import copy, itertools, math
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -188,14 +188,29 @@ for X_bad, y_bad, words in [(torch.randn(6, 5), y_fit, 'in_features=3 (got 5)'),
 # ## Data as a pair of tensors
 #
 # The data of every sampler and trainer here is a pair `(inputs, targets)` of tensors with one row per sample
-# (or a `TensorDataset` of two). `as_data` checks it once, where it enters, and moves it to the device; given the
-# model and the loss, it also checks that the data fits the model (`check_fits` above).
+# (or a `TensorDataset` of two). `as_data` checks it once, where it enters; given a device, it checks that the
+# data are there, and given the model and the loss, that the data fit the model (`check_fits` above). It never
+# moves the data: they belong to the caller, and may be large (see *Where the computation runs* below).
 
 # %%
 #| export
-def as_data(data, device, model: nn.Module | None = None, loss=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """`data` as `(inputs, targets)` on `device`, refused with a message naming the problem if it is malformed
-    or, when `model` is given, does not fit it (`check_fits` with the loss `loss`, a name or a callable)."""
+def resolve_device(device) -> torch.device:
+    "`device` as a `torch.device` with its index filled in (`'cuda'` is the current GPU), so that devices compare."
+    device = torch.device(device)
+    if device.index is None and device.type not in ('cpu', 'meta'):
+        device = torch.empty(0, device=device).device
+    return device
+
+def data_device(X: torch.Tensor, y: torch.Tensor) -> torch.device:
+    "The one device of inputs `X` and targets `y`; refused, naming both, when they are on two."
+    if X.device != y.device:
+        raise ValueError(f"the inputs are on {X.device} but the targets are on {y.device}: place both on one device")
+    return X.device
+
+def as_data(data, device=None, model: nn.Module | None = None, loss=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """`data` as `(inputs, targets)`, refused with a message naming the problem if it is malformed, if it is not
+    on `device` (when one is named; nothing is moved), or, when `model` is given, if it does not fit the model
+    (`check_fits` with the loss `loss`, a name or a callable)."""
     if isinstance(data, torch.utils.data.TensorDataset):
         data = data.tensors
     if not (isinstance(data, (tuple, list)) and len(data) == 2 and all(torch.is_tensor(t) for t in data)):
@@ -205,9 +220,13 @@ def as_data(data, device, model: nn.Module | None = None, loss=None) -> tuple[to
         raise ValueError(f"data: inputs have {len(X)} rows but targets have {len(y)}")
     if len(X) < 2:
         raise ValueError(f"data must hold at least 2 samples, got {len(X)}")
+    at = data_device(X, y)
+    if device is not None and at != resolve_device(device):
+        raise ValueError(f"the data are on {at}, not on {device}: place them there yourself (fracsgd moves no "
+                         "data behind your back)")
     if model is not None:
         check_fits(model, X, y, None if loss is None else resolve_loss(loss))
-    return X.to(device), y.to(device)
+    return X, y
 
 
 # %%
@@ -226,6 +245,133 @@ try:
     raise AssertionError
 except ValueError as e:
     assert 'labels in [0, 1]' in str(e), e
+X_home = torch.randn(6, 3)
+assert as_data((X_home, y_toy))[0] is X_home                       # the caller's tensors, not copies
+try:
+    as_data((X_home.to('meta'), y_toy.to('meta')), 'cpu')
+    raise AssertionError
+except ValueError as e:
+    assert 'on meta' in str(e) and 'cpu' in str(e), e
+
+
+# %% [markdown]
+# ## Where the computation runs
+#
+# The runner owns placement: a study puts its models and its data on one device, and everything here computes
+# where they are. `model_device` is the one device of the parameters and buffers of a model or a list of models
+# (models spread over several devices are refused, naming two of them), `model_dtype` their one floating dtype,
+# and `placement`, called where models and data enter a trainer or a sampler, decides where the computation
+# runs and checks the data against it:
+#
+# * with no `device` named, the computation runs on the models' device, in their floating dtype; data on another
+#   device are refused with a message that names both devices, instead of being copied across;
+# * a named `device` is used for the computation: the models' weights are *copied* there (into a `ModelStack`,
+#   below) and results are written back into the models where they are, so the models never move. The data,
+#   which the caller owns and which may be large, are not copied: data on another device than the named one are
+#   refused as well. The rule is one for both cases: nothing is moved behind the caller's back;
+# * models on PyTorch's `meta` device (tensors without storage) hold no weights to compute with and are refused;
+# * floating inputs or targets of another dtype than the models' parameters are refused, both dtypes named
+#   (by `check_fits` when the model's first layer sees the inputs, else here). Float64 models with float64 data
+#   therefore run in float64 end to end: every tensor the trainers and samplers create (noise, random vectors,
+#   buffers, traces) takes the dtype of the models' weights. Float32 runs are what they always were.
+
+# %%
+#| export
+def _as_models(models) -> list:
+    return [models] if isinstance(models, nn.Module) else list(models)
+
+def _tensors(models: list, buffers: bool = True):
+    "(where, tensor) of every parameter (and buffer) of `models`; `where` names the model and the tensor."
+    for i, m in enumerate(models):
+        named = itertools.chain(m.named_parameters(), m.named_buffers() if buffers else ())
+        for name, t in named:
+            yield (f"model {i}'s {name!r}" if len(models) > 1 else repr(name)), t
+
+def model_device(models) -> torch.device:
+    """The one device of every parameter and buffer of `models` (a module or a list of modules); refused, naming
+    two devices and a tensor on each, when they are spread over several, or when there are no tensors at all."""
+    found = {}
+    for where, t in _tensors(_as_models(models)):
+        found.setdefault(t.device, where)
+    if not found:
+        raise ValueError("the models hold no parameters or buffers: there is no device to compute on")
+    if len(found) > 1:
+        (a, wa), (b, wb) = list(found.items())[:2]
+        raise ValueError(f"the models are on more than one device: {wa} is on {a} but {wb} is on {b}; place "
+                         "them all on one device")
+    return next(iter(found))
+
+def model_dtype(models) -> torch.dtype | None:
+    """The one floating dtype of the parameters of `models`; refused, naming two, when they have several; None
+    when no parameter is floating."""
+    found = {}
+    for where, t in _tensors(_as_models(models), buffers=False):
+        if t.is_floating_point():
+            found.setdefault(t.dtype, where)
+    if len(found) > 1:
+        (a, wa), (b, wb) = list(found.items())[:2]
+        raise ValueError(f"the models' parameters have more than one dtype: {wa} is {a} but {wb} is {b}; convert "
+                         f"them to one (model.to({a}))")
+    return next(iter(found), None)
+
+def placement(models, data, device=None, loss=None) -> tuple[torch.device, torch.Tensor, torch.Tensor]:
+    """Where the computation on `models` and `data` runs, and the data `(X, y)`, checked: `device` when it is
+    named, else the models' own (`model_device`). Nothing is moved: data on another device, models on the `meta`
+    device, and floating data of another dtype than the models' are refused with a message that names both;
+    the data must fit the first model (`check_fits`, with `loss`)."""
+    models = _as_models(models)
+    X, y = as_data(data)
+    home, at = model_device(models), data_device(X, y)
+    target = home if device is None else resolve_device(device)
+    if at != target:
+        if device is None:
+            raise ValueError(f"the data are on {at} but the models are on {home}: place both on one device "
+                             "(fracsgd's runner does this for studies; nothing is moved behind your back)")
+        raise ValueError(f"the data are on {at} but device={str(target)!r} was named (the models are on {home}): "
+                         f"place the data on {target}, or leave device unset to compute where the models are "
+                         "(nothing is moved behind your back)")
+    if home.type == 'meta':
+        raise ValueError(f"the models are on meta, PyTorch's device of tensors without storage (the data are on "
+                         f"{at}): they hold no weights to compute with; create them on a real device, or "
+                         "materialize them (model.to_empty(device=...)) and initialize or load their weights")
+    dtype = model_dtype(models)
+    check_fits(models[0], X, y, None if loss is None else resolve_loss(loss))
+    for name, t in (('inputs', X), ('targets', y)):
+        if dtype is not None and t.is_floating_point() and t.dtype != dtype:
+            raise ValueError(f"the {name} have dtype {t.dtype} but the models' parameters have {dtype}: convert "
+                             f"one of them (the {name} with .to({dtype}), or the models)")
+    return target, X, y
+
+
+# %% [markdown]
+# The device follows the models, data elsewhere are refused (naming both devices), as are models without
+# storage, and floating data of another dtype (naming both dtypes); float64 models with float64 data pass:
+
+# %%
+lin = nn.Linear(3, 2)
+assert model_device([lin, nn.Linear(3, 2)]) == torch.device('cpu') and model_dtype(lin) == torch.float32
+where, X_p, y_p = placement([lin], (X_home, y_toy), loss='classification')
+assert where == torch.device('cpu') and X_p is X_home
+assert placement(nn.Linear(3, 2).double(), (X_home.double(), y_toy))[0] == torch.device('cpu')
+for models, data, words in [([nn.Linear(3, 2).to('meta')], (X_home, y_toy), ('on cpu', 'on meta')),
+                            ([nn.Linear(3, 2).to('meta')], (X_home.to('meta'), y_toy.to('meta')),
+                             ('meta', 'no weights')),
+                            ([nn.Linear(3, 2)], (X_home.double(), y_toy), ('torch.float64', 'torch.float32')),
+                            ([nn.Linear(3, 1)], (X_home, torch.randn(6, 1, dtype=torch.float64)),
+                             ('torch.float64', 'torch.float32')),
+                            ([nn.Linear(3, 2), nn.Linear(3, 2).to('meta')], (X_home, y_toy), ('cpu', 'meta')),
+                            ([nn.Linear(3, 2), nn.Linear(3, 2).double()], (X_home, y_toy), ('float32', 'float64'))]:
+    try:
+        placement(models, data)
+        raise AssertionError(words)
+    except ValueError as e:
+        assert all(w in str(e) for w in words), e
+        print(e)
+try:
+    placement([nn.Linear(3, 2)], (X_home, y_toy), device='meta')          # a named device: the data must be there
+    raise AssertionError
+except ValueError as e:
+    assert "device='meta'" in str(e) and 'on cpu' in str(e), e
 
 
 # %% [markdown]
@@ -236,14 +382,27 @@ except ValueError as e:
 # `[K, D]` tensor of weights, for instance the stack repeated for $C$ chains per model, is turned back into
 # named parameters by `params`, which returns *views*: an update of the flat tensor is an update of every
 # parameter, and a gradient taken through the views lands in the flat tensor's layout. Models of different
-# architectures are refused.
+# architectures are refused. The stack lives on the device it is given; its `template` (the module whose
+# forward pass the batched calls borrow) is the first model itself when that is already there, else a copy
+# placed there, so that the models themselves never move.
 
 # %%
 #| export
+def _copy_to(model: nn.Module, device: torch.device) -> nn.Module:
+    "A copy of `model` on `device`, the model itself untouched."
+    try:
+        return copy.deepcopy(model).to(device)
+    except Exception as e:
+        raise ValueError(f"the model must be copied to {device} to compute there, but it cannot be deep-copied "
+                         f"({e}): place it on {device} yourself, or leave device unset") from e
+
 class ModelStack:
-    "The parameters of same-architecture `models` as one `flat` tensor [models, params]; buffers stacked."
+    """The parameters of same-architecture `models` as one `flat` tensor [models, params] on `device`; buffers
+    stacked. `template` is the first model itself when it is on `device`, else a copy there: no model moves."""
     def __init__(self, models: Sequence[nn.Module], device):
-        self.template = models[0]
+        device = resolve_device(device)
+        on_device = all(t.device == device for _, t in _tensors([models[0]]))
+        self.template = models[0] if on_device else _copy_to(models[0], device)
         named = list(self.template.named_parameters())
         self.names = [n for n, _ in named]
         self.shapes = [p.shape for _, p in named]
@@ -280,6 +439,9 @@ try:
     raise AssertionError
 except ValueError as e:
     assert 'architecture' in str(e)
+assert stack.template is bn_net                                    # on the device already: the model itself
+elsewhere = ModelStack([bn_net], 'meta')                           # elsewhere: a copy there, the model stays
+assert elsewhere.template is not bn_net and elsewhere.flat.is_meta and model_device(bn_net).type == 'cpu'
 
 
 # %% [markdown]

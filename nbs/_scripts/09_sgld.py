@@ -25,7 +25,7 @@ from torch import nn
 from fastcore.basics import patch
 
 from fracsgd.core import added_field, check_range, check_whole, replace_checked
-from fracsgd.stack import ModelStack, batched_loss, chain_minibatches, chain_seed
+from fracsgd.stack import ModelStack, batched_loss, chain_minibatches, chain_seed, data_device
 
 # %%
 import matplotlib.pyplot as plt
@@ -305,6 +305,11 @@ rates
 # step. The loss trace is scanned for non-finite values every 50 steps, so a GPU is never made to wait for a
 # check at each step.
 #
+# The sampler computes where its stack is, in the dtype of the weights: the data must already be on the stack's
+# device (data elsewhere are refused, naming both devices, not copied), and the noise and the loss trace take the
+# weights' dtype (the trace at least float32), so a float64 model samples in float64 and a float32 one exactly as
+# before.
+#
 # Every `diag_every` steps, three diagnostics per chain (with the step size of that step): the MALA acceptance
 # of the step just taken (one extra forward and backward pass), the ratio of the gradient step to the noise
 # step, and the distance $\|w_t-w^*\|$.
@@ -349,6 +354,9 @@ class SGLDSampler:
         self.stack, self.loss_fn, self.settings, self.record = stack, loss_fn, settings, record
         self.X, self.y = data
         self.device = stack.flat.device
+        if data_device(self.X, self.y) != self.device:
+            raise ValueError(f"the data are on {self.X.device} but the model stack is on {self.device}: place both "
+                             "on one device (nothing is moved behind your back)")
         self.n_beta = settings.n_beta if settings.n_beta is not None else default_n_beta(len(self.X))
         self.f = batched_loss(stack.template, loss_fn)
 
@@ -557,7 +565,8 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
                                 self._generators(chains, 1, 'cpu'), self.device)
     w = chains.w_star.clone()                                    # every chain's weights [chains, params]
     leaves, step_loss = self._differentiable(w, chains.buffers)
-    trace = torch.empty(len(w), s.n_steps, device=self.device)  # [chains, steps]
+    trace = torch.empty(len(w), s.n_steps, dtype=torch.promote_types(w.dtype, torch.float32),
+                        device=self.device)                      # [chains, steps], the weights' dtype
     noise, paired, diagnostics, recorded, checked = torch.empty_like(w), [], [], [], 0
     rmsprop = s.preconditioner == 'rmsprop'
     square_avg = torch.zeros_like(w) if rmsprop else None        # RMSprop's running mean of g^2 [chains, params]
@@ -741,6 +750,23 @@ for c in range(2):
     sampled = torch.stack([r[c] for r in rms_run.recorded])
     assert torch.allclose(sampled, torch.stack(by_hand), rtol=0, atol=1e-6), (sampled, by_hand)
     assert max(spread) > 2                                  # G really differs between coordinates
+
+# %% [markdown]
+# A float64 model on float64 data samples in float64: weights, noise and trace. Data on another device than the
+# stack are refused, naming both devices (here `meta`, PyTorch's device of tensors without storage):
+
+# %%
+import copy
+reg64 = copy.deepcopy(reg).double()
+run64 = SGLDSampler(ModelStack([reg64], 'cpu'), sampler.loss_fn, (X_reg.double(), y_reg.double()),
+                    settings.replace(n_draws=20, n_burnin=5)).sample([0])
+assert run64.trace.dtype == torch.float64 and torch.isfinite(run64.draws).all()
+assert next(reg64.parameters()).dtype == torch.float64 and next(reg.parameters()).dtype == torch.float32
+try:
+    SGLDSampler(sampler.stack, sampler.loss_fn, (X_reg.to('meta'), y_reg.to('meta')), settings)
+    raise AssertionError
+except ValueError as e:
+    assert 'meta' in str(e) and 'cpu' in str(e), e
 
 # %% [markdown]
 # The smaller the step, the closer each step is to exact: the MALA acceptance of the same chains at five step

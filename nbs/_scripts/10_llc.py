@@ -22,8 +22,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from fracsgd.core import default_device
-from fracsgd.stack import ModelStack, as_data, batched_loss, full_data_loss, resolve_loss
+from fracsgd.stack import ModelStack, as_data, batched_loss, full_data_loss, placement, resolve_loss
 from fracsgd.sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta
 
 # %%
@@ -236,7 +235,15 @@ assert reach_used(sq_distance=4.0, localization=0.5, n_params=2) == 1.0   # held
 #
 # Models are evaluated in **eval mode**: batch-norm layers use their running statistics (and are not updated),
 # dropout is off. This makes the loss a fixed function of the weights, as the posterior requires. Each model
-# gets its mode and device back afterwards.
+# gets its mode back afterwards.
+#
+# **Where it runs.** With no `device` named, the estimate runs on the models' own device and in their floating
+# dtype (`placement` in the [stack chapter](stack.html)): the models and the data must be on one device, and
+# data elsewhere are refused with a message naming both, not copied. A named `device` is where the sampling
+# runs: the weights are copied there (the models themselves never move), and the data must already be there.
+# The rule is that nothing is moved behind the caller's back. The same holds for every function of this
+# chapter that takes a `device`: `top_hessian_eigenvalue`, `calibrate_step_size`, `calibrate`,
+# `localization_sweep`, `localization_sensitivity`, `estimate_llc_until_stationary` and `LLCMeasurement`.
 
 # %%
 #| export
@@ -327,22 +334,19 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
     models = [model_or_models] if single else list(model_or_models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("model_or_models must be an nn.Module or a non-empty list of them")
-    device = torch.device(device) if device is not None else default_device()
-    X, y = as_data(data, device, models[0], loss)
+    device, X, y = placement(models, data, device, loss)              # nothing is moved
     settings = (settings or SGLDSettings()).replace(**changes)
     settings = settings.replace(n_beta=settings.n_beta or default_n_beta(len(X)))
     loss_fn = resolve_loss(loss)
-    modes, home = [m.training for m in models], next(models[0].parameters()).device
+    modes = [m.training for m in models]
     try:
         for m in models:
             m.eval()                                   # batch norm uses running statistics, dropout is off
-        stack = ModelStack(models, device)
-        stack.template.to(device)
+        stack = ModelStack(models, device)             # a copy of the weights on `device`; the models stay
         sampler = SGLDSampler(stack, loss_fn, (X, y), settings)
         runs, baselines = _sample_in_chunks(sampler, chunk_size or max(1, 256 // settings.n_chains), progress,
                                              eval_batch)
     finally:
-        models[0].to(home)
         for m, mode in zip(models, modes):
             m.train(mode)
     return _assemble(runs, torch.cat(baselines).numpy(), settings, single, stack.flat.shape[1])
@@ -528,7 +532,8 @@ extended.settings.n_draws, round(extended.llc, 2), round(d_ext.ess)
 # instead of $1/h$: the stiffest direction is over-dispersed by about $\epsilon h/4$, and the chain becomes
 # unstable at $\epsilon h = 4$. So we set $\epsilon = c/(n\beta\,h_{\max}+\gamma)$ with a *stiffness* $c$, where
 # $h_{\max}$ is the top eigenvalue of the Hessian of $L_n$ at $w^*$, found by power iteration on Hessian-vector
-# products (double backward; no Hessian is formed).
+# products (double backward; no Hessian is formed). The random start vector of the power iteration takes the
+# dtype of the model's weights.
 
 # %%
 #| export
@@ -537,21 +542,19 @@ def top_hessian_eigenvalue(model: nn.Module, data, loss='classification', *, n_i
                            device=None) -> float:
     """Largest Hessian eigenvalue of the mean per-sample loss L_n at the model's weights.
     By power iteration on Hessian-vector products."""
-    device = torch.device(device) if device is not None else default_device()
-    X, y = as_data(data, device)
+    device, X, y = placement([model], data, device, loss)             # nothing is moved
     if max_samples and len(X) > max_samples:
         keep = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed))[:max_samples].to(device)
         X, y = X[keep], y[keep]
-    was_training, home = model.training, next(model.parameters()).device
+    was_training = model.training
     try:
         model.eval()
-        model.to(device)
-        stack = ModelStack([model], device)
-        f = batched_loss(model, resolve_loss(loss))
+        stack = ModelStack([model], device)            # a copy of the weights on `device`; the model stays
+        f = batched_loss(stack.template, resolve_loss(loss))
         w = stack.flat.clone().requires_grad_(True)                                 # [1, params]
         loss_sum = f(stack.params(w), stack.buffers, X[None], y[None]).sum()
         g, = torch.autograd.grad(loss_sum, w, create_graph=True)
-        v = torch.randn(w.shape, generator=torch.Generator().manual_seed(seed)).to(device)
+        v = torch.randn(w.shape, generator=torch.Generator().manual_seed(seed), dtype=w.dtype).to(device)
         v /= v.norm()
         estimate = 0.0
         for i in range(n_iter):
@@ -563,7 +566,6 @@ def top_hessian_eigenvalue(model: nn.Module, data, loss='classification', *, n_i
             if converged:
                 break
     finally:
-        model.to(home)
         model.train(was_training)
     return estimate
 
@@ -572,7 +574,7 @@ def calibrate_step_size(model: nn.Module, data, loss='classification', *, locali
     """SGLD step size eps = stiffness / (n_beta * h_max + localization), h_max the top Hessian eigenvalue
     of L_n (`power` goes to `top_hessian_eigenvalue`). `stiffness` = eps*h bounds the stiffest direction's
     bias by ~1/4 of it."""
-    X = as_data(data, 'cpu')[0]
+    X = as_data(data)[0]
     nb = default_n_beta(len(X)) if n_beta is None else n_beta
     h_max = abs(top_hessian_eigenvalue(model, data, loss, **power))
     return stiffness / (nb * h_max + localization)
@@ -784,7 +786,7 @@ def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | 
     unknown = set(a) - set(AUTO_SETTING)
     if unknown:
         raise ValueError(f"calibrate: unknown rule(s) {sorted(unknown)}; known: {sorted(AUTO_SETTING)}")
-    nb = default_n_beta(len(as_data(data, 'cpu')[0])) if n_beta is None else float(n_beta)
+    nb = default_n_beta(len(as_data(data)[0])) if n_beta is None else float(n_beta)
     h_max = abs(top_hessian_eigenvalue(model, data, loss, device=device))
     gamma = a['localization_ratio'] * nb * h_max
     # RMSprop scales a coordinate's step by at most 1/rmsprop_eps: the stiffness bounds that largest step
@@ -829,8 +831,10 @@ experiments.round(3)
 # estimates (Hennick & De Baerdemacker, app. G.1). `LLCMeasurement` is a callable `fn(model)` with an `every`
 # attribute, which is all the displacement recorder asks of a measurement; `final_llc` reduces the recorded
 # column. It defaults to the paper's preset, and each call uses a fresh seed (`seed` plus the number of earlier
-# calls). The measurement only reads the weights: parameters, `.grad`, train/eval mode and the global random
-# state are unchanged afterwards.
+# calls). The measurement only reads the weights: parameters, `.grad`, train/eval mode, device and the global
+# random state are unchanged afterwards. It computes where the model is (or on its `device`, if one is named),
+# so its data must be there too: data on another device are refused at the first measurement, not copied at
+# every one.
 #
 # It hides nothing. It returns `{'llc': ..., 'flagged': ...}`, so the recorder keeps a `flagged` column
 # (`<name>/flagged`, 1.0 when `llc_problems` found anything, a negative LLC included) beside every estimate
@@ -854,7 +858,7 @@ class LLCMeasurement:
             raise ValueError(f"n_draws must be at least 2 for an LLC measurement (a standard error and a "
                              f"drift test need 2 draws), got {self.settings.n_draws}")
         resolve_loss(loss)                                    # an unknown loss is named now
-        as_data(data, 'cpu')                                  # so are empty or mismatched data
+        as_data(data)                                         # so are empty or mismatched data
         self.data, self.loss, self.every, self.details, self.device = data, loss, int(every), details, device
         self.calls, self.last = 0, None
 

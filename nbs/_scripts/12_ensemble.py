@@ -26,11 +26,12 @@ from tqdm.auto import tqdm
 
 from fastcore.basics import patch
 
-from fracsgd.core import check_range, check_whole, default_device, replace_checked
+from fracsgd.core import check_range, check_whole, replace_checked
 from fracsgd.displacement import parameter_groups
 from fracsgd.llc import estimate_llc
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
-from fracsgd.stack import ModelStack, as_data, chain_minibatches, chain_seed, resolve_loss
+from fracsgd.stack import (ModelStack, chain_minibatches, chain_seed, data_device, placement, resolve_device,
+                           resolve_loss)
 
 # %%
 import torch.nn.functional as F
@@ -379,7 +380,9 @@ out.shape
 # `DataLoader(drop_last=True)` does), so every step of every member has the same shape.
 #
 # A step is one batched forward and backward pass and one optimizer update. Nothing is copied to the host
-# during training except at recorded steps.
+# during training except at recorded steps. The trainer computes on `device`, where the data must already be
+# (data elsewhere are refused, naming both devices); the models stay where they are, their weights copied into
+# the stack.
 
 # %%
 #| export
@@ -389,6 +392,9 @@ class EnsembleTrainer:
                  settings: EnsembleSettings, device):
         self.models, self.members, self.s, self.loss_fn = list(models), list(members), settings, loss_fn
         self.X, self.y = data
+        if data_device(self.X, self.y) != resolve_device(device):
+            raise ValueError(f"the data are on {self.X.device} but the trainer computes on {device}: place them "
+                             "there (nothing is moved behind your back)")
         self.stack = ModelStack(self.models, device)
         self.template = copy.deepcopy(self.models[0]).to(device).train()
         self.w = self.stack.flat                                                  # [members, params]
@@ -603,6 +609,13 @@ tab.head()
 # per-sample loss (a name or a callable, as for the LLC) and an `EnsembleSettings` with keyword changes. It
 # plans the chunks from the memory budget, trains them one after another, writes the trained weights back into
 # the models, and returns one table for all members. Models come back in train mode, on their own device.
+#
+# **Where it runs.** With no `device` named, the ensemble trains on the models' device and in their floating
+# dtype (`placement` in the [model stack](stack.html)): the models must share one device, and the data must be
+# on it too; data elsewhere are refused with a message naming both devices, never copied across. A named
+# `device` is where the training runs: the weights are copied there, trained, and written back into the models
+# on *their* device, so the models never move; the data must already be on the named device. In short: nothing
+# is moved behind the caller's back; a study's runner places models and data once, and everything follows.
 
 # %%
 #| export
@@ -614,8 +627,7 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     models = list(models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
-    device = torch.device(device) if device is not None else default_device()
-    X, y = as_data(data, device, models[0], loss)
+    device, X, y = placement(models, data, device, loss)             # nothing is moved
     s = (settings or EnsembleSettings()).replace(**changes)
     loss_fn = resolve_loss(loss)
     budget = s.memory_budget or default_memory_budget(device)
@@ -712,8 +724,9 @@ assert llc_warning('LLC of model 1: MALA acceptance 0.80 < 0.9', [4, 7], 30) == 
 
 # %% [markdown]
 # **Problems are named.** Models of different architectures, data that does not fit the model (checked by
-# `check_fits` of the [model stack](stack.html): input width and dtype, class labels), a diverging learning rate
-# and unknown settings are refused with a message:
+# `check_fits` of the [model stack](stack.html): input width and dtype, class labels), models on the `meta`
+# device (no storage) or on another device than the data, a diverging learning rate and unknown settings are
+# refused with a message:
 
 # %%
 for bad_models, word in [([make_mlp([2, 4, 2]), make_mlp([2, 5, 2])], 'architecture'), ([], 'non-empty')]:
@@ -728,6 +741,13 @@ for data, word in [((X_m, y_m + 1), 'labels in [0, 1]'), ((X_m[:, :1], y_m), 'in
         raise AssertionError(word)
     except ValueError as e:
         assert word in str(e), e
+for models, data, words in [([make_mlp([2, 4, 2]).to('meta')], (X_m, y_m), ('on cpu', 'on meta')),
+                            ([make_mlp([2, 4, 2])], (X_m.double(), y_m), ('torch.float64', 'torch.float32'))]:
+    try:                          # models without storage, data of another dtype: refused before any work
+        train_ensemble(models, data, n_steps=1)
+        raise AssertionError(words)
+    except ValueError as e:
+        assert all(w in str(e) for w in words), e
 try:            # least squares with a step far beyond 2 / curvature: the loss grows geometrically to inf
     train_ensemble([nn.Linear(2, 1)], (X_m, X_m[:, :1]), 'regression', lr=100.0, n_steps=100, device='cpu')
     raise AssertionError

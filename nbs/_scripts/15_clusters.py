@@ -23,7 +23,7 @@ from sklearn.metrics import adjusted_rand_score, silhouette_score
 
 from fracsgd.ensemble import batched_forward
 from fracsgd.sgld import SGLDSampler, SGLDSettings
-from fracsgd.stack import ModelStack, as_data, resolve_loss
+from fracsgd.stack import ModelStack, model_dtype, placement, resolve_loss
 
 # %%
 torch.set_num_threads(1)   # small nets and small tables: one thread avoids contention on small CPUs
@@ -60,7 +60,7 @@ def probe_grid(X, n: int = 20, margin: float = 0.5) -> torch.Tensor:
 def predict_on_probe(models, probe) -> np.ndarray:
     "Softmax probabilities [models, probe points, classes] of each model on `probe` [points, inputs]."
     models = list(models)
-    probe = torch.as_tensor(probe, dtype=torch.float32)
+    probe = torch.as_tensor(probe, dtype=model_dtype(models) or torch.float32)      # the models' dtype
     first = next(m for m in models[0].modules() if isinstance(m, nn.Linear))
     if probe.ndim != 2 or probe.shape[1] != first.in_features:
         raise ValueError(f"the probe set must have shape [points, {first.in_features}] for these models, "
@@ -322,6 +322,12 @@ except ValueError as e:
 # alone, and is pulled back by the loss, so it may well stay in the cluster it starts in; then the "posterior
 # masses" are mostly the choice of starting points. `posterior_masses` therefore also reports, per chain, the
 # fraction of draws that left the starting solution's cluster.
+#
+# `sample_posterior` follows the models as the LLC estimator does (`placement` of the
+# [model stack](stack.html)): with no `device` named, the chains run on the models' device and in their dtype;
+# a named `device` gets a copy of the weights, and the models never move. The data must already be on that
+# device (data elsewhere are refused, naming both devices, not copied); the probe points, a small grid the
+# function makes its own tensor of, are converted to the data's dtype and device.
 
 # %%
 #| export
@@ -340,20 +346,20 @@ def seed_solutions(table: pd.DataFrame, loss: str = 'loss', llc: str = 'llc') ->
     return {'lowest loss': pick(table[loss].idxmin()), 'lowest LLC': pick(table[llc].idxmin())}
 
 def sample_posterior(models, data, probe, settings: SGLDSettings = POSTERIOR_PAPER,
-                     loss='classification', device='cpu') -> np.ndarray:
-    "Local-posterior draws' probabilities on `probe`: [models, chains, draws, probe points, classes]."
+                     loss='classification', device=None) -> np.ndarray:
+    """Local-posterior draws' probabilities on `probe`: [models, chains, draws, probe points, classes].
+    On `device` if named, else where the models are; the data must be there (nothing is moved)."""
     models = list(models)
-    X, y = as_data(data, device)
+    device, X, y = placement(models, data, device, loss)
     probe = torch.as_tensor(probe, dtype=X.dtype, device=device)
     if probe.ndim != 2 or probe.shape[1:] != X.shape[1:]:
         raise ValueError(f"the probe set must have shape [points, {X.shape[1]}], got {tuple(probe.shape)}")
     s = settings.replace(n_beta=settings.n_beta or float(len(X)))
-    modes, home = [m.training for m in models], next(models[0].parameters()).device
+    modes = [m.training for m in models]
     try:
         for m in models:
             m.eval()                                     # as for the LLC: batch norm uses running statistics
-        stack = ModelStack(models, device)
-        stack.template.to(device)
+        stack = ModelStack(models, device)               # a copy of the weights on `device`; the models stay
         forward = batched_forward(stack.template)
         def on_probe(params, buffers):                   # at each draw: [chains, probe points, classes]
             x = probe.expand(len(next(iter(params.values()))), *probe.shape)
@@ -361,7 +367,6 @@ def sample_posterior(models, data, probe, settings: SGLDSettings = POSTERIOR_PAP
         sampler = SGLDSampler(stack, resolve_loss(loss), (X, y), s, record=on_probe)
         run = sampler.sample(list(range(len(models))))   # all chains at once, model-major
     finally:
-        models[0].to(home)
         for m, mode in zip(models, modes):
             m.train(mode)
     out = torch.stack(run.recorded, 1)                   # [models × chains, draws, probe, classes]
