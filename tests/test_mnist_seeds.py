@@ -1,6 +1,6 @@
-"""The MNIST seeds study on the sweep runner: a seconds-long smoke run, resuming, the report, and bad MNIST data."""
-import contextlib, io, json, os, shutil, warnings
-from dataclasses import replace
+"""The MNIST seeds study through the runner: a seconds-long smoke run in float64, resuming, the report (also of a
+folder where some runs failed), the run keys of the committed result, and bad MNIST data."""
+import json, shutil, warnings
 from pathlib import Path
 
 import numpy as np
@@ -9,63 +9,79 @@ import pytest
 
 import fracsgd.studies.mnist_seeds as study
 from fracsgd.data import DataSourceWarning
-from fracsgd.datasets.mnist import write_idx
+from fracsgd.ledger import COMPACT, keep_results
+from fracsgd.runner import StudyFailed, report_study, run_study
 from fracsgd.store import load_study, read_meta
-from fracsgd.studies.mnist_runs import MNISTRun, analyse_net, run_data
-from fracsgd.sweep import run_key, run_sweep
+from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, analyse_net, record_data_source, run_data
+from fracsgd.sweep import run_key, unique_runs
 
-# 3 nets of 784-16-10 in 2 runs, 12 steps, LLC every 4 steps, the smallest calibrated setting: seconds on a CPU
-SMOKE = replace(study.QUICK, n_models=3, nets_per_run=2, hidden=(16,), epochs=3, llc='smoke', calibrated='smoke',
-                volume_eps=(0.01,), n_boot=20)
+STUDY = study.STUDY
 
 
-def _sweep(cfg, folder):
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), warnings.catch_warnings():
+def _run(folder, **kw):
+    "The smoke preset (3 nets of 784-16-10 in 2 runs, 100 images, 12 steps) on the CPU in float64."
+    with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        run_sweep(study.sweep(cfg), folder, workers=1, progress=False)
-    return printed.getvalue()
+        return run_study(STUDY, 'smoke', folder, device='cpu', dtype='float64', progress=False, workers=1, **kw)
 
 
-_RUNS = study.runs
-
-def _small(cfg, device=None):
-    "The smoke configuration on the 200-image fixture: 100 images, 50 for training, batch 16, LLC every 4 steps."
-    return [replace(r, n_images=100, batch_size=16, llc_every=4) for r in _RUNS(cfg, device)]
-
-
-def test_smoke_run_resume_and_report(tmp_path, mnist_files, monkeypatch):
-    monkeypatch.setattr(study, 'runs', _small)
+def test_smoke_run_in_float64_resume_and_report(tmp_path, mnist_files):
     folder = tmp_path / 'seeds'
-    assert '2 done, 0 failed, 0 skipped' in _sweep(SMOKE, folder)
+    res = _run(folder)
+    assert res['counts'] == dict(done=2, failed=0, skipped=0) and (folder / 'summary.csv').exists()
     first = load_study(folder).trajectories
-    assert sorted(first.run.unique()) == [0, 1, 2]
-    shutil.rmtree(folder / 'runs' / run_key(_small(SMOKE)[1]))         # as if the second run had died
-    assert '1 done, 0 failed, 1 skipped' in _sweep(SMOKE, folder)
-    again = load_study(folder).trajectories                            # same seeds, same trajectories
+    assert sorted(first.run.unique()) == [0, 1, 2] and not list((folder / 'trained').glob('*'))
+    shutil.rmtree(folder / 'runs' / run_key(STUDY.runs(study.SMOKE)[1]))     # as if the second run had died
+    assert _run(folder, report=False)['counts'] == dict(done=1, failed=0, skipped=1)
+    again = load_study(folder).trajectories                                  # same seeds, same trajectories
     key = ['run', 'step']
     assert again.drop(columns='key').sort_values(key).reset_index(drop=True).equals(
         first.drop(columns='key').sort_values(key).reset_index(drop=True))
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        res = study.report(folder, SMOKE)
     nets, summary = res['nets'], res['summary'].set_index('quantity')
     assert len(nets) == 3 and summary.loc['nets', 'value'] == 3
     # eq. 17 read with the time-averaged LLC, and the circularity: d_s <= mean LLC > 0 exactly when slope <= 1/2
     assert np.allclose(nets.d_s, 2 * nets.llc_mean * nets.slope)
-    positive = nets.llc_mean > 0                                       # (for a negative mean LLC it flips)
+    positive = nets.llc_mean > 0                                            # (for a negative mean LLC it flips)
     assert ((nets.d_s <= nets.llc_mean) == (nets.slope <= 0.5))[positive].all()
-    assert nets.llc_calibrated.notna().all()
+    assert nets.llc_calibrated.notna().all() and nets.test_accuracy.between(0, 1).all()
     for name in ('summary.csv', 'per_net.csv', 'trajectory_compact.parquet', 'fig2a.png', 'fig18.png', 'fig21.png'):
         assert (folder / name).exists(), name
-    data = read_meta(folder)['data']
-    assert data['warnings'] == [] and str(mnist_files) in data['sources'][0]
-    dest = study.save_full(folder, ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
-    assert dest.name.startswith('custom-')                             # neither the quick nor the full plan
+    meta = read_meta(folder)
+    assert meta['preset'] == 'smoke' and meta['placement']['dtype'] == 'float64'
+    assert meta['data']['warnings'] == [] and str(mnist_files) in meta['data']['sources'][0]
+    dest = keep_results(folder, ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact')
+    assert dest.name.startswith('custom-')                                  # neither the quick nor the full plan
     for name in ('summary.csv', 'per_net.csv', 'trajectory_compact.parquet', 'timing.json', 'provenance.json'):
         assert (dest / name).exists(), name
+    timing = json.loads((dest / 'timing.json').read_text())                 # what the page prints
+    assert {'seconds', 'seconds_train', 'seconds_calibrated'} <= set(timing) and timing['seconds_calibrated'] > 0
     ledger = pd.read_csv(tmp_path / 'ledger.csv')
     assert {'tab8-ds-mean', 'fig2a-ds-le-llc', 'fig18-r2', 'fig21-ds-le-mean-llc'} <= set(ledger.claim_id)
+
+
+def test_a_partly_failed_folder_is_reported_and_a_failed_one_refused(tmp_path, mnist_files, monkeypatch):
+    train = MNISTStudy.train
+    def second_run_fails(self, run, data, nets):
+        if run.first_seed == 2:
+            raise RuntimeError('out of memory (simulated)')
+        return train(self, run, data, nets)
+    monkeypatch.setattr(MNISTStudy, 'train', second_run_fails)
+    folder = tmp_path / 'seeds'
+    assert _run(folder, report=False)['counts'] == dict(done=1, failed=1, skipped=0)
+    with pytest.warns(UserWarning, match='1 of 2 runs failed'):
+        res = report_study(folder)
+    assert list(res['nets'].run) == [0, 1] and read_meta(folder)['data']['warnings'] == []
+    monkeypatch.setattr(MNISTStudy, 'train', lambda self, run, data, nets: 1 / 0)
+    with pytest.raises(StudyFailed, match='all 2 of 2 runs failed'):
+        _run(tmp_path / 'failed')
+    # a runs table without the data columns (no run finished) records no source and does not fail
+    assert record_data_source(tmp_path / 'failed', load_study(tmp_path / 'failed').runs) == dict(sources=[],
+                                                                                                 warnings=[])
+
+
+def test_run_keys_of_the_committed_full_result():
+    prov = json.loads((COMPACT / 'mnist-seeds' / 'full' / 'provenance.json').read_text())
+    assert sorted(unique_runs(STUDY.runs(STUDY.config('full')))) == prov['run_keys']
 
 
 def test_analysis_of_a_known_power_law():
@@ -86,11 +102,14 @@ def test_missing_mnist_files_are_named_with_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv('FRACSGD_DATA', str(tmp_path / 'nowhere'))
     with pytest.raises(FileNotFoundError, match='nowhere is not a folder'):
         run_data(MNISTRun())
+    with pytest.raises(FileNotFoundError, match='nowhere is not a folder'):   # refused before any run
+        run_study(STUDY, 'smoke', tmp_path / 'study', device='cpu', progress=False)
+    assert not (tmp_path / 'study').exists()
 
 
 def test_a_corrupt_mnist_file_is_named(mnist_files):
     images = mnist_files / 't10k-images-idx3-ubyte.gz'
-    images.write_bytes(images.read_bytes()[:-50])                       # a download cut short
+    images.write_bytes(images.read_bytes()[:-50])                           # a download cut short
     with pytest.raises(ValueError, match=r't10k-images.*corrupt gzip.*damaged: replace them'):
         run_data(MNISTRun(n_images=100))
 
@@ -102,12 +121,12 @@ def test_fallback_data_is_recorded_in_meta(tmp_path, monkeypatch):
     monkeypatch.setattr('fracsgd.datasets.mnist.mnist_from_torchvision',
                         lambda *a, **k: (_ for _ in ()).throw(OSError('offline')))
     with pytest.warns(DataSourceWarning, match='different data'):
-        _, _, source, warning = run_data(MNISTRun(n_images=100))
-    assert 'stand-in' in source and 'stand-in' in warning
+        data = run_data(MNISTRun(n_images=100))
+    assert 'stand-in' in data.source and 'stand-in' in data.warning and data.train[0].device.type == 'cpu'
     folder = tmp_path / 'study'
     folder.mkdir()
     (folder / 'meta.json').write_text(json.dumps(dict(study='mnist-seeds', store_format=1, sessions=[])))
-    runs = pd.DataFrame(dict(data_source=[source], data_warning=[warning]))
+    runs = pd.DataFrame(dict(data_source=[data.source], data_warning=[data.warning]))
     with pytest.warns(DataSourceWarning, match='not from the real MNIST test set'):
-        study.record_data_source(folder, runs)
-    assert read_meta(folder)['data']['warnings'] == [warning]
+        record_data_source(folder, runs)
+    assert read_meta(folder)['data']['warnings'] == [data.warning]

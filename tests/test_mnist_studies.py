@@ -1,7 +1,7 @@
-"""The MNIST architectures and ablation studies: a seconds-long smoke run of each on a 200-image IDX fixture,
-their tables against numbers fixed by their definitions, and the stand-in label when the data is not MNIST."""
-import contextlib, io, json, warnings
-from dataclasses import replace
+"""The MNIST architectures and ablation studies through the runner: a seconds-long smoke run of each in float64 on
+a 200-image IDX fixture, their tables against numbers fixed by their definitions, the run keys of their committed
+results, and the stand-in label when the data is not MNIST."""
+import json, warnings
 
 import numpy as np
 import pandas as pd
@@ -9,24 +9,20 @@ import pytest
 
 import fracsgd.studies.mnist_ablations as ablations
 import fracsgd.studies.mnist_architectures as architectures
-from fracsgd.datasets.mnist import write_idx
-from fracsgd.ledger import read_ledger, record_claims, stand_in
+from fracsgd.ledger import COMPACT, stand_in
 from fracsgd.models import make_mlp
-from fracsgd.studies.mnist_seeds import record_data_source
-from fracsgd.sweep import run_sweep
+from fracsgd.runner import run_study
+from fracsgd.studies.mnist_runs import record_data_source
+from fracsgd.sweep import unique_runs
 
 
-def _small(module):
-    "The module's runs on the 200-image fixture: 100 images, 50 for training, batch 16 (4 steps an epoch)."
-    runs = module.runs
-    return lambda cfg, device=None: [replace(r, n_images=100, batch_size=16) for r in runs(cfg, device)]
-
-
-def _run(module, cfg, folder):
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+def _run(module, folder):
+    "The module's smoke preset (100 images, 50 for training, batch 16, 40 steps) on the CPU in float64."
+    with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        run_sweep(module.sweep(cfg), folder, workers=1, progress=False)
-        return module.report(folder, cfg)
+        res = run_study(module.STUDY, 'smoke', folder, device='cpu', dtype='float64', progress=False, workers=1)
+    assert res['counts']['failed'] == 0 and res['counts']['done'] == len(module.runs(module.SMOKE))
+    return res
 
 
 def test_table7_parameter_counts_are_our_nets_weights():
@@ -36,25 +32,27 @@ def test_table7_parameter_counts_are_our_nets_weights():
         assert sum(w.numel() for w in net.parameters() if w.dim() == 2) == params, hidden
 
 
-def test_architectures_smoke(tmp_path, mnist_files, monkeypatch):
-    monkeypatch.setattr(architectures, 'runs', _small(architectures))
-    cfg = replace(architectures.SMOKE, epochs=10, llc_every=8)       # 40 steps, 5 LLC estimates
-    res = _run(architectures, cfg, tmp_path / 'arch')
+@pytest.mark.parametrize('module, label', [(architectures, 'quick'), (ablations, 'quick')])
+def test_run_keys_of_the_committed_results(module, label):
+    prov = json.loads((COMPACT / module.STUDY.name / label / 'provenance.json').read_text())
+    assert sorted(unique_runs(module.STUDY.runs(module.STUDY.config(label)))) == prov['run_keys']
+
+
+def test_architectures_smoke(tmp_path, mnist_files):
+    res = _run(architectures, tmp_path / 'arch')
     a, s = res['architectures'], res['summary'].set_index('quantity')
     assert list(a.architecture) == ['784-128-64', '784-256-128']
     assert np.allclose(a.d_s, 2 * a.llc_mean * a.slope)                # eq. 17 with the time-averaged LLC
     assert s.loc['max d_s / final LLC', 'value'] == pytest.approx((a.d_s / a.llc_final).max())
     has = s.dropna(subset=['value', 'ci_low', 'ci_high'])                 # every interval holds its value
     assert len(has) >= 5 and (has.ci_low <= has.value).all() and (has.value <= has.ci_high).all()
-    # the final LLC is the mean of the last (up to) 10 estimates of the run's trajectory
-    traj = res['out'] / 'trajectory_compact.parquet'
-    assert traj.exists() and (res['out'] / 'architectures.png').exists()
+    assert a.test_accuracy.between(0, 1).all()
+    for name in architectures.STUDY.keep + ('summary.csv', 'architectures.png'):
+        assert (res['folder'] / name).exists(), name
 
 
-def test_ablations_smoke_grid_and_relations(tmp_path, mnist_files, monkeypatch):
-    monkeypatch.setattr(ablations, 'runs', _small(ablations))
-    cfg = replace(ablations.SMOKE, lrs=(1e-3, 1e-2), epochs=10, llc_every=8)
-    res = _run(ablations, cfg, tmp_path / 'abl')
+def test_ablations_smoke_grid_and_relations(tmp_path, mnist_files):
+    res = _run(ablations, tmp_path / 'abl')
     n, s = res['nets'], res['summary'].set_index('quantity')
     assert len(n) == 2 * 2 + 1 and set(map(tuple, n[['optimizer', 'lr']].values)) >= {('sgd', 1e-3), ('adam', 1e-2)}
     # with two nets per optimizer the Spearman rho of lr against any quantity is +1 or -1 (or undefined on a tie)
@@ -64,6 +62,8 @@ def test_ablations_smoke_grid_and_relations(tmp_path, mnist_files, monkeypatch):
     assert s.loc['sgd: mean d_s', 'value'] == pytest.approx(sgd.d_s.mean())
     assert s.loc['sgd: mean test accuracy (%)', 'value'] == pytest.approx(100 * sgd.test_accuracy.mean())
     assert (n.R_predicted > 0).all() and np.allclose(n.prediction_ratio, n.R_predicted / n.R_final)
+    for name in ablations.STUDY.keep + ('summary.csv', 'grids.png', 'relations.png'):
+        assert (res['folder'] / name).exists(), name
 
 
 def test_stand_in_data_is_labelled_for_the_ledger(tmp_path):

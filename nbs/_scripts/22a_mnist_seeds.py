@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import json, shutil
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,13 +21,13 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.core import atomic_path, full_mode, read_table, results_dir, write_table, save_figures
+from fracsgd.core import read_table, write_table, save_figures
 from fracsgd.data import DataSourceWarning
 from fracsgd.displacement import runs_matrix
-from fracsgd.ledger import COMPACT, keep_results, mark_stand_in, record_claims
+from fracsgd.ledger import COMPACT, record_claims
 from fracsgd.store import load_study, read_meta
-from fracsgd.sweep import Sweep, run_sweep
-from fracsgd.studies.mnist_runs import MNISTRun, analyse_nets, train_run
+from fracsgd.studies.mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
+                                        record_data_source)
 
 # %%
 import torch
@@ -47,8 +47,9 @@ torch.set_num_threads(1)   # two cores shared with other work
 # **Quick vs full.** The full configuration is the paper's: 50 nets, 100 epochs (2,000 steps, 20 LLC estimates),
 # all 50 trained together as one ensemble. The quick one trains 4 nets for 20 epochs (400 steps, 4 LLC
 # estimates): the same protocol cut short, so its numbers describe early training, not the paper's endpoint.
-# Both compute our calibrated LLC at the final weights on a few nets (below). Select with `FRACSGD_FULL=1` or
-# `fracsgd run mnist-seeds --full`.
+# Both compute our calibrated LLC at the final weights on a few nets (below). The smoke preset (3 nets of 784-16-10 on
+# 100 images, 12 steps) exists for the tests: it runs in seconds and its numbers mean nothing. Select with
+# `fracsgd run mnist-seeds --full` (or `--smoke`).
 
 # %%
 #| export
@@ -64,24 +65,22 @@ class MNISTSeedsConfig:
     volume_eps: tuple = (0.003, 0.03)       # cell sizes of the explored-volume d_s
     ds_llc: str = 'mean'                    # which λ enters eq. 17 (mnist_runs.DS_READINGS)
     n_boot: int = 100
+    llc_every: int = 100
+    batch_size: int = 256
+    n_images: int = 10_000                  # the subset of MNIST, half of it held out
 
 QUICK = MNISTSeedsConfig()
 FULL = replace(QUICK, n_models=50, epochs=100, calibrated='10nets-1x5000', n_boot=200)
+SMOKE = replace(QUICK, n_models=3, nets_per_run=2, hidden=(16,), epochs=3, llc='smoke', calibrated='smoke',
+                volume_eps=(0.01,), n_boot=20, llc_every=4, batch_size=16, n_images=100)
 
-def config(full: bool | None = None) -> MNISTSeedsConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
-
-def runs(cfg: MNISTSeedsConfig, device=None) -> list[MNISTRun]:
+def runs(cfg: MNISTSeedsConfig) -> list[MNISTRun]:
     "The runs: `cfg.n_models` nets with seeds 0, 1, ... in groups of `cfg.nets_per_run`."
     shared = dict(hidden=tuple(cfg.hidden), epochs=cfg.epochs, llc=cfg.llc, calibrated=cfg.calibrated,
-                  volume_eps=tuple(cfg.volume_eps), device=None if device is None else str(device))
+                  volume_eps=tuple(cfg.volume_eps), llc_every=cfg.llc_every, batch_size=cfg.batch_size,
+                  n_images=cfg.n_images)
     return [MNISTRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s))
             for s in range(0, cfg.n_models, cfg.nets_per_run)]
-
-def sweep(cfg: MNISTSeedsConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('mnist-seeds', train_run, runs(cfg, device), device=device)
 
 
 # %%
@@ -122,26 +121,11 @@ PAPER_TABLE8.describe().loc[['mean', 'std', 'min', 'max']].round(3)
 # `per_net` reads the study folder with `load_study` and nothing else: `analyse_net` of the [protocol
 # chapter](mnist_runs.html) on each net's trajectory (eq.-17 slope and r², crossover and late slope, λ̄, final
 # LLC, $d_s$, explored-volume $d_s$), joined with the net's test accuracy and calibrated LLC. The data source of
-# every run goes into the folder's `meta.json`, with a warning when it is not the real MNIST test set.
+# every run goes into the folder's `meta.json` (`record_data_source` of the protocol chapter), with a warning when
+# it is not the real MNIST test set.
 
 # %%
 #| export
-def record_data_source(folder, runs: pd.DataFrame) -> dict:
-    "Copy the runs' data sources and data warnings into the study's `meta.json` (key `data`); warn on any."
-    data = dict(sources=sorted(set(runs.data_source.dropna())),
-                warnings=sorted({w for w in runs.data_warning.dropna() if w}))
-    meta = read_meta(folder)
-    if meta.get('data') != data:
-        meta['data'] = data
-        with atomic_path(Path(folder) / 'meta.json') as tmp:
-            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
-    if data['warnings']:                                 # the ledger labels the study's rows as a stand-in's
-        mark_stand_in(folder, '; '.join(data['warnings']))
-    for w in data['warnings']:
-        import warnings
-        warnings.warn(f"{folder}: these results are not from the real MNIST test set: {w}", DataSourceWarning)
-    return data
-
 def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     "One row per net (analysis, test accuracy, calibrated LLC), and the trajectory table, of the study in `folder`."
     study = load_study(folder)
@@ -301,25 +285,21 @@ def plot_layers(traj: pd.DataFrame, run: int, title: str = ''):
 
 
 # %% [markdown]
-# ## One function runs the study
+# ## The study, for the runner
 #
-# `report` analyses a study folder, writes `summary.csv`, `per_net.csv`, a down-sampled trajectory table and the
-# figures beside the runs, and returns them. `run` runs the sweep (or resumes it), then reports. `save_full`
-# puts a finished full run into the claims ledger (`record_claims`) and writes its per-net table, down-sampled
-# trajectories and measured times beside the ledger's compact summary, which is what this page shows.
+# `report` analyses a study folder, writes `summary.csv`, `per_net.csv`, a down-sampled trajectory table
+# (`compact_trajectories`) and the figures beside the runs, and returns them. The study is `MNISTStudy` of the
+# [protocol chapter](mnist_runs.html) with this page's presets, runs and report: the
+# [runner](runner.html)'s `run_study(STUDY, 'quick', folder)` runs it (or resumes it) and reports, as does
+# `fracsgd run mnist-seeds --quick`. `fracsgd.ledger.keep_results(folder)` puts a finished full run into the claims
+# ledger and keeps its per-net table, down-sampled trajectories and measured times (`timing.json`) beside the
+# ledger's compact summary, which is what this page shows.
 
 # %%
 #| export
-def compact_trajectories(traj: pd.DataFrame, n_log: int = 60) -> pd.DataFrame:
-    "The LLC checkpoints plus about `n_log` log-spaced steps of every net: a few hundred kB for 50 nets."
-    steps = np.sort(traj.step.unique())
-    picks = set(np.unique(np.geomspace(1, steps.max(), n_log).round())) | {0}
-    keep = traj.step.isin([s for s in steps if s in picks]) | traj.llc.notna()
-    return traj[keep].reset_index(drop=True)
-
-def report(folder, cfg: MNISTSeedsConfig | None = None) -> dict:
-    "Analyse the study in `folder` (read with `load_study`); write its tables and figures there."
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: MNISTSeedsConfig) -> dict:
+    "Analyse the study in `folder` (read with `load_study`) with the bootstrap of `cfg`; write its tables and figures."
+    out = Path(folder)
     nets, traj = per_net(out, cfg)
     summary = summarize(nets, cfg.n_boot)
     write_table(summary, out / 'summary.csv')
@@ -331,21 +311,14 @@ def report(folder, cfg: MNISTSeedsConfig | None = None) -> dict:
     save_figures(figs, out)
     return dict(summary=summary, nets=nets, figures=figs, out=out)
 
-def run(cfg: MNISTSeedsConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('mnist-seeds', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
+class MNISTSeeds(MNISTStudy):
+    "The MNIST seeds study (paper table 8), for the runner."
+    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_net.csv', 'trajectory_compact.parquet')
+    def runs(self, cfg): return runs(cfg)
+    def report(self, folder, cfg): return report(folder, cfg)
 
-def save_full(folder, ledger=None, compact_dir=None, files=('per_net.csv', 'trajectory_compact.parquet')) -> Path:
-    "Record a finished, reported MNIST study's claims; copy `files` and the measured times beside them."
-    dest = keep_results(folder, files, ledger=ledger, compact_dir=compact_dir)
-    runs = load_study(folder).runs
-    timing = {k: round(float(runs[k].sum()), 1) for k in ('seconds', 'seconds_train', 'seconds_calibrated')}
-    with atomic_path(dest / 'timing.json') as tmp:
-        tmp.write_text(json.dumps(timing, indent=1) + '\n')
-    return dest
+STUDY = MNISTSeeds()
 
 
 # %% [markdown]
@@ -374,7 +347,7 @@ if have_full:
 else:
     print("The full configuration has not been run into this repository yet. Run it with\n"
           "  FRACSGD_DATA=/path/to/data fracsgd run mnist-seeds --full --out results/mnist-seeds-full\n"
-          "then save_full('results/mnist-seeds-full') and commit nbs/ledger.")
+          "then fracsgd.ledger.keep_results('results/mnist-seeds-full') and commit nbs/ledger.")
 
 # %%
 if have_full:
@@ -437,11 +410,12 @@ if have_full:
 
 # %%
 import tempfile, time, warnings
+from fracsgd.runner import run_study
 quick_dir = Path(tempfile.mkdtemp()) / 'mnist-seeds-quick'
 t0 = time.perf_counter()
 with warnings.catch_warnings():
     warnings.simplefilter('ignore', DataSourceWarning)
-    res = run(QUICK, quick_dir, progress=False)
+    res = run_study(STUDY, 'quick', quick_dir, progress=False)
 runs_q = load_study(quick_dir).runs
 print(f"QUICK configuration: {time.perf_counter() - t0:.0f} s in all; training with the paper-setting LLC "
       f"{runs_q.seconds_train.sum():.0f} s, calibrated LLC {runs_q.seconds_calibrated.sum():.0f} s")
@@ -491,7 +465,7 @@ plot_layers(traj_q, 0);
 res['figures']['fig2a']
 
 # %% [markdown]
-# **Into the claims ledger.** `save_full` on a finished full folder fills the rows of table 8, fig. 2a, 18 and 21
+# **Into the claims ledger.** `keep_results` on a finished full folder fills the rows of table 8, fig. 2a, 18 and 21
 # (and arXiv fig. 4) in the [claims ledger](ledger.html). Here the quick run, into a scratch ledger:
 
 # %%

@@ -21,11 +21,11 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from scipy import stats
 
-from fracsgd.core import atomic_path, full_mode, results_dir, write_table, save_figures
+from fracsgd.core import write_table, save_figures
 from fracsgd.store import load_study
-from fracsgd.sweep import Sweep, run_sweep
-from fracsgd.studies.mnist_runs import MNISTRun, analyse_nets, train_run
-from fracsgd.studies.mnist_seeds import record_data_source, summary_row
+from fracsgd.studies.mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
+                                        record_data_source)
+from fracsgd.studies.mnist_seeds import summary_row
 
 # %%
 import torch
@@ -94,8 +94,8 @@ PAPER_TABLE7.assign(architecture=PAPER_TABLE7.hidden.map(architecture_name), our
 # `FULL` is the paper's: all 17 architectures, 250 epochs (5,000 steps at 20 steps an epoch), the LLC every 100
 # steps (50 estimates, 400 SGLD draws each). `QUICK` trains four of them (784-128-64, 784-256-128, 784-128-64-128
 # and 784-256-128-64-32-16: depth 2 to 5, both first widths) for 15 epochs (300 steps, 3 LLC estimates, so its "final LLC" averages 3, not 10): the protocol cut
-# short, a description of early training. `SMOKE` is for tests. Select with `FRACSGD_FULL=1` or
-# `fracsgd run mnist-architectures --full`.
+# short, a description of early training. `SMOKE` is for tests (two small architectures on 100 images, 40 steps):
+# its numbers mean nothing. Select with `fracsgd run mnist-architectures --full` (or `--smoke`).
 
 # %%
 #| export
@@ -108,23 +108,17 @@ class MNISTArchitecturesConfig:
     llc_every: int = 100
     ds_llc: str = 'mean'                       # which λ enters eq. 17 (mnist_runs.DS_READINGS)
     n_boot: int = 200
+    batch_size: int = 256
+    n_images: int = 10_000                     # the subset of MNIST, half of it held out
 
 QUICK = MNISTArchitecturesConfig()
 FULL = replace(QUICK, rows=tuple(range(17)), epochs=250)
-SMOKE = replace(QUICK, rows=(8, 10), epochs=3, llc='smoke', llc_every=20, n_boot=20)
+SMOKE = replace(QUICK, rows=(8, 10), epochs=10, llc='smoke', llc_every=8, n_boot=20, batch_size=16, n_images=100)
 
-def config(full: bool | None = None) -> MNISTArchitecturesConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
-
-def runs(cfg: MNISTArchitecturesConfig, device=None) -> list[MNISTRun]:
+def runs(cfg: MNISTArchitecturesConfig) -> list[MNISTRun]:
     "One run per architecture: one net, seed = its row of table 7."
     return [MNISTRun(hidden=PAPER_TABLE7.hidden[i], epochs=cfg.epochs, first_seed=i, n_nets=1, llc=cfg.llc,
-                     llc_every=cfg.llc_every, device=None if device is None else str(device)) for i in cfg.rows]
-
-def sweep(cfg: MNISTArchitecturesConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('mnist-architectures', train_run, runs(cfg, device), device=device)
+                     llc_every=cfg.llc_every, batch_size=cfg.batch_size, n_images=cfg.n_images) for i in cfg.rows]
 
 
 # %%
@@ -262,18 +256,19 @@ def plot_architectures(arch: pd.DataFrame, traj: pd.DataFrame, title: str = ''):
 
 
 # %% [markdown]
-# ## One function runs the study
+# ## The study, for the runner
 #
 # `report` writes `summary.csv`, `per_architecture.csv`, down-sampled trajectories and the figure beside the
-# runs; `run` runs the sweep (resuming) and reports; `save_compact_results` records the claims in the ledger and
-# keeps the per-architecture table and the compact trajectories beside the ledger's summary.
+# runs. The study is `MNISTStudy` of the [protocol chapter](mnist_runs.html) with this page's presets, runs and
+# report; `run_study(STUDY, 'quick', folder)` of the [runner](runner.html) runs it (resuming) and reports, and
+# `fracsgd.ledger.keep_results(folder)` records the claims in the ledger and keeps the per-architecture table, the
+# compact trajectories and the measured times beside the ledger's summary.
 
 # %%
 #| export
-def report(folder, cfg: MNISTArchitecturesConfig | None = None) -> dict:
-    "Analyse the study in `folder`; write its tables and figure there."
-    from fracsgd.studies.mnist_seeds import compact_trajectories
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: MNISTArchitecturesConfig) -> dict:
+    "Analyse the study in `folder` with the bootstrap of `cfg`; write its tables and figure there."
+    out = Path(folder)
     arch, traj = per_architecture(out, cfg)
     summary = summarize(arch, cfg.n_boot)
     write_table(summary, out / 'summary.csv')
@@ -282,12 +277,14 @@ def report(folder, cfg: MNISTArchitecturesConfig | None = None) -> dict:
     fig = save_figures(dict(architectures=plot_architectures(arch, traj, 'table 7')), out)['architectures']
     return dict(summary=summary, architectures=arch, figure=fig, out=out)
 
-def run(cfg: MNISTArchitecturesConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('mnist-architectures', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
+class MNISTArchitectures(MNISTStudy):
+    "The MNIST architectures study (paper table 7), for the runner."
+    name, presets = 'mnist-architectures', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_architecture.csv', 'trajectory_compact.parquet')
+    def runs(self, cfg): return runs(cfg)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = MNISTArchitectures()
 
 
 # %% [markdown]
@@ -317,8 +314,8 @@ else:
     print("The full configuration has not been run into this repository. Run it with\n"
           "  FRACSGD_DATA=/path/to/data fracsgd run mnist-architectures --full --out results/mnist-architectures-full\n"
           "(add --backend ray --address ... for a cluster), then\n"
-          "  save_full('results/mnist-architectures-full', files=('per_architecture.csv', 'trajectory_compact.parquet'))\n"
-          "from fracsgd.studies.mnist_seeds, and commit nbs/ledger.")
+          "  fracsgd.ledger.keep_results('results/mnist-architectures-full')\n"
+          "and commit nbs/ledger.")
 
 # %% [markdown]
 # ## Results of the quick configuration (computed here)
@@ -327,13 +324,13 @@ else:
 
 # %%
 import tempfile, time, warnings
-from fracsgd.data import DataSourceWarning
+from fracsgd.runner import run_study
 from fracsgd.store import read_meta
 quick_dir = Path(tempfile.mkdtemp()) / 'mnist-architectures-quick'
 t0 = time.perf_counter()
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')
-    res = run(QUICK, quick_dir, progress=False)
+    res = run_study(STUDY, 'quick', quick_dir, progress=False)
 print(f"QUICK configuration: {time.perf_counter() - t0:.0f} s in all "
       f"({load_study(quick_dir).runs.seconds.sum():.0f} s in its runs)")
 a = res['architectures']

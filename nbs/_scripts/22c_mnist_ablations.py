@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.core import atomic_path, full_mode, results_dir, write_table, save_figures
+from fracsgd.core import write_table, save_figures
 from fracsgd.crossover import predict_displacement
 from fracsgd.store import load_study
-from fracsgd.sweep import Sweep, run_sweep
-from fracsgd.studies.mnist_runs import MNISTRun, analyse_nets, train_run
-from fracsgd.studies.mnist_seeds import compact_trajectories, record_data_source, stat_row, summary_row
+from fracsgd.studies.mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
+                                        record_data_source)
+from fracsgd.studies.mnist_seeds import stat_row, summary_row
 from fracsgd.studies.mnist_architectures import spearman_interval
 
 # %%
@@ -59,8 +59,8 @@ torch.set_num_threads(1)   # two cores shared with other work
 # **Quick vs full.** `QUICK` runs SGD and Adam at two learning rates and batch 256, plus SGD with momentum 0.9,
 # two nets each (trained together), for 15 epochs (300 steps); its relations with batch size are empty (one batch
 # size); `FULL` is the grid above at 100 epochs, 3 nets per point (105 nets; more steps than
-# the seeds study, since batch 32 takes 157 steps an epoch: a GPU job, `fracsgd run mnist-ablations --full
-# --backend ray` on a cluster).
+# the seeds study, since batch 32 takes 157 steps an epoch: a GPU job, `fracsgd run mnist-ablations --full`, or
+# with `--backend ray` on a cluster). `SMOKE` (five nets of 784-16-10 on 100 images, 40 steps) is for the tests.
 
 # %%
 #| export
@@ -80,16 +80,13 @@ class MNISTAblationsConfig:
     llc_every: int = 100
     ds_llc: str = 'mean'
     n_boot: int = 200
+    n_images: int = 10_000                  # the subset of MNIST, half of it held out
 
 QUICK = MNISTAblationsConfig()
 FULL = replace(QUICK, lrs=(1e-4, 1e-3, 1e-2), batch_sizes=(32, 64, 128, 256), momenta=(0.5, 0.9, 0.99),
                nets_per_point=3, epochs=100)
-SMOKE = replace(QUICK, lrs=(1e-2,), batch_sizes=(256,), momenta=(0.9,), nets_per_point=1, hidden=(16,), epochs=3,
-                llc='smoke', llc_every=20, n_boot=20)
-
-def config(full: bool | None = None) -> MNISTAblationsConfig:
-    "The quick configuration, or the paper-scale one when `full` (or `FRACSGD_FULL=1`)."
-    return FULL if full_mode(full) else QUICK
+SMOKE = replace(QUICK, lrs=(1e-3, 1e-2), batch_sizes=(16,), momenta=(0.9,), momentum_batch=16, nets_per_point=1,
+                hidden=(16,), epochs=10, llc='smoke', llc_every=8, n_boot=20, n_images=100)
 
 def grid(cfg: MNISTAblationsConfig) -> list[dict]:
     "The grid points: optimizer × lr × batch (momentum 0), then SGD at the momentum point with each momentum."
@@ -98,16 +95,11 @@ def grid(cfg: MNISTAblationsConfig) -> list[dict]:
     return points + [dict(optimizer='sgd', lr=cfg.momentum_lr, batch_size=cfg.momentum_batch, momentum=m)
                      for m in cfg.momenta]
 
-def runs(cfg: MNISTAblationsConfig, device=None) -> list[MNISTRun]:
+def runs(cfg: MNISTAblationsConfig) -> list[MNISTRun]:
     "One run per grid point, `nets_per_point` nets each, with seeds that differ between points."
     n = cfg.nets_per_point
     return [MNISTRun(hidden=tuple(cfg.hidden), epochs=cfg.epochs, first_seed=i * n, n_nets=n, llc=cfg.llc,
-                     llc_every=cfg.llc_every, device=None if device is None else str(device), **p)
-            for i, p in enumerate(grid(cfg))]
-
-def sweep(cfg: MNISTAblationsConfig, device=None) -> Sweep:
-    "The study as a sweep for the runner."
-    return Sweep('mnist-ablations', train_run, runs(cfg, device), device=device)
+                     llc_every=cfg.llc_every, n_images=cfg.n_images, **p) for i, p in enumerate(grid(cfg))]
 
 
 # %%
@@ -251,13 +243,16 @@ def plot_relations(nets: pd.DataFrame, title: str = ''):
 
 
 # %% [markdown]
-# ## One function runs the study
+# ## The study, for the runner
+#
+# `report` writes `summary.csv`, `per_net.csv`, down-sampled trajectories and the figures beside the runs. The
+# study is `MNISTStudy` of the [protocol chapter](mnist_runs.html) with this page's presets, runs and report.
 
 # %%
 #| export
-def report(folder, cfg: MNISTAblationsConfig | None = None) -> dict:
-    "Analyse the study in `folder`; write its tables and figures there."
-    out, cfg = Path(folder), cfg or config()
+def report(folder, cfg: MNISTAblationsConfig) -> dict:
+    "Analyse the study in `folder` with the bootstrap of `cfg`; write its tables and figures there."
+    out = Path(folder)
     nets, traj = per_net(out, cfg)
     summary = summarize(nets, cfg.n_boot)
     write_table(summary, out / 'summary.csv')
@@ -267,12 +262,14 @@ def report(folder, cfg: MNISTAblationsConfig | None = None) -> dict:
     save_figures(figs, out)
     return dict(summary=summary, nets=nets, figures=figs, out=out)
 
-def run(cfg: MNISTAblationsConfig | None = None, out_dir=None, progress: bool = True, **runner) -> dict:
-    "Run the study with `cfg` (default by `FRACSGD_FULL`) into `out_dir`, resuming; then `report`."
-    cfg = cfg or config()
-    out = Path(out_dir) if out_dir else results_dir('mnist-ablations', 'full' if cfg == FULL else 'quick')
-    run_sweep(sweep(cfg), out, progress=progress, **runner)
-    return dict(report(out, cfg), config=cfg)
+class MNISTAblations(MNISTStudy):
+    "The MNIST ablation study (paper appendix H), for the runner."
+    name, presets = 'mnist-ablations', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_net.csv', 'trajectory_compact.parquet')
+    def runs(self, cfg): return runs(cfg)
+    def report(self, folder, cfg): return report(folder, cfg)
+
+STUDY = MNISTAblations()
 
 
 # %% [markdown]
@@ -287,8 +284,8 @@ def run(cfg: MNISTAblationsConfig | None = None, out_dir=None, progress: bool = 
 #     --backend ray --address <head>:6379
 # ```
 #
-# then `save_full('results/mnist-ablations-full')` (`fracsgd.studies.mnist_seeds`) records the claims and keeps
-# the per-net table and compact trajectories under `nbs/ledger/compact/mnist-ablations/full/`.
+# then `fracsgd.ledger.keep_results('results/mnist-ablations-full')` records the claims and keeps the per-net table,
+# the compact trajectories and the measured times under `nbs/ledger/compact/mnist-ablations/full/`.
 
 # %% [markdown]
 # ## Results of the quick configuration (computed here)
@@ -300,12 +297,13 @@ def run(cfg: MNISTAblationsConfig | None = None, out_dir=None, progress: bool = 
 
 # %%
 import tempfile, time, warnings
+from fracsgd.runner import run_study
 from fracsgd.store import read_meta
 quick_dir = Path(tempfile.mkdtemp()) / 'mnist-ablations-quick'
 t0 = time.perf_counter()
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')
-    res = run(QUICK, quick_dir, progress=False)
+    res = run_study(STUDY, 'quick', quick_dir, progress=False)
 print(f"QUICK configuration: {time.perf_counter() - t0:.0f} s in all "
       f"({load_study(quick_dir).runs.seconds.sum():.0f} s in its runs)")
 n = res['nets']
