@@ -18,9 +18,11 @@ from fracsgd.sweep import unique_runs
 
 def _run(module, folder):
     "The module's smoke preset (100 images, 50 for training, batch 16, 40 steps) on the CPU in float64."
+    # default workers, one thread each: a forked worker with several OpenMP threads hangs once this process has
+    # used OpenMP's thread pool (libgomp is not fork-safe)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        res = run_study(module.STUDY, 'smoke', folder, device='cpu', dtype='float64', progress=False, workers=1)
+        res = run_study(module.STUDY, 'smoke', folder, device='cpu', dtype='float64', progress=False)
     assert res['counts']['failed'] == 0 and res['counts']['done'] == len(module.runs(module.SMOKE))
     return res
 
