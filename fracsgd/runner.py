@@ -238,16 +238,20 @@ def default_folder(study: Study, preset: str, stand_in: str) -> Path:
     return results_dir(study.name, preset + ('-stand-in' if stand_in else ''))
 
 def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_in: bool = False, device=None,
-              dtype: str = 'float32', backend: str = 'local', workers: int | None = None,
-              address: str | None = None, progress: bool = True, report: bool = True) -> dict:
+              dtype: str = 'float32', threads: int | None = None, backend: str = 'local',
+              workers: int | None = None, address: str | None = None, progress: bool = True,
+              report: bool = True) -> dict:
     """Run (or resume) `study` with `preset` (or `config`) into `folder` on `device`; report it. The report's dict,
-    with `folder`, `config`, `preset` and the run `counts`."""
+    with `folder`, `config`, `preset` and the run `counts`. `threads` per run defaults to the CPU's cores shared
+    among the local workers (results can differ in the last digits with the thread count; meta.json records it)."""
     study = get_study(study)
     cfg = config if config is not None else study.config(preset)
     if stand_in:
         cfg = study.with_stand_in(cfg)
     label = study.preset_of(cfg) if config is not None else preset
-    p = placement(device, dtype)                                 # refuses an unusable device, writes nothing
+    if threads is None and backend == 'local':
+        threads = max(1, (os.cpu_count() or 1) // (workers or os.cpu_count() or 1))
+    p = placement(device, dtype, threads)                        # refuses an unusable device, writes nothing
     study.check_data(cfg)
     what = study.stand_in(cfg)
     folder = Path(folder) if folder is not None else default_folder(study, label, what)

@@ -90,9 +90,12 @@ def _set_threads(n: int):
 
 def local_pool(workers: int | None = None, start_method: str | None = None) -> ProcessPoolExecutor:
     """A process pool of `workers` (default: CPU count) whose workers split the CPU's threads between them;
-    `start_method` 'spawn' or 'forkserver' for work that uses CUDA (default: the platform's, fork on Linux)."""
+    `start_method` 'spawn' or 'forkserver' for work that uses CUDA. By default a worker with one thread is forked,
+    one with several starts from a fork server (a forked OpenMP pool can hang)."""
     workers = workers or os.cpu_count() or 1
     threads = max(1, (os.cpu_count() or 1) // workers)
+    if start_method is None and threads > 1 and 'forkserver' in multiprocessing.get_all_start_methods():
+        start_method = 'forkserver'
     context = multiprocessing.get_context(start_method) if start_method else None
     return ProcessPoolExecutor(workers, mp_context=context, initializer=_set_threads, initargs=(threads,))
 

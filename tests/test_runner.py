@@ -1,7 +1,7 @@
 """The runner owns placement, presets and results: a failure after training costs no training, a folder says what
 made it, a report of failed runs is one line, no study picks a device, and every study's smoke preset runs under
 a placement that a module left behind cannot pass (float64 on the CPU)."""
-import ast, json, re, warnings
+import ast, json, os, re, warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -103,7 +103,7 @@ def test_the_folder_records_preset_configuration_placement_and_version(tmp_path)
               progress=False)
     meta = read_meta(tmp_path / 'study')
     assert meta['preset'] == 'custom' and meta['config'] == dict(n_runs=2, steps=5, folder=str(tmp_path))
-    assert meta['placement'] == dict(device='cpu', dtype='float64', threads=None) and meta['stand_in'] == ''
+    assert meta['placement'] == dict(device='cpu', dtype='float64', threads=os.cpu_count()) and meta['stand_in'] == ''
     assert meta['sessions'][-1]['fracsgd'] == fracsgd.__version__ and meta['sessions'][-1]['device'] == 'cpu'
     assert set(pd.read_parquet(tmp_path / 'study' / 'runs.parquet').dtype) == {'torch.float64'}   # placed data
     # the report reads the configuration from the folder, not from the caller

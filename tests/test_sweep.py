@@ -284,3 +284,21 @@ def test_kill_and_resume(tmp_path, log, backend, uninterrupted):
     pd.testing.assert_frame_equal(study.trajectories, expected.trajectories)
     on_disk = [pd.read_parquet(f / 'runs.parquet').drop(columns='seconds') for f in (folder, reference)]
     pd.testing.assert_frame_equal(*on_disk)
+
+
+def _threaded_matmul(n):
+    import torch
+    a = torch.ones(400, 400)
+    return float((a @ a).sum()) + n
+
+
+def test_a_worker_with_several_threads_does_not_hang_after_the_parent_used_openmp():
+    # A forked child with several OpenMP threads hangs at its first parallel operation when the parent's OpenMP
+    # pool had run (seen with local_pool(1) on 2 cores). The pool starts such workers from a fork server.
+    import os, torch
+    from fracsgd.sweep import local_pool
+    torch.ones(400, 400) @ torch.ones(400, 400)                   # the parent's OpenMP pool has run
+    with local_pool(1) as pool:
+        assert pool.submit(_threaded_matmul, 1).result(timeout=120) == 400 * 400 * 400 + 1
+        start = pool._mp_context.get_start_method()
+    assert start == ('forkserver' if (os.cpu_count() or 1) > 1 else 'fork')

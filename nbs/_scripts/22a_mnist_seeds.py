@@ -426,7 +426,8 @@ q = res['nets']
 assert len(q) == QUICK.n_models and q.test_accuracy.between(0, 1).all()
 assert np.allclose(q.d_s, 2 * q.llc_mean * q.slope)                          # eq. 17, λ read as the mean
 assert ((q.d_s <= q.llc_mean) == (q.slope <= 0.5))[q.llc_mean > 0].all()    # the circularity, net by net
-assert read_meta(quick_dir)['data']['sources'] and not read_meta(quick_dir)['data']['warnings']
+from fracsgd.ledger import stand_in
+assert read_meta(quick_dir)['data']['sources'] and (bool(read_meta(quick_dir)['data']['warnings']) == bool(stand_in(quick_dir)))   # real MNIST, or a labelled stand-in (offline)
 q[['run', 'slope', 'r2', 'llc_mean', 'llc_final', 'llc_last', 'd_s', 'test_accuracy', 'llc_calibrated']].round(3)
 
 # %% [markdown]

@@ -336,7 +336,9 @@ print(f"QUICK configuration: {time.perf_counter() - t0:.0f} s in all "
 a = res['architectures']
 assert list(a.params) == sorted(weight_count(PAPER_TABLE7.hidden[i]) for i in QUICK.rows)
 assert (a.llc_final_ci_low <= a.llc_final).all() and (a.llc_final <= a.llc_final_ci_high).all()
-assert np.allclose(a.d_s, 2 * a.llc_mean * a.slope) and not read_meta(quick_dir)['data']['warnings']
+from fracsgd.ledger import stand_in
+assert np.allclose(a.d_s, 2 * a.llc_mean * a.slope)
+assert (bool(read_meta(quick_dir)['data']['warnings']) == bool(stand_in(quick_dir)))   # real MNIST, or a labelled stand-in (offline)
 a[['architecture', 'params', 'slope', 'r2', 'llc_final', 'llc_final_ci_low', 'llc_final_ci_high', 'd_s',
    'paper_d_s', 'paper_llc', 'test_accuracy']].round(3)
 

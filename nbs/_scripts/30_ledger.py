@@ -59,7 +59,6 @@ LLC_KINDS = ('', 'llc', 'llc-scaled', 'llc-spread', 'llc-ratio')   # how a claim
 LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low', 'ci_high', 'rule', 'verdict',
                   'source', 'source_sha256', 'git_commit', 'note')
 
-
 # %% [markdown]
 # ## What the evidence says
 #
@@ -83,6 +82,7 @@ assert round(_seeds['mean eq.-17 slope (whole run)'], 3) == 0.657 and round(_see
 assert [round(_seeds[f'mean LLC at the final weights, {k}'], 1) for k in
         ('paper-devinterp-nbeta (along training)', 'paper', 'calibrated')] == [35.9, -96.6, -100.3]
 by_scale
+
 
 # %% [markdown]
 # Of the 146 claims, 17 have a number from the paper's protocol: 16 from the 50 MNIST seeds and the 500 moons nets,
@@ -557,7 +557,6 @@ assert protocol_scale('moons-posterior', 'full-converged') == 'extended: epochs 
 assert protocol_scale('moons-posterior', 'quick', 'synthetic moons').startswith('stand-in: synthetic moons; reduced')
 assert scale_kind(protocol_scale('moons-posterior', 'quick-converged')) == 'reduced'
 {p: protocol_scale('moons-posterior', p) for p in study_presets('moons-posterior')}
-
 
 # %% [markdown]
 # ## The LLC estimator's own uncertainty
