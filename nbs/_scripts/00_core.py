@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Core
 #
-# > What every chapter shares: the device, the quick/full switch, folders, seeds, result files written whole.
+# > What every chapter shares: the default device, folders, seeds, result files written whole.
 
 # %%
 #| default_exp core
@@ -25,9 +25,9 @@ import torch
 # %% [markdown]
 # ## Device
 #
-# No choice of hardware is hidden in a chapter: everything that allocates tensors asks `default_device`, which
-# picks CUDA when PyTorch can see a GPU and the CPU otherwise. Pass `device=` explicitly to override it
-# anywhere.
+# `default_device` picks CUDA when PyTorch can see a GPU and the CPU otherwise. Only the [runner](runner.html)
+# (and the benchmarks, which measure a device) ask it: a study never picks a device, the runner places its models
+# and data, and the library's functions compute where the models they are given are.
 
 # %%
 #| export
@@ -42,37 +42,11 @@ default_device()
 
 
 # %% [markdown]
-# ## Quick or full: one switch
+# ## Quick or full
 #
-# Every study has a *quick* configuration that runs on a 2-core CPU in minutes, and the paper's *full*
-# configuration, meant for a GPU. The switch is the environment variable `FRACSGD_FULL`: unset (or `0`) means
-# quick, `1` means full. The command line has `--full`/`--quick`, which simply set it. Tests and CI always run
-# quick.
-
-# %%
-#| export
-def full_mode(full: bool | None = None) -> bool:
-    "Whether to use the paper-scale configuration: `full` if given, else the `FRACSGD_FULL` variable."
-    if full is not None:
-        return bool(full)
-    v = os.environ.get('FRACSGD_FULL', '0').strip().lower()
-    if v in ('', '0', 'false', 'no', 'quick'): return False
-    if v in ('1', 'true', 'yes', 'full'): return True
-    raise ValueError(f"FRACSGD_FULL must be 0/1 (quick/full), got {v!r}")
-
-
-# %%
-os.environ.pop('FRACSGD_FULL', None)
-assert full_mode() is False and full_mode(True) is True
-os.environ['FRACSGD_FULL'] = '1'
-assert full_mode()
-os.environ['FRACSGD_FULL'] = 'maybe'
-try:
-    full_mode()
-    raise AssertionError('should have raised')
-except ValueError as e:
-    assert 'FRACSGD_FULL' in str(e)
-os.environ.pop('FRACSGD_FULL')
+# Every study has a *smoke* preset (seconds, for the tests), a *quick* one that runs on a 2-core CPU in minutes,
+# and the paper's *full* one. The preset is an argument of the [runner](runner.html) (`fracsgd run STUDY --full`),
+# recorded in the folder it writes; no environment variable decides it.
 
 
 # %% [markdown]

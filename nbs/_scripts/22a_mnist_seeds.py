@@ -320,7 +320,6 @@ class MNISTSeeds(MNISTStudy):
 
 STUDY = MNISTSeeds()
 
-
 # %% [markdown]
 # ## Results at the paper's scale (full configuration)
 #

@@ -286,7 +286,6 @@ class MNISTArchitectures(MNISTStudy):
 
 STUDY = MNISTArchitectures()
 
-
 # %% [markdown]
 # ## Results at the paper's scale (full configuration)
 #

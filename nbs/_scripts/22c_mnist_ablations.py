@@ -271,7 +271,6 @@ class MNISTAblations(MNISTStudy):
 
 STUDY = MNISTAblations()
 
-
 # %% [markdown]
 # ## The full configuration
 #
