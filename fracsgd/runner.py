@@ -233,6 +233,13 @@ def _write_meta(folder, **fields):
     with atomic_path(Path(folder) / 'meta.json') as tmp:
         tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
 
+def _exported(study: Study, config):
+    "A study (and configuration) defined in a notebook, as the exported module's: a worker can import those."
+    if type(study).__module__ != '__main__' or study.name not in STUDIES:
+        return study, config
+    exported = get_study(study.name)
+    return exported, None if config is None else exported.config_from_record(config_record(config))
+
 def default_folder(study: Study, preset: str, stand_in: str) -> Path:
     "`results/<study>/<preset>` (`-stand-in` added when something stands in)."
     return results_dir(study.name, preset + ('-stand-in' if stand_in else ''))
@@ -244,7 +251,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     """Run (or resume) `study` with `preset` (or `config`) into `folder` on `device`; report it. The report's dict,
     with `folder`, `config`, `preset` and the run `counts`. `threads` per run defaults to the CPU's cores shared
     among the local workers (results can differ in the last digits with the thread count; meta.json records it)."""
-    study = get_study(study)
+    study, config = _exported(get_study(study), config)
     cfg = config if config is not None else study.config(preset)
     if stand_in:
         cfg = study.with_stand_in(cfg)

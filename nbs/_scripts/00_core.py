@@ -48,7 +48,6 @@ default_device()
 # and the paper's *full* one. The preset is an argument of the [runner](runner.html) (`fracsgd run STUDY --full`),
 # recorded in the folder it writes; no environment variable decides it.
 
-
 # %% [markdown]
 # ## Where data and results live
 #

@@ -335,7 +335,10 @@ def run_one(study, p: Placement, folder, run) -> dict:
 # nor the backend enters it, so a folder started on a laptop resumes on a GPU.
 #
 # A local pool of workers forks by default; once CUDA may be initialised, forking is unsafe (Python 3.12 warns
-# about it), so runs placed on a GPU start their workers with `spawn`.
+# about it), so runs placed on a GPU start their workers with `spawn`. A worker that is not forked has no notebook
+# in it: a study defined in the notebook that runs it (every study page defines its own) is replaced by the
+# exported module's study (and its configuration as that module's class), which a worker can import: the notebook
+# and its module hold the same code, and the run keys, which name classes without their module, do not change.
 
 # %%
 #| export
@@ -344,6 +347,13 @@ def _write_meta(folder, **fields):
     meta.update(fields)
     with atomic_path(Path(folder) / 'meta.json') as tmp:
         tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+
+def _exported(study: Study, config):
+    "A study (and configuration) defined in a notebook, as the exported module's: a worker can import those."
+    if type(study).__module__ != '__main__' or study.name not in STUDIES:
+        return study, config
+    exported = get_study(study.name)
+    return exported, None if config is None else exported.config_from_record(config_record(config))
 
 def default_folder(study: Study, preset: str, stand_in: str) -> Path:
     "`results/<study>/<preset>` (`-stand-in` added when something stands in)."
@@ -356,7 +366,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     """Run (or resume) `study` with `preset` (or `config`) into `folder` on `device`; report it. The report's dict,
     with `folder`, `config`, `preset` and the run `counts`. `threads` per run defaults to the CPU's cores shared
     among the local workers (results can differ in the last digits with the thread count; meta.json records it)."""
-    study = get_study(study)
+    study, config = _exported(get_study(study), config)
     cfg = config if config is not None else study.config(preset)
     if stand_in:
         cfg = study.with_stand_in(cfg)

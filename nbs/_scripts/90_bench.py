@@ -183,6 +183,37 @@ assert set(bench_record_large(200_000, repeats=2).way) == {'fresh tensor', 'reus
 #| heavy
 print(bench_record_large().round(3).to_string(index=False))
 
+# %% [markdown]
+# ## The GPU check
+#
+# Every study runs on a GPU the way it runs here: the [runner](runner.html) places its models and data, and
+# `tests/test_runner.py` runs every study's smoke preset under a placement that a module left behind cannot pass
+# (float64 on the CPU). What only a GPU shows (speed, memory, the CUDA start method of worker processes) comes from
+# one command on a machine that has one:
+#
+# ```sh
+# make gpu-check          # or: python tools/gpu_check.py --device cuda --out results/gpu-check
+# ```
+#
+# It runs every study's smoke and quick presets with `--device cuda` in fresh processes (a study whose paper data
+# are not there runs its labelled stand-in), then `fracsgd bench llc` and `fracsgd bench ensemble`, and writes
+# `gpu_check.md` and `gpu_check.json`: per study and preset, ok or the error, and the seconds; the card, the date and
+# the commit. Reports are committed under `nbs/bench/gpu_check/`, named by date and card, and listed below.
+#
+# No GPU was lent to the sessions of 2026-11-26, so there is no GPU report yet. The report below was made with the
+# same script on the 2-core development CPU (`--device cpu --presets smoke --no-bench`), to show the check itself
+# works; it says nothing about GPU speed.
+
+# %%
+import json
+from pathlib import Path
+reports = sorted(Path('bench/gpu_check').glob('*.json'))
+assert reports, 'no GPU-check report committed'
+for path in reports:
+    r = json.loads(path.read_text())
+    print(f"{path.name}: {r['card']} (--device {r['device']}), {r['date']}, commit {r['commit']}")
+    print(pd.DataFrame(r['studies'])[['study', 'preset', 'stand_in', 'ok', 'seconds', 'error']].to_string(index=False))
+
 # %%
 #| hide
 import nbdev
