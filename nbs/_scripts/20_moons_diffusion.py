@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 import matplotlib.pyplot as plt
 
-from fracsgd.core import save_figures, write_table
+from fracsgd.core import added_field, save_figures, write_table
 from fracsgd.datasets.moons import load_moons
 from fracsgd.models import make_mlp
 from fracsgd.displacement import runs_matrix
@@ -30,7 +30,7 @@ from fracsgd.ensemble import EnsembleSettings, train_ensemble
 from fracsgd.runner import Study, run_one, placement
 from fracsgd.store import load_study
 from fracsgd.spectral import fit_power_law, compare_growth_laws, diffusion_regime
-from fracsgd.crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS
+from fracsgd.crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
 
 
 # %% [markdown]
@@ -44,6 +44,13 @@ from fracsgd.crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATO
 # resamples. Every other setting is the paper's, so the quick run is a smaller sample of the same experiment,
 # not a different experiment. The smoke preset (4 nets, 2 bootstrap resamples) exists for the tests: it runs in
 # seconds and its numbers mean nothing. Select with `fracsgd run moons-diffusion --full` (or `--preset smoke`).
+#
+# **Long.** The paper's 800 steps leave under half a decade after the crossover, too short for a late exponent
+# (below). The long preset is the full one trained 1,000 epochs (4,000 steps), so that the late window covers
+# more than a decade; its first 800 steps are the paper's run. Two analysis settings differ, neither of which
+# changes what is trained: it records every 10th step plus 100 log-spaced ones (every step of 500 nets for 4,000
+# steps would be 2 million rows), and it places $t_c$ by the model comparison's own rule (`crossover='auto'`,
+# below). `fracsgd run moons-diffusion --preset long`.
 
 # %%
 #| export
@@ -60,10 +67,14 @@ class MoonsDiffusionConfig:
     data_seed: int = 0
     n_boot: int = 100
     nets_per_run: int = 50                  # nets trained together in one run of the sweep
+    record_every: int = 1                   # 1: every step; n > 1: every n-th step and LOG_POINTS log-spaced ones
+    crossover: str = 'slope'                # detect_crossover's method; analysis only (see Analysis)
 
 QUICK = MoonsDiffusionConfig()
 FULL = replace(QUICK, n_models=500, n_boot=500)
 SMOKE = replace(QUICK, n_models=4, nets_per_run=2, n_boot=2)
+LONG = replace(FULL, epochs=1000, record_every=10, crossover='auto')
+LOG_POINTS = 100
 
 
 # %% [markdown]
@@ -74,7 +85,10 @@ SMOKE = replace(QUICK, n_models=4, nets_per_run=2, n_boot=2)
 # its own initialisation and its own minibatch order. The sweep runner stores each finished run atomically in
 # the study folder, skips finished runs when it is started again, and gives a run whose configuration changed a
 # new key, so old results are never silently reused. Every step is recorded (800 steps is small), with the
-# total and per-layer distance.
+# total and per-layer distance; the long preset records every 10th step and 100 log-spaced ones (`record_steps`),
+# which keeps the early steps as finely resolved on a log axis. `record_every` is a field added to the runs
+# after quick and full had run: at its default (every step) it stays out of the run key, so their keys did not
+# change.
 
 # %%
 #| export
@@ -90,20 +104,28 @@ class MoonsRun:
     data_seed: int
     first_seed: int
     n_nets: int
+    record_every: int = added_field(1)    # out of the key at 1: the quick and full runs were stored without it
     RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
 def runs(cfg: MoonsDiffusionConfig) -> list[MoonsRun]:
     "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`."
     shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
-                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed)
+                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed, record_every=cfg.record_every)
     starts = range(0, cfg.n_models, cfg.nets_per_run)
     return [MoonsRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s)) for s in starts]
 
+def record_steps(n_steps: int, every: int = 1, log_points: int = LOG_POINTS):
+    "The steps recorded: all (`every` = 1), or every `every`-th, `log_points` log-spaced ones and the last."
+    if every == 1:
+        return 1
+    grid = np.unique(np.round(np.geomspace(1, n_steps, log_points)).astype(int))
+    return frozenset({*range(0, n_steps + 1, every), *map(int, grid), n_steps})
+
 def train_run(run: MoonsRun, data, nets) -> dict:
     "Train the nets of one run as an ensemble on `data`; their trajectory table (`run` = the net's seed)."
+    n_steps = run.epochs * math.ceil(run.n_samples / run.batch_size)
     settings = EnsembleSettings(optimizer='sgd', lr=run.lr, batch_size=run.batch_size, seed=run.first_seed,
-                                n_steps=run.epochs * math.ceil(run.n_samples / run.batch_size),
-                                every=1, groups='top')
+                                n_steps=n_steps, every=record_steps(n_steps, run.record_every), groups='top')
     table = train_ensemble(nets, data, 'classification', settings)
     table.insert(0, 'run', table.pop('member') + run.first_seed)
     final = table[table.step == table.step.max()]
@@ -112,7 +134,8 @@ def train_run(run: MoonsRun, data, nets) -> dict:
 
 class MoonsDiffusion(Study):
     "The moons anomalous-diffusion study, for the runner."
-    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG)
+    keep = ('growth_laws.csv', 'mean_displacement.csv', 'crossover_readings.csv')
     def runs(self, cfg): return runs(cfg)
     def load_data(self, run): return tuple(load_moons(run.n_samples, run.noise, seed=run.data_seed)[:2])
     def build_models(self, run):
@@ -142,16 +165,23 @@ assert 0 < small['final_loss'] < 1
 #
 # * **Crossover.** `detect_crossover` first asks whether the mean curve needs a crossover at all (one power law
 #   against a restart at $t_c$, paper eq. 32, and a smooth bend, compared by BIC; [crossover
-#   chapter](crossover.html)). On moons it supports a crossover, and a smooth bend rather than a restart. On a
-#   bend, $t_c$ is taken where the local log–log slope falls below ½ for the last time, the end of
-#   super-diffusion (`method='slope'`).
-# * **Why not the chapter's default $t_c$.** `method='auto'` would place $t_c$ at the bend's fitted break $t_0$,
-#   where the two asymptotes meet. There the local slope is still well above ½ (for $t\,(1+t/t_0)^{s-1}$ it is
-#   $(1+s)/2$, 0.65 for $s = 0.3$), so a late window starting there would include the end of the super-diffusive
-#   phase: on the crossover chapter's bias table, on 0.35 decades, the log–log slope from the break is +0.20
-#   above the truth, from the slope-½ time +0.15. The paper's $t_c$ (appendix B.3) is the end of
-#   super-diffusion, which is what `'slope'` measures. The model comparison is the same for every method; only
-#   where $t_c$ is placed differs.
+#   chapter](crossover.html)). On moons it supports a crossover, and a smooth bend rather than a restart. Where $t_c$ is placed
+#   is the configuration's `crossover`, `detect_crossover`'s method: the quick and full presets take it where
+#   the local log–log slope falls below ½ for the last time, the end of super-diffusion (`'slope'`); the long
+#   preset takes the model comparison's own $t_c$ (`'auto'`: the bend's fitted break $t_0$, or the restart time
+#   if a restart wins).
+# * **Why `'slope'` on the paper's 800 steps.** `'auto'` places $t_c$ at the break, where the two asymptotes
+#   meet. There the local slope is still well above ½ (for $t\,(1+t/t_0)^{s-1}$ it is $(1+s)/2$, 0.65 for
+#   $s = 0.3$), so a late window starting there would include the end of the super-diffusive phase: on the
+#   crossover chapter's bias table, on 0.35 decades, the log–log slope from the break is +0.20 above the truth,
+#   from the slope-½ time +0.15. The paper's $t_c$ (appendix B.3) is the end of super-diffusion, which is what
+#   `'slope'` measures. The model comparison is the same for every method; only where $t_c$ is placed differs.
+# * **Why `'auto'` on the long run.** With $t_c$ where the local slope falls below ½, "early slope above ½, late
+#   slope below ½" holds by construction once a crossing exists: the rule that places $t_c$ already refers to
+#   ½, so the two fig. 1 claims cannot fail (issue 23, item 3). The break of the fitted bend (or the restart)
+#   does not refer to ½; the early and late slopes on either side of it can then come out on either side of ½,
+#   and the claims become tests. The price is the bias above, which shrinks as the late window grows: the long
+#   run has more than a decade after the break. `crossover_readings.csv` gives both readings side by side.
 # * **Early exponent**: the log–log slope on $t < t_c$.
 # * **One late exponent.** On a bend, the reported late exponent is the paper's estimator (eq. 17) restricted to
 #   $t \ge t_c$: the log–log slope. The eq.-32 fit, which subtracts a frozen early displacement $r(t_c)$, assumes
@@ -174,13 +204,18 @@ assert 0 < small['final_loss'] < 1
 def _row(quantity, value, lo=np.nan, hi=np.nan, note=''):
     return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi, note=note)
 
+PLACED_BY = {'slope': 'slope', 'auto': "auto (the {model}'s own t_c, which does not refer to 1/2)",
+             'bend': "bend (the bend's break, which does not refer to 1/2)",
+             'eq32': 'eq32 (the eq.-32 restart, which does not refer to 1/2)'}
+
 def _summary(c, early, late, late_fit, n_nets) -> pd.DataFrame:
     "The study's table: one late exponent (the estimator the crossover model calls for), the other as a check."
     window = (f'SHORT: {late.late_decades:.2f} decades < 1, a window mean, not an asymptotic exponent'
               if late.short_late_window else f'{late.late_decades:.2f} decades')
     return pd.DataFrame([
         _row('crossover time t_c (steps)', c.t_c, late.t_c_ci_low, late.t_c_ci_high,
-             f'{c.model} (ΔBIC {c.delta_bic:.0f} against one power law); t_c by {c.method}'),
+             f'{c.model} (ΔBIC {c.delta_bic:.0f} against one power law); '
+             f't_c by {PLACED_BY[c.method].format(model=c.model)}'),
         _row('early exponent, t < t_c', early.slope, early.ci_low, early.ci_high),
         _row('late exponent 1/d_walk', late.slope, late.ci_low, late.ci_high, f'{late.estimator}; {window}'),
         _row('late walk dimension d_walk', 1 / late.slope, 1 / late.ci_high, 1 / late.ci_low),
@@ -192,11 +227,12 @@ def _summary(c, early, late, late_fit, n_nets) -> pd.DataFrame:
         _row('nets', n_nets),
     ])
 
-def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0) -> dict:
-    "Crossover, early exponent, one late exponent with intervals, and growth laws of the mean displacement."
+def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0, crossover: str = 'slope') -> dict:
+    """Crossover (placed by `detect_crossover`'s method `crossover`), early exponent, one late exponent with
+    intervals, and growth laws of the mean displacement."""
     steps, R_all = runs_matrix(table, 'R')                     # R_all: [nets, recorded steps], from step 0
     t, R = steps[steps > 0].astype(float), R_all[:, steps > 0]  # R: [nets, steps], from step 1
-    c = detect_crossover(t, R, method='slope')
+    c = detect_crossover(t, R, method=crossover)
     if not c.found:
         raise ValueError(f"the mean displacement is one power law (slope {c.late_slope:.3f}, ΔBIC "
                          f"{c.delta_bic:.1f}): no crossover to analyse")
@@ -206,6 +242,30 @@ def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0) -> dict:
     return dict(t=t, R=R, crossover=c, early=early, late=late, late_fit=late_fit,
                 summary=_summary(c, early, late, late_fit, len(R)), laws=compare_growth_laws(t, R, t_min=c.t_c),
                 regime_early=diffusion_regime(early.slope), regime_late=diffusion_regime(late.slope))
+
+def crossover_readings(t, R, methods=('slope', 'auto'), n_boot: int = 100, seed: int = 0) -> pd.DataFrame:
+    "t_c, early and late exponents with intervals under each way of placing t_c (a row per method; why it failed)."
+    rows = []
+    for method in methods:
+        row = dict(method=method)
+        try:
+            c = detect_crossover(t, R, method=method)
+            early = fit_power_law(t, R, t_max=c.t_c, n_boot=n_boot, seed=seed)
+            late = fit_late_exponent(t, R, c, n_boot=n_boot, seed=seed)
+            row.update(model=c.model, t_c=c.t_c, t_c_ci_low=late.t_c_ci_low, t_c_ci_high=late.t_c_ci_high,
+                       early=early.slope, early_ci_low=early.ci_low, early_ci_high=early.ci_high,
+                       late=late.slope, late_ci_low=late.ci_low, late_ci_high=late.ci_high,
+                       late_decades=late.late_decades, note=late.estimator)
+        except ValueError as e:                                  # no crossing of 1/2, or no crossover at all
+            row.update(note=str(e))
+        rows.append(row)
+    columns = ['method', 'model', *(f'{q}{end}' for q in ('t_c', 'early', 'late') for end in ('', '_ci_low', '_ci_high')),
+               'late_decades', 'note']
+    return pd.DataFrame(rows).reindex(columns=columns)
+
+def mean_curve(t, R) -> pd.DataFrame:
+    "The mean displacement over nets with its 10% and 90% quantiles, at every recorded step: what the page plots."
+    return pd.DataFrame(dict(t=t, mean=R.mean(0), q10=np.quantile(R, .1, axis=0), q90=np.quantile(R, .9, axis=0)))
 
 
 # %%
@@ -259,13 +319,16 @@ def plot_layers(table: pd.DataFrame):
 # %%
 #| export
 def report(folder, cfg: MoonsDiffusionConfig) -> dict:
-    """Analyse the study in `folder` (read with `load_study`) with the bootstrap size of `cfg`; write the
-    summary, growth laws and figures there."""
+    """Analyse the study in `folder` (read with `load_study`) with the bootstrap size and crossover rule of `cfg`;
+    write the summary, growth laws, mean curve, both crossover readings and figures there."""
     out = Path(folder)
     table = load_study(out).trajectories.drop(columns='key')
-    res = analyse(table, n_boot=cfg.n_boot)
+    res = analyse(table, n_boot=cfg.n_boot, crossover=cfg.crossover)
+    res['readings'] = crossover_readings(res['t'], res['R'], n_boot=cfg.n_boot)
     write_table(res['summary'], out / 'summary.csv')
     write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
+    write_table(mean_curve(res['t'], res['R']), out / 'mean_displacement.csv')
+    write_table(res['readings'], out / 'crossover_readings.csv')
     figs = save_figures({'displacement': plot_displacement(res), 'layers': plot_layers(table)}, out, dpi=120)
     res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, table=table, out=out)
