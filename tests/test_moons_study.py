@@ -67,3 +67,54 @@ def test_analysis_reports_one_late_exponent_and_flags_a_short_window():
     assert late_rows == ['late exponent 1/d_walk', 'check only: late exponent by the other estimator'], late_rows
     assert 'SHORT' in summary.note['late exponent 1/d_walk']
     assert summary.value['check only: late exponent by the other estimator'] > late.ci_high   # eq. 32 biased up
+
+
+def test_committed_results_keep_their_run_keys():
+    # Every compact result of the study was made by one preset; that preset must still give the same runs (the
+    # long preset's `record_every` is a field added later: at its default it stays out of quick's and full's keys).
+    import json
+    from pathlib import Path
+    from fracsgd.sweep import unique_runs
+    compact = Path(__file__).parents[1] / 'nbs' / 'ledger' / 'compact' / 'moons-diffusion'
+    made = {}
+    for prov in sorted(compact.glob('*/provenance.json')):
+        p = json.loads(prov.read_text())
+        made[p['preset']] = prov.parent.name
+        keys = sorted(unique_runs(study.runs(study.STUDY.config(p['preset']))))
+        assert keys == p['run_keys'], (prov, keys)
+    assert {'quick', 'full', 'long'} <= set(made), made
+    assert made['long'].startswith('custom-'), made
+
+
+def test_long_preset_is_the_full_protocol_trained_longer():
+    # Only the length and two analysis settings differ from full; every 10th step plus a log grid is recorded.
+    import dataclasses
+    differs = {f.name for f in dataclasses.fields(study.FULL) if getattr(study.FULL, f.name) != getattr(study.LONG, f.name)}
+    assert differs == {'epochs', 'record_every', 'crossover'}, differs
+    assert study.LONG.epochs * 4 == 4000 and study.FULL.crossover == study.QUICK.crossover == 'slope'
+    steps = study.record_steps(4000, 10)
+    assert {0, 1, 2, 3, 9, 10, 3990, 4000} <= steps and 400 < len(steps) < 500, len(steps)
+    assert not {3991, 3999} & steps
+    assert study.record_steps(800, 1) == 1                  # quick and full: every step, as before
+    assert all(r.record_every == 10 for r in study.runs(study.LONG))
+
+
+def test_auto_crossover_does_not_refer_to_one_half():
+    # The same synthetic bend as above (local slope through ½ at 360, break t0 = 144) recorded for 4,000 steps on
+    # the long preset's grid: the 'auto' rule places t_c at the fitted break (within 15% of 144), not where the
+    # local slope crosses ½; the late window then covers more than a decade and is not flagged; both readings are
+    # reported side by side.
+    import numpy as np, pandas as pd
+    rng = np.random.default_rng(0)
+    t = np.array(sorted(study.record_steps(4000, 10)), float)
+    exact = t * (1 + t / 144) ** -0.7
+    R = exact * np.exp(0.05 * rng.standard_normal((30, 1)) + 0.01 * rng.standard_normal((30, len(t))))
+    table = pd.DataFrame(dict(run=np.repeat(np.arange(30), len(t)), step=np.tile(t, 30), R=R.ravel()))
+    res = study.analyse(table, n_boot=20, crossover='auto')
+    c, late = res['crossover'], res['late']
+    assert c.model == 'bend' and abs(c.t_c / 144 - 1) < 0.15, c
+    assert late.late_decades > 1 and not late.short_late_window, late
+    assert 'does not refer to 1/2' in res['summary'].set_index('quantity').note['crossover time t_c (steps)']
+    both = study.crossover_readings(res['t'], res['R'], n_boot=10).set_index('method')
+    assert abs(both.t_c['slope'] / 360 - 1) < 0.05 and both.t_c['auto'] == c.t_c, both
+    assert both.late['slope'] < both.late['auto'], both      # the later start sees less of the bend

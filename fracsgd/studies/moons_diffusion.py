@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 import matplotlib.pyplot as plt
 
-from ..core import save_figures, write_table
+from ..core import added_field, save_figures, write_table
 from ..datasets.moons import load_moons
 from ..models import make_mlp
 from ..displacement import runs_matrix
@@ -21,11 +21,12 @@ from ..ensemble import EnsembleSettings, train_ensemble
 from ..runner import Study, run_one, placement
 from ..store import load_study
 from ..spectral import fit_power_law, compare_growth_laws, diffusion_regime
-from ..crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS
+from ..crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'SMOKE', 'STUDY', 'MoonsDiffusionConfig', 'MoonsRun', 'runs', 'train_run', 'MoonsDiffusion',
-           'analyse', 'plot_displacement', 'plot_layers', 'report']
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'LONG', 'LOG_POINTS', 'STUDY', 'PLACED_BY', 'MoonsDiffusionConfig', 'MoonsRun', 'runs',
+           'record_steps', 'train_run', 'MoonsDiffusion', 'analyse', 'crossover_readings', 'mean_curve',
+           'plot_displacement', 'plot_layers', 'report']
 
 # %% ../../nbs/20_moons_diffusion.ipynb #bb7cd3cc
 @dataclass(frozen=True)
@@ -41,10 +42,14 @@ class MoonsDiffusionConfig:
     data_seed: int = 0
     n_boot: int = 100
     nets_per_run: int = 50                  # nets trained together in one run of the sweep
+    record_every: int = 1                   # 1: every step; n > 1: every n-th step and LOG_POINTS log-spaced ones
+    crossover: str = 'slope'                # detect_crossover's method; analysis only (see Analysis)
 
 QUICK = MoonsDiffusionConfig()
 FULL = replace(QUICK, n_models=500, n_boot=500)
 SMOKE = replace(QUICK, n_models=4, nets_per_run=2, n_boot=2)
+LONG = replace(FULL, epochs=1000, record_every=10, crossover='auto')
+LOG_POINTS = 100
 
 # %% ../../nbs/20_moons_diffusion.ipynb #36b66c57
 @dataclass(frozen=True)
@@ -59,20 +64,28 @@ class MoonsRun:
     data_seed: int
     first_seed: int
     n_nets: int
+    record_every: int = added_field(1)    # out of the key at 1: the quick and full runs were stored without it
     RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
 def runs(cfg: MoonsDiffusionConfig) -> list[MoonsRun]:
     "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`."
     shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
-                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed)
+                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed, record_every=cfg.record_every)
     starts = range(0, cfg.n_models, cfg.nets_per_run)
     return [MoonsRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s)) for s in starts]
 
+def record_steps(n_steps: int, every: int = 1, log_points: int = LOG_POINTS):
+    "The steps recorded: all (`every` = 1), or every `every`-th, `log_points` log-spaced ones and the last."
+    if every == 1:
+        return 1
+    grid = np.unique(np.round(np.geomspace(1, n_steps, log_points)).astype(int))
+    return frozenset({*range(0, n_steps + 1, every), *map(int, grid), n_steps})
+
 def train_run(run: MoonsRun, data, nets) -> dict:
     "Train the nets of one run as an ensemble on `data`; their trajectory table (`run` = the net's seed)."
+    n_steps = run.epochs * math.ceil(run.n_samples / run.batch_size)
     settings = EnsembleSettings(optimizer='sgd', lr=run.lr, batch_size=run.batch_size, seed=run.first_seed,
-                                n_steps=run.epochs * math.ceil(run.n_samples / run.batch_size),
-                                every=1, groups='top')
+                                n_steps=n_steps, every=record_steps(n_steps, run.record_every), groups='top')
     table = train_ensemble(nets, data, 'classification', settings)
     table.insert(0, 'run', table.pop('member') + run.first_seed)
     final = table[table.step == table.step.max()]
@@ -81,7 +94,8 @@ def train_run(run: MoonsRun, data, nets) -> dict:
 
 class MoonsDiffusion(Study):
     "The moons anomalous-diffusion study, for the runner."
-    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG)
+    keep = ('growth_laws.csv', 'mean_displacement.csv', 'crossover_readings.csv')
     def runs(self, cfg): return runs(cfg)
     def load_data(self, run): return tuple(load_moons(run.n_samples, run.noise, seed=run.data_seed)[:2])
     def build_models(self, run):
@@ -95,13 +109,18 @@ STUDY = MoonsDiffusion()
 def _row(quantity, value, lo=np.nan, hi=np.nan, note=''):
     return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi, note=note)
 
+PLACED_BY = {'slope': 'slope', 'auto': "auto (the {model}'s own t_c, which does not refer to 1/2)",
+             'bend': "bend (the bend's break, which does not refer to 1/2)",
+             'eq32': 'eq32 (the eq.-32 restart, which does not refer to 1/2)'}
+
 def _summary(c, early, late, late_fit, n_nets) -> pd.DataFrame:
     "The study's table: one late exponent (the estimator the crossover model calls for), the other as a check."
     window = (f'SHORT: {late.late_decades:.2f} decades < 1, a window mean, not an asymptotic exponent'
               if late.short_late_window else f'{late.late_decades:.2f} decades')
     return pd.DataFrame([
         _row('crossover time t_c (steps)', c.t_c, late.t_c_ci_low, late.t_c_ci_high,
-             f'{c.model} (ΔBIC {c.delta_bic:.0f} against one power law); t_c by {c.method}'),
+             f'{c.model} (ΔBIC {c.delta_bic:.0f} against one power law); '
+             f't_c by {PLACED_BY[c.method].format(model=c.model)}'),
         _row('early exponent, t < t_c', early.slope, early.ci_low, early.ci_high),
         _row('late exponent 1/d_walk', late.slope, late.ci_low, late.ci_high, f'{late.estimator}; {window}'),
         _row('late walk dimension d_walk', 1 / late.slope, 1 / late.ci_high, 1 / late.ci_low),
@@ -113,11 +132,12 @@ def _summary(c, early, late, late_fit, n_nets) -> pd.DataFrame:
         _row('nets', n_nets),
     ])
 
-def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0) -> dict:
-    "Crossover, early exponent, one late exponent with intervals, and growth laws of the mean displacement."
+def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0, crossover: str = 'slope') -> dict:
+    """Crossover (placed by `detect_crossover`'s method `crossover`), early exponent, one late exponent with
+    intervals, and growth laws of the mean displacement."""
     steps, R_all = runs_matrix(table, 'R')                     # R_all: [nets, recorded steps], from step 0
     t, R = steps[steps > 0].astype(float), R_all[:, steps > 0]  # R: [nets, steps], from step 1
-    c = detect_crossover(t, R, method='slope')
+    c = detect_crossover(t, R, method=crossover)
     if not c.found:
         raise ValueError(f"the mean displacement is one power law (slope {c.late_slope:.3f}, ΔBIC "
                          f"{c.delta_bic:.1f}): no crossover to analyse")
@@ -127,6 +147,30 @@ def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0) -> dict:
     return dict(t=t, R=R, crossover=c, early=early, late=late, late_fit=late_fit,
                 summary=_summary(c, early, late, late_fit, len(R)), laws=compare_growth_laws(t, R, t_min=c.t_c),
                 regime_early=diffusion_regime(early.slope), regime_late=diffusion_regime(late.slope))
+
+def crossover_readings(t, R, methods=('slope', 'auto'), n_boot: int = 100, seed: int = 0) -> pd.DataFrame:
+    "t_c, early and late exponents with intervals under each way of placing t_c (a row per method; why it failed)."
+    rows = []
+    for method in methods:
+        row = dict(method=method)
+        try:
+            c = detect_crossover(t, R, method=method)
+            early = fit_power_law(t, R, t_max=c.t_c, n_boot=n_boot, seed=seed)
+            late = fit_late_exponent(t, R, c, n_boot=n_boot, seed=seed)
+            row.update(model=c.model, t_c=c.t_c, t_c_ci_low=late.t_c_ci_low, t_c_ci_high=late.t_c_ci_high,
+                       early=early.slope, early_ci_low=early.ci_low, early_ci_high=early.ci_high,
+                       late=late.slope, late_ci_low=late.ci_low, late_ci_high=late.ci_high,
+                       late_decades=late.late_decades, note=late.estimator)
+        except ValueError as e:                                  # no crossing of 1/2, or no crossover at all
+            row.update(note=str(e))
+        rows.append(row)
+    columns = ['method', 'model', *(f'{q}{end}' for q in ('t_c', 'early', 'late') for end in ('', '_ci_low', '_ci_high')),
+               'late_decades', 'note']
+    return pd.DataFrame(rows).reindex(columns=columns)
+
+def mean_curve(t, R) -> pd.DataFrame:
+    "The mean displacement over nets with its 10% and 90% quantiles, at every recorded step: what the page plots."
+    return pd.DataFrame(dict(t=t, mean=R.mean(0), q10=np.quantile(R, .1, axis=0), q90=np.quantile(R, .9, axis=0)))
 
 # %% ../../nbs/20_moons_diffusion.ipynb #0e71e324
 def plot_displacement(res: dict, table: pd.DataFrame | None = None):
@@ -167,13 +211,16 @@ def plot_layers(table: pd.DataFrame):
 
 # %% ../../nbs/20_moons_diffusion.ipynb #305402cf
 def report(folder, cfg: MoonsDiffusionConfig) -> dict:
-    """Analyse the study in `folder` (read with `load_study`) with the bootstrap size of `cfg`; write the
-    summary, growth laws and figures there."""
+    """Analyse the study in `folder` (read with `load_study`) with the bootstrap size and crossover rule of `cfg`;
+    write the summary, growth laws, mean curve, both crossover readings and figures there."""
     out = Path(folder)
     table = load_study(out).trajectories.drop(columns='key')
-    res = analyse(table, n_boot=cfg.n_boot)
+    res = analyse(table, n_boot=cfg.n_boot, crossover=cfg.crossover)
+    res['readings'] = crossover_readings(res['t'], res['R'], n_boot=cfg.n_boot)
     write_table(res['summary'], out / 'summary.csv')
     write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
+    write_table(mean_curve(res['t'], res['R']), out / 'mean_displacement.csv')
+    write_table(res['readings'], out / 'crossover_readings.csv')
     figs = save_figures({'displacement': plot_displacement(res), 'layers': plot_layers(table)}, out, dpi=120)
     res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, table=table, out=out)
