@@ -302,3 +302,26 @@ def test_a_worker_with_several_threads_does_not_hang_after_the_parent_used_openm
         assert pool.submit(_threaded_matmul, 1).result(timeout=120) == 400 * 400 * 400 + 1
         start = pool._mp_context.get_start_method()
     assert start == ('forkserver' if (os.cpu_count() or 1) > 1 else 'fork')
+
+
+ORPHAN_DRIVER = '''
+import os, signal, time
+from fracsgd.sweep import local_pool
+pool = local_pool(2)
+pool.submit(time.sleep, 0.1).result()
+print(' '.join(str(p) for p in pool._processes), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+def test_workers_end_when_their_driver_is_killed():
+    # A driver killed with SIGKILL (a stopped docs build, a killed sweep) used to leave its idle workers behind,
+    # holding its pipes open; on Linux they now end with it.
+    import subprocess, sys, time
+    if not sys.platform.startswith('linux'):
+        pytest.skip('PR_SET_PDEATHSIG is Linux only')
+    p = subprocess.run([sys.executable, '-c', ORPHAN_DRIVER], capture_output=True, text=True, timeout=120)
+    pids = [int(x) for x in p.stdout.split()]
+    assert len(pids) == 2, p.stderr
+    time.sleep(3)
+    alive = [q for q in pids if os.path.exists(f'/proc/{q}') and open(f'/proc/{q}/stat').read().split()[2] != 'Z']
+    assert alive == []

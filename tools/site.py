@@ -18,7 +18,7 @@ Steps of `build`:
 """
 from __future__ import annotations
 
-import argparse, json, os, re, shutil, subprocess, sys, tarfile, tempfile, threading, time
+import argparse, json, os, re, shutil, signal, subprocess, sys, tarfile, tempfile, threading, time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from configparser import ConfigParser
 from pathlib import Path
@@ -156,12 +156,13 @@ def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None, ti
         cmd = [sys.executable, str(Path(__file__).resolve()), '_process', str(nb), str(dst), str(order), str(nbs)]
         if not execute: cmd.append('--no-execute')
         if stop.is_set(): return nb, 0.0
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # its own process group: stopping it also stops the worker processes a study started in it
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         running.add(p)
         try:
             _, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            p.kill(); p.communicate()
+            _stop_group(p, signal.SIGKILL); p.communicate()
             raise BuildError(f'{nb.relative_to(nbs)} took more than {timeout:.0f}s to run: mark its slow cells `#| heavy`')
         finally:
             running.discard(p)
@@ -179,11 +180,19 @@ def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None, ti
         for f in as_completed(futures): f.result()  # the first failure stops the build
     except BaseException:
         stop.set()
-        for p in list(running): p.terminate()  # only the processes this build started
+        for p in list(running): _stop_group(p)  # only the processes this build started, and their workers
         ex.shutdown(wait=True, cancel_futures=True)
         raise
     ex.shutdown()
     return [f.result() for f in futures]
+
+
+def _stop_group(p, sig=None):
+    "Signal the process group of `p` (the notebook and any workers it started), SIGTERM by default."
+    try:
+        os.killpg(p.pid, sig or signal.SIGTERM)
+    except ProcessLookupError:
+        pass
 
 
 class BuildError(SystemExit):

@@ -236,7 +236,13 @@ err['message']
 # %%
 #| export
 def _set_threads(n: int):
+    "A worker's start: its share of the CPU's threads, and (Linux) an end when the process that started it ends."
     torch.set_num_threads(n)
+    try:                                       # PR_SET_PDEATHSIG: a killed driver leaves no idle workers behind
+        import ctypes, signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 def local_pool(workers: int | None = None, start_method: str | None = None) -> ProcessPoolExecutor:
     """A process pool of `workers` (default: CPU count) whose workers split the CPU's threads between them;

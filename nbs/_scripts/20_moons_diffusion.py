@@ -489,6 +489,7 @@ for preset in ('full', 'long'):
     print(f"{preset}: {k['folder'].name}, {k['prov']['scale']}; runs {k['timing']['seconds']:.0f} s of worker time, "
           f"{k['prov']['session']['device']}, {k['prov']['session']['time'][:10]}")
 
+
 # %% [markdown]
 # Side by side, with the paper's claim (fig. 1: faster than diffusive early, slower late, ½ being diffusion).
 # Quick and full place $t_c$ where the local slope last falls below ½; long places it at the fitted bend's break,
@@ -527,6 +528,7 @@ side_by_side(kept)
 # %%
 readings = pd.concat({p: kept[p]['readings'] for p in ('full', 'long')}, names=['preset'])
 readings[['model', 't_c', 'early', 'late', 'late_ci_low', 'late_ci_high', 'late_decades', 'note']].round(3)
+
 
 # %%
 def plot_long(curve: pd.DataFrame, s: pd.DataFrame, paper_steps: int = 800):
