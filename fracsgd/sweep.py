@@ -85,8 +85,12 @@ def execute(fn: Callable, config) -> tuple:
         return 'failed', error_record(e), time.perf_counter() - t0
 
 # %% ../nbs/13_sweep.ipynb #fc013575
-def _set_threads(n: int):
-    "A worker's start: its share of the CPU's threads, and (Linux) an end when the process that started it ends."
+def _set_threads(n: int, environ: dict | None = None):
+    """A worker's start: the driver's environment as it is now (a fork server started earlier holds an older one),
+    its share of the CPU's threads, and (Linux) an end when the process that started it ends."""
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
     torch.set_num_threads(n)
     try:                                       # PR_SET_PDEATHSIG: a killed driver leaves no idle workers behind
         import ctypes, signal
@@ -103,7 +107,8 @@ def local_pool(workers: int | None = None, start_method: str | None = None) -> P
     if start_method is None and threads > 1 and 'forkserver' in multiprocessing.get_all_start_methods():
         start_method = 'forkserver'
     context = multiprocessing.get_context(start_method) if start_method else None
-    return ProcessPoolExecutor(workers, mp_context=context, initializer=_set_threads, initargs=(threads,))
+    return ProcessPoolExecutor(workers, mp_context=context, initializer=_set_threads,
+                               initargs=(threads, dict(os.environ)))
 
 # %% ../nbs/13_sweep.ipynb #42ca424d
 @contextmanager

@@ -325,3 +325,19 @@ def test_workers_end_when_their_driver_is_killed():
     time.sleep(3)
     alive = [q for q in pids if os.path.exists(f'/proc/{q}') and open(f'/proc/{q}/stat').read().split()[2] != 'Z']
     assert alive == []
+
+
+def _read_env(name):
+    import os
+    return os.environ.get(name)
+
+
+def test_a_worker_sees_the_environment_of_its_driver_when_the_pool_starts(monkeypatch):
+    # A fork server keeps the environment it started with; the pool hands each worker the driver's current one,
+    # as a forked worker would have (a study reads FRACSGD_DATA in its workers).
+    from fracsgd.sweep import local_pool
+    with local_pool(1) as pool:                                  # the fork server starts here (2+ cores)
+        assert pool.submit(_read_env, 'FRACSGD_ENV_PROBE').result(timeout=120) is None
+    monkeypatch.setenv('FRACSGD_ENV_PROBE', 'set later')
+    with local_pool(1) as pool:
+        assert pool.submit(_read_env, 'FRACSGD_ENV_PROBE').result(timeout=120) == 'set later'

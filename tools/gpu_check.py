@@ -7,8 +7,8 @@
 Each study runs in a fresh process (`python -m fracsgd run ...`), so one crash does not stop the others; a study
 whose paper data are not on the machine runs its labelled stand-in (`--stand-in`), and the report says so. The
 report (`gpu_check.md`, and `gpu_check.json` with the same rows) names the card, the date, the commit, and per
-study and preset: ok or the last line of the error, and the seconds. Commit it under nbs/bench/ with the card and
-date in its name when it was run on a GPU.
+study and preset: ok or the last line of the error, and the seconds. Commit the JSON under nbs/bench/gpu_check/ with
+the card and date in its name (a .md there would become a page of the site).
 """
 import argparse, datetime, json, os, subprocess, sys, time
 from pathlib import Path

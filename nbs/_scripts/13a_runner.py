@@ -1,8 +1,7 @@
 # %% [markdown]
 # # Runner
 #
-# > One protocol for every study, one runner for all of them: the runner decides where a run's tensors live,
-# > seeds it, keeps its trained state before analysis, and records the preset that made a folder.
+# > One study protocol and one runner: where tensors live, seeds, trained state kept before analysis, presets.
 
 # %%
 #| default_exp runner

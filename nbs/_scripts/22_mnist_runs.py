@@ -206,7 +206,7 @@ assert sum(w.numel() for n, w in make_mlp([784, *r.hidden, 10], batch_norm=True)
 #   Then the data's `warning` says so; it is stored with every run (`data_warning`) and the study's report copies
 #   it into `meta.json` (`record_data_source`, below).
 #
-# The first two are refused before any run starts (`MNISTStudy.check_data`). The tensors are on the CPU, in
+# The first two are refused before any run starts (the study's `check_data`). The tensors are on the CPU, in
 # PyTorch's default dtype; the runner places them.
 
 # %%

@@ -198,7 +198,7 @@ print(bench_record_large().round(3).to_string(index=False))
 # It runs every study's smoke and quick presets with `--device cuda` in fresh processes (a study whose paper data
 # are not there runs its labelled stand-in), then `fracsgd bench llc` and `fracsgd bench ensemble`, and writes
 # `gpu_check.md` and `gpu_check.json`: per study and preset, ok or the error, and the seconds; the card, the date and
-# the commit. Reports are committed under `nbs/bench/gpu_check/`, named by date and card, and listed below.
+# the commit. The JSON reports are committed under `nbs/bench/gpu_check/`, named by date and card, and listed below.
 #
 # No GPU was lent to the sessions of 2026-11-26, so there is no GPU report yet. The report below was made with the
 # same script on the 2-core development CPU (`--device cpu --presets smoke --no-bench`), to show the check itself
