@@ -16,6 +16,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def write(path: Path, text: str):
+    "Write `text` to `path` whole or not at all, readable by other users."
+    from fracsgd.core import atomic_path
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
 def card(device: str) -> str:
     import torch
     if device.startswith('cuda') and torch.cuda.is_available():
@@ -84,7 +91,7 @@ def main(argv=None) -> int:
                              error='' if code == 0 else last_error(output)))
             print(f"{name:20s} {preset:6s} {'ok' if code == 0 else 'FAILED':6s} {seconds:7.1f} s "
                   f"{'' if code == 0 else rows[-1]['error']}", flush=True)
-            (out / f'{name}-{preset}.log').write_text(output)
+            write(out / f'{name}-{preset}.log', output)
     bench = {}
     if not args.no_bench:
         for what in ('llc', 'ensemble'):
@@ -92,7 +99,7 @@ def main(argv=None) -> int:
             bench[what] = dict(ok=code == 0, seconds=round(seconds, 1), output=output.strip())
             print(f'bench {what}: {"ok" if code == 0 else "FAILED"} ({seconds:.0f} s)', flush=True)
     head = dict(date=datetime.date.today().isoformat(), device=args.device, card=card(args.device), commit=commit())
-    (out / 'gpu_check.json').write_text(json.dumps(dict(head, studies=rows, bench=bench), indent=1) + '\n')
+    write(out / 'gpu_check.json', json.dumps(dict(head, studies=rows, bench=bench), indent=1) + '\n')
     lines = [f"# GPU check, {head['date']}: {head['card']} (`--device {args.device}`, commit {head['commit']})", '',
              f"{sum(r['ok'] for r in rows)} of {len(rows)} study runs ok.", '',
              '| study | preset | stand-in | result | seconds |', '|---|---|---|---|---|']
@@ -100,7 +107,7 @@ def main(argv=None) -> int:
               f"{'ok' if r['ok'] else 'FAILED: ' + r['error'].replace('|', '/')} | {r['seconds']} |" for r in rows]
     for what, b in bench.items():
         lines += ['', f'## fracsgd bench {what} ({b["seconds"]} s)', '', '```', b['output'][-4000:], '```']
-    (out / 'gpu_check.md').write_text('\n'.join(lines) + '\n')
+    write(out / 'gpu_check.md', '\n'.join(lines) + '\n')
     print(f"report: {out / 'gpu_check.md'}")
     return 0 if all(r['ok'] for r in rows) and all(b['ok'] for b in bench.values()) else 1
 

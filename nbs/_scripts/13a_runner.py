@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from fracsgd.core import atomic_path, default_device, results_dir, seed_everything
-from fracsgd.store import read_meta, status, failed_keys, done_keys, read_plan
+from fracsgd.store import read_meta, status, failed_keys, done_keys
 from fracsgd.sweep import Sweep, run_sweep, run_key, config_record
 
 # %% [markdown]
@@ -341,12 +341,6 @@ def run_one(study, p: Placement, folder, run) -> dict:
 
 # %%
 #| export
-def _write_meta(folder, **fields):
-    meta = read_meta(folder)
-    meta.update(fields)
-    with atomic_path(Path(folder) / 'meta.json') as tmp:
-        tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
-
 def _exported(study: Study, config):
     "A study (and configuration) defined in a notebook, as the exported module's: a worker can import those."
     if type(study).__module__ != '__main__' or study.name not in STUDIES:
