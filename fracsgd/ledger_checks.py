@@ -17,7 +17,7 @@ from .ledger import (COMPACT, LEDGER_DIR, NBETA_NAMES, _fmt, ours_text, paper_te
 
 # %% auto #0
 __all__ = ['HALF_D', 'DLN_SOURCE', 'DLN_STAND_IN', 'mlp_parameters', 'parameter_counts', 'model_of', 'half_d_table', 'half_d_row',
-           'median_ci_ranks', 'dln_bias_result', 'study_verdicts']
+           'median_ci_ranks', 'dln_bias_result', 'study_verdicts', 'study_nbeta']
 
 # %% ../nbs/31_ledger_checks.ipynb #4a1d7b56
 HALF_D = 'λ/(d/2), largest over the LLC rows of a result'    # the quantity of claim appD-llc-le-half-d
@@ -127,7 +127,9 @@ def dln_bias_result(source=None, compact_dir=None) -> Path:
 def _why(note: str) -> str:
     "What keeps a ledger row from being decisive: the lead of its note (before 'the rule on these numbers'), or ''."
     m = re.match(r'^(.*?); the rule on these numbers: [a-z ]+', note or '')
-    return m.group(1) if m else ''
+    if m:
+        return m.group(1)
+    return 'interval widened by the LLC readings at the final weights' if 'widened by the LLC' in (note or '') else ''
 
 def study_verdicts(study: str, ledger=None, claims=None) -> pd.DataFrame:
     """The committed ledger rows made from `study`'s compact results that carry a number, one per claim and
@@ -136,10 +138,12 @@ def study_verdicts(study: str, ledger=None, claims=None) -> pd.DataFrame:
     rows = read_ledger(ledger, claims_table)
     rows = rows[rows.source.str.startswith(f'compact/{study}/') & rows.value.notna()]
     ledger_dir = Path(ledger).parent if ledger else LEDGER_DIR
-    nbeta = {src: json.loads((ledger_dir / src / 'provenance.json').read_text()).get('llc_nbeta') or ''
-             for src in rows.source.unique()}
+    prov = {src: json.loads((ledger_dir / src / 'provenance.json').read_text()) for src in rows.source.unique()}
+    nbeta = {src: p.get('llc_nbeta') or '' for src, p in prov.items()}
+    label = lambda r: r.config + (f" ({prov[r.source]['preset']})" if r.config.startswith('custom')
+                                  and prov[r.source].get('preset') not in (None, 'custom') else '')
     out = [dict(claim=r.claim_id, what=claims_table.loc[r.claim_id, 'claim'],
-                paper=paper_text(claims_table.loc[r.claim_id]), ours=ours_text(r), config=r.config,
+                paper=paper_text(claims_table.loc[r.claim_id]), ours=ours_text(r), config=label(r),
                 scale=scale_kind(r.scale) + ('' if scale_kind(r.scale) in ('paper scale', 'stand-in') else
                                              ': ' + r.scale.split(': ', 1)[1]),
                 rule=r.rule, verdict=r.verdict, why=_why(r.note),
@@ -147,3 +151,12 @@ def study_verdicts(study: str, ledger=None, claims=None) -> pd.DataFrame:
            for r in rows.itertuples()]
     return pd.DataFrame(out, columns=['claim', 'what', 'paper', 'ours', 'config', 'scale', 'rule', 'verdict', 'why',
                                       'nbeta']).rename(columns={'nbeta': 'nβ'})
+
+def study_nbeta(study: str, compact_dir=None) -> dict[str, str]:
+    "{configuration: nβ of its LLC estimates, in words} over the study's committed compact results that estimate an LLC."
+    out = {}
+    for prov_file in sorted((Path(compact_dir or COMPACT) / study).glob('*/provenance.json')):
+        prov = json.loads(prov_file.read_text())
+        if prov.get('llc_nbeta'):
+            out[prov_file.parent.name] = prov['llc_nbeta']
+    return out

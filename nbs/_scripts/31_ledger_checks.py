@@ -229,14 +229,18 @@ dln
 # Each study page prints the rows it put in the ledger, read from the committed ledger, so that its verdicts
 # cannot drift from the ledger's: `study_verdicts(study)` gives, for every row made from one of the study's compact
 # results and carrying a number, the claim, the paper's number, ours, the configuration and its scale, the rule's
-# verdict on the numbers, the verdict, why a row is not decisive, and $n\beta$ where the LLC enters.
+# verdict on the numbers, the verdict, why a row is not decisive, and $n\beta$ where the LLC enters;
+# `study_nbeta(study)` states the $n\beta$ of every LLC the study's committed results hold, for pages that print
+# LLCs outside the ledger's rows.
 
 # %%
 #| export
 def _why(note: str) -> str:
     "What keeps a ledger row from being decisive: the lead of its note (before 'the rule on these numbers'), or ''."
     m = re.match(r'^(.*?); the rule on these numbers: [a-z ]+', note or '')
-    return m.group(1) if m else ''
+    if m:
+        return m.group(1)
+    return 'interval widened by the LLC readings at the final weights' if 'widened by the LLC' in (note or '') else ''
 
 def study_verdicts(study: str, ledger=None, claims=None) -> pd.DataFrame:
     """The committed ledger rows made from `study`'s compact results that carry a number, one per claim and
@@ -245,10 +249,12 @@ def study_verdicts(study: str, ledger=None, claims=None) -> pd.DataFrame:
     rows = read_ledger(ledger, claims_table)
     rows = rows[rows.source.str.startswith(f'compact/{study}/') & rows.value.notna()]
     ledger_dir = Path(ledger).parent if ledger else LEDGER_DIR
-    nbeta = {src: json.loads((ledger_dir / src / 'provenance.json').read_text()).get('llc_nbeta') or ''
-             for src in rows.source.unique()}
+    prov = {src: json.loads((ledger_dir / src / 'provenance.json').read_text()) for src in rows.source.unique()}
+    nbeta = {src: p.get('llc_nbeta') or '' for src, p in prov.items()}
+    label = lambda r: r.config + (f" ({prov[r.source]['preset']})" if r.config.startswith('custom')
+                                  and prov[r.source].get('preset') not in (None, 'custom') else '')
     out = [dict(claim=r.claim_id, what=claims_table.loc[r.claim_id, 'claim'],
-                paper=paper_text(claims_table.loc[r.claim_id]), ours=ours_text(r), config=r.config,
+                paper=paper_text(claims_table.loc[r.claim_id]), ours=ours_text(r), config=label(r),
                 scale=scale_kind(r.scale) + ('' if scale_kind(r.scale) in ('paper scale', 'stand-in') else
                                              ': ' + r.scale.split(': ', 1)[1]),
                 rule=r.rule, verdict=r.verdict, why=_why(r.note),
@@ -257,10 +263,21 @@ def study_verdicts(study: str, ledger=None, claims=None) -> pd.DataFrame:
     return pd.DataFrame(out, columns=['claim', 'what', 'paper', 'ours', 'config', 'scale', 'rule', 'verdict', 'why',
                                       'nbeta']).rename(columns={'nbeta': 'nβ'})
 
+def study_nbeta(study: str, compact_dir=None) -> dict[str, str]:
+    "{configuration: nβ of its LLC estimates, in words} over the study's committed compact results that estimate an LLC."
+    out = {}
+    for prov_file in sorted((Path(compact_dir or COMPACT) / study).glob('*/provenance.json')):
+        prov = json.loads(prov_file.read_text())
+        if prov.get('llc_nbeta'):
+            out[prov_file.parent.name] = prov['llc_nbeta']
+    return out
+
 # %%
+assert study_nbeta('moons-diffusion') == {} and study_nbeta('mnist-seeds') == {
+    'full': "nβ = 256/ln 256 ≈ 46.2 (the SGLD batch size as n: devinterp's reading of β = 1/ln n)"}
 moons = study_verdicts('moons-diffusion')
-assert set(moons.config) == {'quick', 'full', 'custom'} and moons.claim.is_unique is False
-assert (moons[moons.config == 'custom'].scale == 'extended: epochs 1,000 of 200').all()
+assert set(moons.config) == {'quick', 'full', 'custom (long)'} and moons.claim.is_unique is False
+assert (moons[moons.config == 'custom (long)'].scale == 'extended: epochs 1,000 of 200').all()
 assert study_verdicts('no-such-study').empty
 moons
 
