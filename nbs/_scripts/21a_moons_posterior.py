@@ -46,7 +46,6 @@ _all_ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponent
 torch.set_num_threads(1)   # one thread in this process: forking the sweep's workers after a multi-threaded
                            # torch parallel region here can hang them (the GNU OpenMP runtime is not fork-safe)
 
-
 # %% [markdown]
 # **What this study found**, as the [claims ledger](ledger.html) records it. The table is read from the committed
 # ledger, so it cannot drift from it: each claim that the study's committed results test, the paper's number,
@@ -71,6 +70,7 @@ assert at_paper.why[['tab2-kl', 'tab2-js', 'fig4b-tempered-agrees']].str.contain
 assert at_paper.ours['fig3-xi'] == '≤ 0.05, grid edge' and at_paper.rule['fig4b-sgd-prefers-c1'] == 'reproduced'
 assert found.set_index('claim').loc['fig1-late-1000ep', 'verdict'] == 'not reproduced'
 found.drop(columns='what')
+
 
 # %% [markdown]
 # **What the paper did** (§4.2 and appendix G.4 of Hennick & De Baerdemacker, ICLR 2026): 500 nets with two

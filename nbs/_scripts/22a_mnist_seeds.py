@@ -33,7 +33,6 @@ from fracsgd.studies.mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, comp
 import torch
 torch.set_num_threads(1)   # two cores shared with other work
 
-
 # %% [markdown]
 # **What this study found**, as the [claims ledger](ledger.html) records it (read from the committed ledger, so it
 # cannot drift from it; the numbers and their discussion are in *Results at the paper's scale* below). At the
@@ -55,6 +54,7 @@ assert set(found.index[found.verdict == 'reproduced']) == {'fig18-r2', 'appD-llc
 assert (found.verdict[['tab8-llc-mean', 'tab8-ds-mean']] == 'inconclusive').all()
 assert (found.scale == 'paper scale').all() and found.loc['tab8-llc-mean', 'nβ'].startswith('nβ = 256/ln 256')
 found.drop(columns='what').reset_index()
+
 
 # %% [markdown]
 # **What the paper did** (appendix G.1, table 8): 50 nets of one architecture, fully connected with ReLU and

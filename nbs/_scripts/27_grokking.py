@@ -43,7 +43,6 @@ from fracsgd.studies.grokking_models import Accuracy, StepProjections, make_mode
 import torch
 torch.set_num_threads(1)   # two cores shared with other work
 
-
 # %% [markdown]
 # **What this study found**, as the [claims ledger](ledger.html) records it (read from the committed ledger, so it
 # cannot drift from it; the numbers are discussed under *What the quick run shows* below). Only the quick
@@ -64,6 +63,7 @@ assert set(found.claim) == {'fig5-jumps', 'fig6-accuracy-jumps', 'appF-llc-rate'
 _ours = found.set_index('claim').ours
 assert _ours['fig5-jumps'] == '0 [0, 0]' and _ours['fig6-accuracy-jumps'] == '685 [510, 860]', _ours
 found.drop(columns='what')
+
 
 # %% [markdown]
 # **What the paper did.** The arXiv version (appendix E, fig. 11, 13–14) trains a fully connected network with

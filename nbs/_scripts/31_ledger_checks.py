@@ -218,6 +218,7 @@ dln = read_table(committed / 'summary.csv').set_index('quantity')
 assert dln.ci_high.iloc[0] < 0.5 and dln.value['paper preset: networks'] == 24
 dln
 
+
 # %% [markdown]
 # The preset's median estimate is about a quarter of the exact λ, and its interval lies well below ½: on
 # networks with a known answer, table 3's setting is not sufficient in the weakest sense we could give the word.
@@ -271,6 +272,7 @@ def study_nbeta(study: str, compact_dir=None) -> dict[str, str]:
         if prov.get('llc_nbeta'):
             out[prov_file.parent.name] = prov['llc_nbeta']
     return out
+
 
 # %%
 assert study_nbeta('moons-diffusion') == {} and study_nbeta('mnist-seeds') == {
