@@ -39,7 +39,6 @@ from fracsgd.store import load_study
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
 
-
 # %% [markdown]
 # **What this study found**, as the [claims ledger](ledger.html) records it (read from the committed ledger, so it
 # cannot drift from it). Tiny ImageNet and the pretrained weights could not be had offline, so the committed result
@@ -54,6 +53,7 @@ for label, nbeta in study_nbeta('tiny-imagenet').items():
 found = study_verdicts('tiny-imagenet')
 assert (found.verdict == 'not run at paper scale').all() and (found.scale == 'stand-in').all()
 found.drop(columns='what')
+
 
 # %% [markdown]
 # **What the paper did** (ICLR version, appendix G.2 and §4.1). Tiny ImageNet's 64×64 images are scaled up to

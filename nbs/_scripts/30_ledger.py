@@ -148,15 +148,21 @@ by_scale
 # number, from the paper (next section). `llc` says how the number depends on the LLC estimator: `llc` (it is an
 # LLC), `llc-scaled` (it scales with the LLC: eq. 17's $d_s = 2\bar\lambda\cdot$slope and its means),
 # `llc-spread` (an sd of such numbers), `llc-ratio` (LLC estimates enter only as ratios or ranks, in which $n\beta$
-# cancels), or empty. `caveat` travels into the note of every row of the claim; `decisive` names a reason why no
+# cancels), `llc-derived` (computed from a result's `llc` rows after they were widened: the bound λ ≤ d/2 of
+# appendix D.3, [ledger checks](ledger_checks.html)), or empty. `caveat` travels into the note of every row of the claim; `decisive` names a reason why no
 # number can decide the claim yet (empty: the rule decides); `configs` names the results that test the claim when
 # they are not simply its study's presets.
 #
 # Table 8's fifty per-seed rows are not claims one can reproduce seed by seed; the ledger holds their mean,
 # standard deviation and the bound, computed from the printed rows (the claim text says so). Table 3 holds
-# settings, not results; its row records the paper's statement that those settings are sufficient, which the
-# [DLN chapter](dln.html) measures (the preset underestimates Aoyagi's λ by 40–77% there), although not yet
-# through this ledger.
+# settings, not results; its row records the paper's statement that those settings are sufficient, read as "the
+# median estimate is above half the exact λ" on the deep linear networks of the [LLC validation
+# chapter](llc_validation.html), where λ is known (a stand-in result made by the [ledger
+# checks](ledger_checks.html); the [DLN chapter](dln.html) finds the preset 40–77% low on its seven networks).
+#
+# A claim's `quantity` may also be `2 × max of A | B | C`: twice the largest of the summary rows A, B, C that have
+# a value, with twice the largest of their ends as interval. Where eq. 17 reads $d_s = 2\lambda\alpha$ with one λ,
+# the largest $d_s/\lambda$ over a table's rows is exactly twice its largest α (table 1's vision rows, table 4).
 
 # %%
 #| export
