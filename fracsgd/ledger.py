@@ -505,13 +505,14 @@ def rebuild_ledger(ledger=None, compact_dir=None, claims=None) -> pd.DataFrame:
 def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
     """`record_claims`, then copy the study folder's `files` (default: the files its study keeps) and the measured
     times (`timing.json`, every `seconds*` column of the runs table summed) beside its compact summary; return
-    that compact folder."""
-    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
+    that compact folder. The files are copied first: the ledger's rows may read them (the parameter counts of
+    the models, for the bound λ ≤ d/2)."""
     cfg = study_configuration(folder)
     dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
     for name in (_study(cfg['study']).keep if files is None else files):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
+    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     runs = runs_table(folder)
     timing = {c: round(float(runs[c].sum()), 1) for c in runs if c.startswith('seconds')}
     with atomic_path(dest / 'timing.json') as tmp:

@@ -53,27 +53,28 @@ def model_of(quantity: str, counts: dict) -> str | None:
     return max(hits, key=len) if hits else ('' if '' in counts else None)
 
 def half_d_table(rows: pd.DataFrame, compact, claims: pd.DataFrame) -> pd.DataFrame:
-    "λ/(d/2) of each LLC row among `rows` (ledger rows of the compact result `compact`), with d and the model."
+    """λ/(d/2) of each LLC row among `rows` (ledger rows of the compact result `compact`), with d and the model;
+    a row whose model has no known parameter count (a compact result without its per-model table) has NaN."""
     llc = rows[rows.claim_id.map(claims.llc).eq('llc') & rows.value.notna()]
     counts, out = parameter_counts(compact), []
     for r in llc.itertuples():
-        q = claims.loc[r.claim_id, 'quantity']
-        if (m := model_of(q, counts)) is None:
-            raise ValueError(f'{compact}: no parameter count for the model of {r.claim_id} ({q!r}); '
-                             'parameter_counts knows ' + str(sorted(counts)))
-        half = counts[m] / 2
-        out.append(dict(claim_id=r.claim_id, config=r.config, model=m, d=counts[m], llc=r.value, llc_low=r.ci_low,
+        m = model_of(claims.loc[r.claim_id, 'quantity'], counts)
+        half = counts[m] / 2 if m is not None else math.nan
+        out.append(dict(claim_id=r.claim_id, config=r.config, model=m, d=2 * half, llc=r.value, llc_low=r.ci_low,
                         llc_high=r.ci_high, ratio=r.value / half, ratio_low=r.ci_low / half, ratio_high=r.ci_high / half))
     return pd.DataFrame(out, columns=['claim_id', 'config', 'model', 'd', 'llc', 'llc_low', 'llc_high', 'ratio',
                                       'ratio_low', 'ratio_high'])
 
 def half_d_row(rows: pd.DataFrame, compact, claims: pd.DataFrame):
     """(claim id, value, ci_low, ci_high, note) of the App. D.3 check on the LLC rows of one result: the largest
-    λ/(d/2), with the largest ends as its interval; None when the result has no LLC row (or no claim asks)."""
+    λ/(d/2), with the largest ends as its interval; None when the result has no LLC row, when the parameter count
+    of one of its models is unknown (the ledger checks' page asserts that no committed result is left out), or when
+    no claim asks."""
     target = claims.index[claims.quantity == HALF_D]
     t = half_d_table(rows, compact, claims) if len(target) == 1 else pd.DataFrame()
-    if t.empty:
+    if t.empty or t.d.isna().any():
         return None
+    t = t.assign(d=t.d.astype(int))
     top, over = t.loc[t.ratio_high.idxmax()], t[t.ratio_high >= 1]
     note = (f'{len(t)} LLC row(s); largest upper end {top.claim_id} (d = {top.d:,}): λ ≤ {_fmt(top.llc_high)} '
             f'against d/2 = {top.d / 2:,.0f}; ' +

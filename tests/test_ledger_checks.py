@@ -120,3 +120,15 @@ def test_study_pages_rows_are_the_ledgers():
     post = study_verdicts('moons-posterior').set_index(['claim', 'config'])
     assert post.why[('fig4b-tempered-agrees', 'full')].startswith('NOT DECISIVE (all 500 LLC estimates flagged')
     assert post.rule[('fig4b-tempered-agrees', 'full')] == 'not reproduced'
+
+
+def test_a_result_without_parameter_counts_gets_no_bound_row_and_keep_results_copies_tables_first(tmp_path):
+    folder = tmp_path / 'cifar10/quick-stand-in'
+    shutil.copytree(COMPACT / 'cifar10/quick-stand-in', folder)
+    (folder / 'per_arch.csv').unlink()                      # as record_claims sees a folder before its tables
+    rows = ledger_rows(folder)
+    assert 'appD-llc-le-half-d' not in set(rows.claim_id) and 'tab5-conv-1184-llc' in set(rows.claim_id)
+    import inspect
+    from fracsgd.ledger import keep_results
+    src = inspect.getsource(keep_results)
+    assert src.index('copyfile') < src.index('record_claims(folder')
