@@ -18,10 +18,12 @@ from .store import read_meta, read_plan, runs_table, status
 # %% auto #0
 __all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS',
            'LEDGER_COLUMNS', 'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LENGTH_FIELDS', 'FULL_CAVEAT', 'SYSTEMATIC',
-           'ALONG', 'NBETA_NAMES', 'FEW', 'read_claims', 'paper_interval', 'verdict', 'mark_stand_in', 'stand_in',
-           'study_configuration', 'compact_label', 'save_compact', 'study_presets', 'protocol_scale', 'scale_kind',
-           'llc_nbeta', 'llc_readings', 'widen', 'llc_flagged', 'few_points', 'grid_edge', 'ledger_rows', 'read_ledger',
-           'record_claims', 'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table', 'verdicts_by_scale']
+           'ALONG', 'NBETA_NAMES', 'FEW', 'TWICE_MAX', 'TC', 'read_claims', 'paper_interval', 'verdict',
+           'mark_stand_in', 'stand_in', 'study_configuration', 'compact_label', 'save_compact', 'study_presets',
+           'protocol_scale', 'scale_kind', 'result_scale', 'llc_nbeta', 'llc_readings', 'widen', 'llc_flagged',
+           'few_points', 'grid_edge', 'summary_value', 'crossover_note', 'ledger_rows', 'read_ledger', 'record_claims',
+           'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table', 'paper_text', 'ours_text',
+           'verdicts_by_scale']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
@@ -32,7 +34,7 @@ VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run at paper sc
 DECISIVE = ('reproduced', 'not reproduced')
 CLAIM_COLUMNS = ('claim_id', 'location', 'claim', 'kind', 'paper_value', 'tolerance', 'study', 'quantity',
                  'arxiv', 'paper_sd', 'llc', 'caveat', 'decisive', 'configs')
-LLC_KINDS = ('', 'llc', 'llc-scaled', 'llc-spread', 'llc-ratio')   # how a claim's number depends on the LLC estimator
+LLC_KINDS = ('', 'llc', 'llc-scaled', 'llc-spread', 'llc-ratio', 'llc-derived')  # how a number depends on the LLC estimator
 LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low', 'ci_high', 'rule', 'verdict',
                   'source', 'source_sha256', 'git_commit', 'note')
 
@@ -179,7 +181,7 @@ def save_compact(folder, compact_dir=None) -> Path:
 # %% ../nbs/30_ledger.ipynb #45e7bb29
 SCALES = ('paper scale', 'extended', 'assumed', 'reduced', 'stand-in')
 ANALYSIS_FIELDS = {'n_boot', 'nets_per_run', 'cpu_threads', 'device', 'eval_batch', 'calibrated', 'volume_eps',
-                   'diag_every', 'record_every'}      # change the analysis of the same experiment, not the experiment
+                   'diag_every', 'record_every', 'crossover'}   # the analysis of the same experiment, not the experiment
 LENGTH_FIELDS = {'epochs', 'steps', 'n_steps', 'sgd_steps'}
 FULL_CAVEAT = {'mnist-ablations': 'the paper does not state its ablation sweep; our full grid (lr x batch x momentum '
                                   'x 3 nets, 100 epochs) is an assumption'}
@@ -243,6 +245,19 @@ def scale_kind(scale: str) -> str:
     if kind not in SCALES:
         raise ValueError(f'scale {scale!r} does not start with one of {SCALES}')
     return kind
+
+def result_scale(prov: dict) -> str:
+    """The scale of a compact result from its `provenance.json`: recomputed from its study's presets when it is one
+    of them and no stand-in (so a change in what counts as protocol shows up as stale rows), else as recorded."""
+    preset, study = prov.get('preset'), prov['study']
+    try:
+        known = not prov.get(STAND_IN) and preset in study_presets(study)
+    except KeyError:                                      # not a study of the runner (a derived result)
+        known = False
+    if known:
+        return protocol_scale(study, preset)
+    return prov.get('scale') or protocol_scale(study, prov.get('preset', prov['config'].split('-')[0]),
+                                               prov.get(STAND_IN) or '')
 
 # %% ../nbs/30_ledger.ipynb #8d5dfc4c
 SYSTEMATIC = 'mean LLC at the final weights, '      # summary rows: the LLC at the same weights under each reading
@@ -330,6 +345,41 @@ def grid_edge(value: float, note: str) -> str:
         return ''
     return f'{"≤" if value <= float(m.group(1)) else "≥"} {value:g}, grid edge'
 
+TWICE_MAX = '2 × max of '    # a claim quantity '2 × max of A | B | C': twice the largest of the summary rows A, B, C
+
+def summary_value(summary: pd.DataFrame, quantity: str, where: str = '') -> tuple[float, float, float, str]:
+    """(value, ci_low, ci_high, note) of `quantity` in a summary. '2 × max of A | B' gives twice the largest of the
+    rows A, B that have a value, with twice the largest of their ends as interval (exact for a maximum of
+    intervals; used for max d_s/λ = 2 max α where eq. 17 reads d_s = 2λα with the same λ)."""
+    parts = quantity.removeprefix(TWICE_MAX).split(' | ') if quantity.startswith(TWICE_MAX) else [quantity]
+    missing = [q for q in parts if q not in summary.index]
+    if missing:
+        raise ValueError(f'{where} has no quantity {missing[0]!r} (it has {list(summary.index)})')
+    if len(parts) == 1 and not quantity.startswith(TWICE_MAX):
+        s = summary.loc[quantity]
+        note = '' if pd.isna(s.get('note', np.nan)) else str(s['note'])
+        return float(s.value), float(s.ci_low), float(s.ci_high), note
+    have = summary.loc[parts].dropna(subset=['value'])
+    if have.empty:
+        return math.nan, math.nan, math.nan, 'none of ' + ', '.join(parts) + ' has a value'
+    top = have.value.astype(float).idxmax()
+    return (2 * float(have.value.max()), 2 * float(have.ci_low.max()), 2 * float(have.ci_high.max()),
+            f'2 × the largest of {len(have)} of {len(parts)} rows ({", ".join(have.index)}); largest: {top}')
+
+TC = 'crossover time t_c (steps)'
+
+def crossover_note(summary: pd.DataFrame, quantity: str) -> str:
+    "Where the result placed $t_c$ and by which rule, for a quantity read before or after it; '' when it has no $t_c$."
+    if TC not in summary.index or quantity == TC or not ('t_c' in quantity or 'late' in quantity):
+        return ''
+    s = summary.loc[TC]
+    rule = str(s.get('note', '') or '')
+    if rule.endswith('t_c by slope'):
+        rule += ': where the local slope last falls below 1/2'
+    elif 'by auto' in rule:
+        rule += ": detect_crossover's model comparison"
+    return f't_c = {s.value:.0f} [{s.ci_low:.0f}, {s.ci_high:.0f}] steps, {rule}'
+
 def _gate(claim, value, lo, hi, said, summary, prov, kind, named) -> dict:
     "Interval (widened for the LLC), the rule's verdict, the verdict and the note of one ledger row."
     notes, hold = [said], []
@@ -338,6 +388,8 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named) -> dict:
         base, readings = llc_readings(summary)
         if llc == 'llc-ratio':
             notes.append('LLC estimates enter only as ratios or ranks: not widened by the nβ readings')
+        elif readings and llc == 'llc-derived':
+            notes.append("computed from this result's LLC rows, each already widened by the LLC readings")
         elif readings:
             notes.append(f'sampling interval [{_fmt(lo)}, {_fmt(hi)}], widened by the LLC at the final weights '
                          'under ' + ', '.join(f'{k} {_fmt(v)}' for k, v in readings.items()))
@@ -373,8 +425,7 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
     prov = json.loads((compact / 'provenance.json').read_text())
     summary = read_table(compact / 'summary.csv').set_index('quantity')
     claims = read_claims() if claims is None else claims
-    scale = prov.get('scale') or protocol_scale(prov['study'], prov.get('preset', prov['config'].split('-')[0]),
-                                                 prov.get(STAND_IN) or '')
+    scale = result_scale(prov)
     kind, made_by = scale_kind(scale), f"{prov['study']}/{prov.get('preset', prov['config'])}"
     named = claims.configs.str.split().map(lambda c: made_by in c)
     mine = claims[(claims.quantity != '') & (((claims.study == prov['study']) & (claims.configs == '')) | named)]
@@ -384,18 +435,20 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
         raise ValueError(f'no claim in the claims table is tested by {made_by!r} (none names a quantity)')
     source = compact.resolve().relative_to(Path(root).resolve()).as_posix() if root else str(compact)
     rows = []
-    for c in mine.itertuples():
-        if c.quantity not in summary.index:
-            raise ValueError(f'claim {c.claim_id}: {compact / "summary.csv"} has no quantity {c.quantity!r} '
-                             f'(it has {list(summary.index)})')
-        s = summary.loc[c.quantity]
-        value, lo, hi = (float(s[k]) for k in ('value', 'ci_low', 'ci_high'))
-        verdict(claims.loc[c.claim_id], value, lo, hi)           # the interval checks, on the numbers as reported
-        said = '' if pd.isna(s.get('note', np.nan)) else str(s['note'])
-        row = _gate(claims.loc[c.claim_id], value, lo, hi, said, summary, prov, kind, bool(named[c.Index]))
-        rows.append(dict(claim_id=c.claim_id, config=prov['config'], config_hash=prov['config_hash'], scale=scale,
+    def add(claim_id, value, lo, hi, said, is_named):
+        verdict(claims.loc[claim_id], value, lo, hi)             # the interval checks, on the numbers as reported
+        row = _gate(claims.loc[claim_id], value, lo, hi, said, summary, prov, kind, is_named)
+        rows.append(dict(claim_id=claim_id, config=prov['config'], config_hash=prov['config_hash'], scale=scale,
                          value=value, source=source, source_sha256=_sha256(compact / 'summary.csv'),
                          git_commit=prov['session'].get('git_commit') or '', **row))
+    for c in mine.itertuples():
+        value, lo, hi, said = summary_value(summary, c.quantity, f'claim {c.claim_id}: {compact / "summary.csv"}')
+        if (tc := crossover_note(summary, c.quantity)) and not math.isnan(value):
+            said = '; '.join(x for x in (said, tc) if x)
+        add(c.claim_id, value, lo, hi, said, bool(named[c.Index]))
+    from fracsgd.ledger_checks import half_d_row              # late: it reads parameter counts of the studies
+    if (d3 := half_d_row(pd.DataFrame(rows, columns=LEDGER_COLUMNS), compact, claims)) is not None:
+        add(*d3, False)
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
 
 # %% ../nbs/30_ledger.ipynb #6eaeb0bd
@@ -452,13 +505,14 @@ def rebuild_ledger(ledger=None, compact_dir=None, claims=None) -> pd.DataFrame:
 def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
     """`record_claims`, then copy the study folder's `files` (default: the files its study keeps) and the measured
     times (`timing.json`, every `seconds*` column of the runs table summed) beside its compact summary; return
-    that compact folder."""
-    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
+    that compact folder. The files are copied first: the ledger's rows may read them (the parameter counts of
+    the models, for the bound λ ≤ d/2)."""
     cfg = study_configuration(folder)
     dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
     for name in (_study(cfg['study']).keep if files is None else files):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
+    record_claims(folder, ledger=ledger, compact_dir=compact_dir)
     runs = runs_table(folder)
     timing = {c: round(float(runs[c].sum()), 1) for c in runs if c.startswith('seconds')}
     with atomic_path(dest / 'timing.json') as tmp:
@@ -505,18 +559,28 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
     best = rows.assign(rank=rank).sort_values('rank', kind='stable').drop_duplicates('claim_id').set_index('claim_id')
     out = []
     for c in claims_table.itertuples():
-        paper = c.paper_value and {'above': '> ', 'below': '< '}.get(c.kind, '') + c.paper_value + (
-            f' ± {c.tolerance}' if c.tolerance else '')
         r = best.loc[c.claim_id] if c.claim_id in best.index else None
-        edge = None if r is None else re.search(r'[≤≥] \S+, grid edge', r.note)
-        ours = ('' if r is None or math.isnan(r.value) else f'{edge.group(0)}' if edge else
-                f'{_fmt(r.value)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]')
         config = '' if r is None else f'{r.config} ({r.config_hash})'
         scale = '' if r is None else r.scale
-        out.append(dict(claim=c.claim_id, location=c.location, what=c.claim, paper=paper or '(no number)',
-                        ours=ours, configuration=config, verdict='not run yet' if r is None else r.verdict,
+        out.append(dict(claim=c.claim_id, location=c.location, what=c.claim, paper=paper_text(c._asdict()),
+                        ours='' if r is None else ours_text(r), configuration=config,
+                        verdict='not run yet' if r is None else r.verdict,
                         scale=scale, note='' if r is None else r.note, study=c.study))
     return pd.DataFrame(out)
+
+def paper_text(claim) -> str:
+    "The paper's side of a claim as the tables show it: '< 1', '0.009', '2.585 ± 0.779' or '(no number)'."
+    if not claim['paper_value']:
+        return '(no number)'
+    return ({'above': '> ', 'below': '< '}.get(claim['kind'], '') + claim['paper_value'] +
+            (f' ± {claim["tolerance"]}' if claim['tolerance'] else ''))
+
+def ours_text(row) -> str:
+    "Our side of a ledger row: 'value [low, high]', a grid-edge bound ('≤ 0.05, grid edge'), or '' without a number."
+    if row.value is None or math.isnan(row.value):
+        return ''
+    edge = re.search(r'[≤≥] \S+, grid edge', row.note)
+    return edge.group(0) if edge else f'{_fmt(row.value)} [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}]'
 
 def verdicts_by_scale(ledger=None, claims=None) -> pd.DataFrame:
     """Claims counted by the scale of the number shown for them (`ledger_table`) and its verdict; a claim with

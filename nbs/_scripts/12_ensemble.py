@@ -695,7 +695,8 @@ chunked.groupby('step')[['R', 'loss', 'accuracy']].mean().tail(3)
 
 # %% [markdown]
 # **With the LLC.** `llc_every=k` adds an `llc` column at every $k$-th step, estimated for all members at
-# once; here with the paper's preset shortened to 40 draws to keep the page fast:
+# once; here with the paper's preset shortened to 40 draws to keep the page fast (its inverse temperature is the
+# preset's, $n\beta = n/\ln n$ with $n$ the training samples; the LLC values of this toy run mean nothing else):
 
 # %%
 few = [make_mlp([2, 16, 16, 2], seed=s) for s in range(2)]

@@ -491,7 +491,8 @@ fig.suptitle('mean predicted P(class 1) of each function-space cluster', fontsiz
 plt.tight_layout()
 
 # %% [markdown]
-# **LLC, slope, seeds.** The LLC of every net (vectorized over the 40 nets), the late slope of the mean
+# **LLC, slope, seeds.** The LLC of every net (vectorized over the 40 nets; table 3's preset with 200 draws and
+# its $n\beta = n/\ln n$, $n$ the training points), the late slope of the mean
 # displacement (steps 50–200), and the paper's two SGLD seeds. After 50 epochs some nets are far from a
 # minimum, and SGLD finds lower loss nearby: their LLC estimate is negative. `seed_solutions` refuses such
 # estimates, so, like the paper's discarding of non-converged runs, they are left out of the choice of seeds

@@ -33,6 +33,22 @@ from fracsgd.studies.mnist_architectures import spearman_interval
 import torch
 torch.set_num_threads(1)   # two cores shared with other work
 
+# %% [markdown]
+# **What this study found**, as the [claims ledger](ledger.html) records it (read from the committed ledger, so it
+# cannot drift from it). Only the quick configuration has run (4 nets per optimizer, 15 of 100 epochs, a corner of
+# the grid), and the paper does not state its sweep at all, so every row reads "not run at paper scale"; its
+# intervals come from 4 nets (marked FEW POINTS), and Spearman intervals from so few points are artefacts of
+# resampling them. The LLCs on this page use the $n\beta$ printed first.
+
+# %%
+from fracsgd.ledger_checks import study_verdicts, study_nbeta
+for label, nbeta in study_nbeta('mnist-ablations').items():
+    print(f'LLC estimates, {label}: {nbeta}')
+found = study_verdicts('mnist-ablations')
+assert (found.verdict == 'not run at paper scale').all() and (found.scale.str.startswith('reduced')).all()
+assert found.why.str.contains('FEW POINTS').sum() >= 10
+found.drop(columns='what')
+
 
 # %% [markdown]
 # **What the paper says** (appendix H of the ICLR version; the arXiv version shows ablations as figures only): a
