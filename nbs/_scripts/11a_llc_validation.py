@@ -23,8 +23,8 @@ import torch
 import fracsgd
 from fracsgd.dln import aoyagi_dln_lambda, regression_settings
 from fracsgd.core import write_table
-from fracsgd.llc import (MIN_RELAXATIONS, SENSITIVITY_TOLERANCE, chain_statistics, estimate_llc, llc_problems,
-                         localization_sensitivity, top_hessian_eigenvalue)
+from fracsgd.llc import MIN_RELAXATIONS, chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
+from fracsgd.localization import SENSITIVITY_TOLERANCE, localization_sensitivity
 from fracsgd.models import make_dln
 from fracsgd.sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance
 from fracsgd.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
@@ -617,7 +617,7 @@ missed[['setting', 'net', 'layers', 'rel_error', 'mala', 'drift_z', 'reach_used'
 # cannot see the error that matters here, because a chain can be healthy in every one of these senses and still
 # sample a target whose mean is not Aoyagi's $\lambda$. What they can see is whether the answer depends on a
 # choice the model does not make. The learning coefficient is a property of $w^*$; the localization $\gamma$ is
-# ours. `localization_sensitivity` (in the [LLC chapter](llc.html)) repeats an estimate at $k\gamma$ with the
+# ours. `localization_sensitivity` (in the [localization chapter](localization.html)) repeats an estimate at $k\gamma$ with the
 # same step sizes and seeds, and flags it when the estimate moves by more than a tolerance. Two things were
 # fixed before any of its numbers were seen:
 #
