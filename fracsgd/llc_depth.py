@@ -14,14 +14,14 @@ from torch import nn
 
 import fracsgd
 from .dln import aoyagi_dln_lambda
-from .llc import calibrate, estimate_llc
+from .llc import INTERVAL_LIMIT, calibrate, estimate_llc
 from .models import make_balanced_dln
 from .sgld import SGLDDivergenceError, default_n_beta
 from .stack import gaussian_nll
 
 # %% auto #0
 __all__ = ['end_to_end_singular_values', 'resolution', 'depth_set', 'depth_problem', 'run_depth', 'devinterp_llc', 'apply_rule',
-           'score']
+           'score', 'noise_offset', 'cost_of_default', 'run_devinterp']
 
 # %% ../nbs/11b_llc_depth.ipynb #16f6b807
 def end_to_end_singular_values(model: nn.Sequential) -> np.ndarray:
@@ -149,3 +149,54 @@ def score(table: pd.DataFrame, by='depth') -> pd.DataFrame:
             .agg(nets=('net', 'size'), mean_abs_error=('abs_error', 'mean'), max_abs_error=('abs_error', 'max'),
                  coverage=('covered', 'mean'), median_half_width=('half_width', 'median'),
                  flagged=('flagged', 'sum')))
+
+# %% ../nbs/11b_llc_depth.ipynb #5625bd9d
+def noise_offset(model: nn.Module, data, max_iter: int = 500) -> float:
+    """n*beta * (L_n(w*) - L_n(w_hat)): how far below the loss at the true weights `model` the sample's own
+    minimum w_hat lies (full-batch L-BFGS from w*, Gaussian loss)."""
+    X, y = data
+    fit = type(model)(*[nn.Linear(l.in_features, l.out_features, bias=False) for l in model])
+    fit.load_state_dict(model.state_dict())
+    nll = gaussian_nll()
+    loss = lambda m: nll(m(X), y).mean()
+    with torch.no_grad():
+        at_truth = float(loss(model))
+    opt = torch.optim.LBFGS(fit.parameters(), max_iter=max_iter, tolerance_grad=1e-10, tolerance_change=1e-14,
+                            line_search_fn='strong_wolfe')
+    def closure():
+        opt.zero_grad()
+        value = loss(fit)
+        value.backward()
+        return value
+    opt.step(closure)
+    with torch.no_grad():
+        return default_n_beta(len(X)) * (at_truth - float(loss(fit)))
+
+# %% ../nbs/11b_llc_depth.ipynb #4a8c00f0
+def cost_of_default(model: nn.Module, data, loss='classification', n_steps: int = 500, repeats: int = 2) -> dict:
+    """Seconds per estimate of the automatic setting without and with `systematic` (best of `repeats`, taken in
+    turn), shortened
+    to `n_steps` burn-in + `n_steps` draws, and their ratio."""
+    def once(systematic: bool) -> float:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            s = calibrate(model, data, loss, n_burnin=n_steps, n_draws=n_steps, systematic=systematic)
+            estimate_llc(model, data, loss, s)
+        return time.perf_counter() - t0
+    times = [(once(False), once(True)) for _ in range(repeats)]          # interleaved: load changes hit both
+    old, new = min(t[0] for t in times), min(t[1] for t in times)
+    return dict(without_systematic_s=old, with_systematic_s=new, ratio=new / old, n_steps=n_steps)
+
+# %% ../nbs/11b_llc_depth.ipynb #e96ce3d5
+def run_devinterp(specs: pd.DataFrame, out=None) -> pd.DataFrame:
+    "`devinterp_llc` under the automatic setting of every network of `specs` (written to `out` after each)."
+    rows = []
+    for _, row in specs.iterrows():
+        model, data = depth_problem(row)
+        s = calibrate(model, data, 'regression')
+        rows.append(dict(row.to_dict(), localization=s.localization, step_size=s.step_size, n_beta=s.n_beta,
+                         n_burnin=s.n_burnin, n_draws=s.n_draws, **devinterp_llc(model, data, s)))
+        if out is not None:
+            pd.DataFrame(rows).to_csv(out, index=False)
+    return pd.DataFrame(rows)

@@ -129,6 +129,7 @@ for layer in list(random_angles)[1:]:
 print('end-to-end singular values, balanced:', sv_e2e[:3].detach().numpy().round(3),
       ' random subspaces:', torch.linalg.svdvals(prod)[:3].detach().numpy().round(4))
 
+
 # %% [markdown]
 # `dln_data` draws inputs $x\sim\mathcal N(0,I)$ and labels them with the network itself, without noise, so the
 # network's weights are a true parameter of the data. A one-layer DLN with its data is linear regression at its

@@ -38,6 +38,7 @@ reg = make_dln([10, 3], 3, seed=0)                     # one layer: linear regre
 X_reg, y_reg = dln_data(reg, 4000)
 nb = default_n_beta(len(X_reg))
 
+
 # %% [markdown]
 # The localization $\gamma$ trades bias against mixing: too large, and it competes with the likelihood and
 # shrinks the estimate (app. H.3); too small, and directions held only by $\gamma$ relax slowly, in about
@@ -182,4 +183,3 @@ for bad in (dict(factors=()), dict(factors=(1,)), dict(factors=(-3,)), dict(tole
     except ValueError as e:
         assert 'factors' in str(e) or 'tolerance' in str(e)
 sens['shifts'], sens['sweep'][['localization', 'llc', 'llc_se']]
-
