@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_llc.ipynb #64865054
 from __future__ import annotations
-import math, warnings
+import dataclasses, math, warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,10 +17,11 @@ from .stack import ModelStack, as_data, batched_loss, full_data_loss, placement,
 from .sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta
 
 # %% auto #0
-__all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'MIN_RELAXATIONS', 'REACH_HIGH', 'SENSITIVITY_FACTOR', 'SENSITIVITY_TOLERANCE',
-           'AUTO_SETTING', 'batch_means_se', 'chain_statistics', 'reach_used', 'llc_problems', 'LLCResult',
-           'estimate_llc', 'estimate_llc_until_stationary', 'top_hessian_eigenvalue', 'calibrate_step_size',
-           'localization_sweep', 'plateau_test', 'localization_sensitivity', 'calibrate', 'LLCMeasurement', 'final_llc']
+__all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'MIN_RELAXATIONS', 'REACH_HIGH', 'Z_INTERVAL', 'SENSITIVITY_FACTOR',
+           'LOCALIZATION_EXTRAPOLATION', 'LOCALIZATION_SPREAD', 'INTERVAL_LIMIT', 'AUTO_SETTING', 'batch_means_se',
+           'chain_statistics', 'reach_used', 'llc_problems', 'LLCResult', 'estimate_llc',
+           'estimate_llc_until_stationary', 'top_hessian_eigenvalue', 'calibrate_step_size', 'stronger_localization',
+           'localization_interval', 'with_localization_interval', 'calibrate', 'LLCMeasurement', 'final_llc']
 
 # %% ../nbs/10_llc.ipynb #7f76113f
 def batch_means_se(x: np.ndarray) -> tuple[float, float]:
@@ -75,9 +76,10 @@ def reach_used(sq_distance: float, localization: float, n_params: int) -> float:
 
 def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat: float = float('nan'),
                  ess: float = float('nan'), reach: float = float('nan'),
-                 relaxations: float = float('inf')) -> str:
+                 relaxations: float = float('inf'), localization_measured: bool = False) -> str:
     """What is wrong with an estimate and what to do about it, in words ('' when nothing is).
-    `reach`: gamma*|w - w*|^2/d; `relaxations`: step_size * localization * steps."""
+    `reach`: gamma*|w - w*|^2/d; `relaxations`: step_size * localization * steps; `localization_measured`: the
+    estimate was repeated at a stronger localization (`systematic`), which measures what the reach warns of."""
     out = []
     far = np.isfinite(reach) and reach > REACH_LIMIT and relaxations < MIN_RELAXATIONS
     if not np.isfinite(llc):
@@ -86,12 +88,12 @@ def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat:
         out.append('negative LLC: w* is not a local minimum of the loss, or the chain found lower loss '
                    '(train longer; smaller step_size or larger localization)')
     if np.isfinite(acceptance) and acceptance < 0.9:
-        out.append(f'MALA acceptance {acceptance:.2f} < 0.9: step_size too large (discretization error)')
+        out.append(f'MALA acceptance {acceptance:.3f} < 0.9: step_size too large (discretization error)')
     if far:
         out.append(f'chains drift along flat directions held only by the localization (reach used '
                    f'{reach:.2f} > {REACH_LIMIT} after {relaxations:.2g} < {MIN_RELAXATIONS:g} relaxation times '
                    f'1/(step_size*localization)): increase localization, or run >= {MIN_RELAXATIONS:g} relaxation times')
-    elif np.isfinite(reach) and reach > REACH_HIGH:
+    elif np.isfinite(reach) and reach > REACH_HIGH and not localization_measured:
         out.append(f'the localization, not the likelihood, holds the chains in most directions (reach used '
                    f'{reach:.2f} > {REACH_HIGH}): the estimate may depend on the localization; check with '
                    f'localization_sensitivity, or compare several with localization_sweep')
@@ -120,6 +122,8 @@ class LLCResult:
     diagnostics: pd.DataFrame                          # one row per model
     diagnostic_trace: pd.DataFrame = field(repr=False, default=None)   # one row per chain and diagnostic step
     settings: SGLDSettings = None                      # as asked for, with n_beta resolved
+    llc_low: float | np.ndarray = None                 # the interval: Monte-Carlo only, or with the localization's
+    llc_high: float | np.ndarray = None                # systematic error when settings.systematic (see below)
 
     def __float__(self):
         if np.ndim(self.llc):
@@ -128,7 +132,7 @@ class LLCResult:
 
 # %% ../nbs/10_llc.ipynb #a1f7afba
 def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool,
-              n_params: int = 0) -> LLCResult:
+              n_params: int = 0, warn: bool = True) -> LLCResult:
     """One `LLCResult` from the runs of all chunks.
     Per-draw LLCs, their statistics and one diagnostics row per model (`n_params`: d, for the reach used)."""
     M, C, n_beta = len(baselines), settings.n_chains, settings.n_beta
@@ -145,21 +149,30 @@ def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings
         acc = float(d.mala_acceptance.mean()) if len(d) else float('nan')
         reach = reach_used(float(d.distance.pow(2).mean()), used[m].localization, n_params) if len(d) else np.nan
         relax = used[m].flat_step_size * used[m].localization * used[m].n_steps
-        problems = llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'], st['rhat'], st['ess'], reach, relax)
+        problems = llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'], st['rhat'], st['ess'], reach, relax,
+                                localization_measured=settings.systematic)
         rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
                          **st, baseline=baselines[m], mala_acceptance=acc,
                          grad_to_noise=float(d.grad_to_noise.mean()) if len(d) else float('nan'),
                          distance=float(d.distance.iloc[-C:].mean()) if len(d) else float('nan'),
                          reach_used=reach, relaxations=relax, flagged=bool(problems), problems=problems))
     table = pd.DataFrame(rows)
-    for r in rows:
-        if r['problems']:
-            warnings.warn(f"LLC of model {r['model']}: {r['problems']}", stacklevel=3)
+    table['llc_low'], table['llc_high'] = table.llc - Z_INTERVAL * table.llc_se, table.llc + Z_INTERVAL * table.llc_se
+    if warn:
+        _warn_problems(table)
     pick = (lambda a: a[0]) if single else (lambda a: a)                  # one model: drop the model axis
     number = (lambda a: float(a[0])) if single else (lambda a: a)
     return LLCResult(llc=number(table.llc.to_numpy()), llc_se=number(table.llc_se.to_numpy()),
                      per_chain=pick(values.mean(-1)), loss_trace=pick(trace), baseline=number(baselines),
-                     n_beta=n_beta, diagnostics=table, diagnostic_trace=steps, settings=settings)
+                     n_beta=n_beta, diagnostics=table, diagnostic_trace=steps, settings=settings,
+                     llc_low=number(table.llc_low.to_numpy()), llc_high=number(table.llc_high.to_numpy()))
+
+Z_INTERVAL = 2.0                # Monte-Carlo standard errors on each side of an interval
+
+def _warn_problems(table: pd.DataFrame):
+    for r in table.itertuples():
+        if r.problems:
+            warnings.warn(f"LLC of model {r.model}: {r.problems}", stacklevel=4)
 
 # %% ../nbs/10_llc.ipynb #e7a7d038
 def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSettings | None = None, *,
@@ -188,7 +201,15 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
     finally:
         for m, mode in zip(models, modes):
             m.train(mode)
-    return _assemble(runs, torch.cat(baselines).numpy(), settings, single, stack.flat.shape[1])
+    res = _assemble(runs, torch.cat(baselines).numpy(), settings, single, stack.flat.shape[1],
+                    warn=not settings.systematic)
+    if not settings.systematic:
+        return res
+    with warnings.catch_warnings(record=True):                   # its problems join the combined row's
+        warnings.simplefilter('always')
+        stronger = estimate_llc(model_or_models, data, loss, stronger_localization(settings), device=device,
+                                chunk_size=chunk_size, progress=progress, eval_batch=eval_batch)
+    return with_localization_interval(res, stronger)
 
 def _sample_in_chunks(sampler: SGLDSampler, per: int, progress: bool,
                       eval_batch: int = 4096) -> tuple[list[SGLDRun], list[torch.Tensor]]:
@@ -280,85 +301,65 @@ def calibrate_step_size(model: nn.Module, data, loss='classification', *, locali
     return stiffness / (nb * h_max + localization)
 
 # %% ../nbs/10_llc.ipynb #631a0186
-def localization_sweep(model: nn.Module, data, loss='classification', localizations=(1, 3, 10, 30, 100), *,
-                       stiffness: float = 0.05, settings: SGLDSettings | None = None, device=None,
-                       **changes) -> pd.DataFrame:
-    """The LLC for each localization gamma, one row each.
-    `changes` go to `settings` (default `SGLDSettings()`); the step size is calibrated for each gamma with
-    `stiffness`, unless `settings` is given (its step sizes are kept) or `changes` hold a `step_size`."""
-    rows = []
-    for gamma in localizations:
-        eps = changes.get('step_size') or (settings.step_size if settings is not None else None)
-        if not eps:
-            eps = calibrate_step_size(model, data, loss, localization=gamma, stiffness=stiffness,
-                                      n_beta=changes.get('n_beta'), device=device)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            r = estimate_llc(model, data, loss, settings, device=device,
-                             **{**changes, 'step_size': eps, 'localization': gamma})
-        d = r.diagnostics.iloc[0]
-        rows.append(dict(localization=gamma, step_size=eps, llc=d.llc, llc_se=d.llc_se,
-                         mala_acceptance=d.mala_acceptance, distance=d.distance, drift_z=d.drift_z))
-    return pd.DataFrame(rows)
+SENSITIVITY_FACTOR = 3.0            # the stronger localization of the repeated estimate, as a multiple of gamma
+LOCALIZATION_EXTRAPOLATION = 0.5    # k: shifts added towards weaker localization (set on the tuning part)
+LOCALIZATION_SPREAD = 1.5           # w: the systematic half-width, in shifts (set on the tuning part)
+INTERVAL_LIMIT = 0.15               # relative half-width above which an estimate is flagged
 
-def plateau_test(sweep: pd.DataFrame, rel_tol: float = 0.05, n_se: float = 2.0) -> dict:
-    """The longest run of neighbouring localizations whose estimates agree within `rel_tol` or `n_se`
-    standard errors: its range, its smallest gamma (least bias from localization), its mean LLC, and
-    whether there is one."""
-    s = sweep.sort_values('localization').reset_index(drop=True)
-    if len(s) < 2:
-        raise ValueError("plateau_test needs a sweep over at least 2 localizations")
-    def agree(i):
-        scale = rel_tol * abs(s.llc[i:i + 2]).mean()
-        return abs(s.llc[i + 1] - s.llc[i]) <= max(scale, n_se * math.hypot(s.llc_se[i], s.llc_se[i + 1]))
-    best, run = (0, -1), None
-    for i in range(len(s) - 1):
-        run = ((run[0] if run else i), i) if agree(i) else None
-        if run and run[1] - run[0] > best[1] - best[0]:
-            best = run
-    found = best[1] >= best[0]
-    lo, hi = (best[0], best[1] + 1) if found else (0, 0)
-    return dict(found=found, localization=float(s.localization[lo]), low=float(s.localization[lo]),
-                high=float(s.localization[hi]), llc=float(s.llc[lo:hi + 1].mean()))
+def stronger_localization(settings: SGLDSettings, factor: float = SENSITIVITY_FACTOR) -> SGLDSettings:
+    "The settings of the repeated estimate: `factor` times the localization, 1/`factor` of the steps, another seed."
+    return settings.replace(localization=settings.localization * factor, systematic=False, seed=settings.seed + 1,
+                            n_burnin=math.ceil(settings.n_burnin / factor),
+                            n_draws=max(2, math.ceil(settings.n_draws / factor)))
 
-# %% ../nbs/10_llc.ipynb #7ec57663
-SENSITIVITY_FACTOR = 3.0        # the localization is multiplied by this in the repeated estimate
-SENSITIVITY_TOLERANCE = 0.1     # relative change of the estimate above which it is flagged (set on the tuning part)
+def localization_interval(llc, se, llc_stronger, se_stronger, extrapolation: float = LOCALIZATION_EXTRAPOLATION,
+                          spread: float = LOCALIZATION_SPREAD) -> dict:
+    """The extrapolated estimate and its interval from estimates at gamma and `SENSITIVITY_FACTOR` * gamma (floats
+    or arrays): `llc` = llc + k*shift, `llc_se` its Monte-Carlo error, `systematic` = w*|shift|, `llc_low`,
+    `llc_high` = llc -/+ (systematic + 2 se), and the relative `llc_shift` = shift / llc at gamma."""
+    a, b = np.asarray(llc, float), np.asarray(llc_stronger, float)
+    shift = a - b
+    point = a + extrapolation * shift
+    point_se = np.hypot((1 + extrapolation) * np.asarray(se, float), extrapolation * np.asarray(se_stronger, float))
+    half = spread * np.abs(shift) + Z_INTERVAL * point_se
+    with np.errstate(divide='ignore', invalid='ignore'):
+        rel = shift / a
+    return dict(llc=point, llc_se=point_se, systematic=spread * np.abs(shift), llc_low=point - half,
+                llc_high=point + half, llc_shift=rel)
 
-def localization_sensitivity(model: nn.Module, data, loss='classification', settings: SGLDSettings | None = None,
-                             *, factors=(SENSITIVITY_FACTOR,), tolerance: float = SENSITIVITY_TOLERANCE,
-                             base: float | None = None, device=None, **changes) -> dict:
-    """How much the LLC estimate under `settings` (with `changes`) moves when its localization is multiplied by
-    each of `factors`: the relative `shifts`, their largest size, `flagged` when it exceeds `tolerance`, the
-    advice, and the sweep. Costs one more `estimate_llc` per factor, plus one when `base` (the estimate at
-    `settings`) is not given."""
-    settings = (settings or SGLDSettings()).replace(**changes)
-    factors = tuple(float(f) for f in factors)
-    if not factors or any(not (math.isfinite(f) and f > 0 and f != 1) for f in factors):
-        raise ValueError(f"factors must be positive numbers other than 1, got {factors}")
-    if not (math.isfinite(tolerance) and tolerance > 0):
-        raise ValueError(f"tolerance must be a positive relative change, got {tolerance!r}")
-    gammas = ([] if base is not None else [settings.localization]) + [settings.localization * f for f in factors]
-    sweep = localization_sweep(model, data, loss, gammas, settings=settings, device=device)
-    llc = float(base) if base is not None else float(sweep.llc.iloc[0])
-    shifts = {f: float(v) / llc - 1 if llc > 0 else float('nan') for f, v in zip(factors, sweep.llc.iloc[-len(factors):])}
-    worst = max(shifts.items(), key=lambda kv: abs(kv[1]) if math.isfinite(kv[1]) else math.inf)
-    relax = settings.flat_step_size * settings.localization * settings.n_steps
-    moved, blind = not math.isfinite(worst[1]) or abs(worst[1]) > tolerance, relax < MIN_RELAXATIONS
-    problem = '; '.join(
-        ([f'localization sensitivity: the estimate moves by {worst[1]:+.0%} when the localization is multiplied '
-          f'by {worst[0]:g} (tolerance {tolerance:.0%}): it is not on a plateau in the localization and cannot be '
-          f'trusted to better than that; find a plateau with localization_sweep and plateau_test (with >= 3 '
-          f'relaxation times 2/(step_size*localization) at the smallest)'] if moved else [])
-        + ([f'localization sensitivity cannot be judged: the run covers {relax:.2g} < {MIN_RELAXATIONS:g} '
-            f'relaxation times 1/(step_size*localization), so the chains have not felt the localization; run more '
-            f'steps'] if blind else []))
-    return dict(llc=llc, shifts=shifts, max_shift=abs(worst[1]), relaxations=relax, flagged=moved or blind,
-                problem=problem, sweep=sweep)
+def with_localization_interval(res: LLCResult, stronger: LLCResult) -> LLCResult:
+    """`res` (an estimate at gamma) with `stronger` (the same models at `SENSITIVITY_FACTOR` * gamma) folded in:
+    the extrapolated estimate, its interval, both raw estimates in the diagnostics, the stronger run's problems
+    and a flag when the interval is wider than `INTERVAL_LIMIT` of the estimate on either side."""
+    d, e = res.diagnostics.copy(), stronger.diagnostics
+    out = localization_interval(d.llc.to_numpy(), d.llc_se.to_numpy(), e.llc.to_numpy(), e.llc_se.to_numpy())
+    d['llc_raw'], d['llc_raw_se'] = d.llc, d.llc_se
+    d['llc_stronger'], d['llc_stronger_se'] = e.llc.to_numpy(), e.llc_se.to_numpy()
+    for k, v in out.items():
+        d[k] = v
+    problems = []
+    for r, s in zip(d.itertuples(), e.itertuples()):
+        p = [r.problems] if r.problems else []
+        p_strong = llc_problems(s.llc, s.llc_se, s.mala_acceptance, s.drift_z, s.rhat, s.ess, s.reach_used,
+                                s.relaxations, localization_measured=True)
+        if p_strong:
+            p.append(f'at {SENSITIVITY_FACTOR:g} x the localization: {p_strong}')
+        width = (r.llc_high - r.llc_low) / 2 / abs(r.llc) if r.llc else math.inf
+        if not np.isfinite(width) or width > INTERVAL_LIMIT:
+            p.append(f'the estimate depends on the localization: it moves by {-r.llc_shift:+.0%} at '
+                     f'{SENSITIVITY_FACTOR:g} x gamma, and its interval is +-{width:.0%} (> {INTERVAL_LIMIT:.0%}); '
+                     f'weaker localization with longer chains, or a localization_sweep, may settle it')
+        problems.append('; '.join(p))
+    d['problems'], d['flagged'] = problems, [bool(p) for p in problems]
+    _warn_problems(d)
+    single = np.ndim(res.llc) == 0
+    number = (lambda c: float(d[c].iloc[0])) if single else (lambda c: d[c].to_numpy())
+    return dataclasses.replace(res, llc=number('llc'), llc_se=number('llc_se'), llc_low=number('llc_low'),
+                               llc_high=number('llc_high'), diagnostics=d)
 
 # %% ../nbs/10_llc.ipynb #96da61c5
 AUTO_SETTING = dict(stiffness=0.1, burnin_stiffness=0.1, localization_ratio=3e-3, n_chains=4, n_burnin=5000,
-                    n_draws=5000, steps_between_draws=1, batch_size=500, preconditioner='none')
+                    n_draws=5000, steps_between_draws=1, batch_size=500, preconditioner='none', systematic=True)
 
 def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
               **rules) -> SGLDSettings:
@@ -376,7 +377,7 @@ def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | 
                         burnin_step_size=scale * a['burnin_stiffness'] / (nb * h_max + gamma), localization=gamma,
                         n_chains=a['n_chains'], n_burnin=a['n_burnin'], n_draws=a['n_draws'],
                         steps_between_draws=a['steps_between_draws'], batch_size=a['batch_size'], n_beta=nb,
-                        on_divergence='backoff', preconditioner=a['preconditioner'])
+                        on_divergence='backoff', preconditioner=a['preconditioner'], systematic=a['systematic'])
 
 # %% ../nbs/10_llc.ipynb #ea5302fc
 class LLCMeasurement:

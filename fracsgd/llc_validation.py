@@ -14,8 +14,8 @@ import torch
 import fracsgd
 from .dln import aoyagi_dln_lambda, regression_settings
 from .core import write_table
-from .llc import (MIN_RELAXATIONS, SENSITIVITY_TOLERANCE, chain_statistics, estimate_llc, llc_problems,
-                         localization_sensitivity, top_hessian_eigenvalue)
+from .llc import MIN_RELAXATIONS, chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
+from .localization import SENSITIVITY_TOLERANCE, localization_sensitivity
 from .models import make_dln
 from .sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance
 from .stack import ModelStack, batched_loss, full_data_loss, gaussian_nll

@@ -14,7 +14,7 @@ from torch import nn
 from .core import require
 
 # %% auto #0
-__all__ = ['TINYSTORIES_1M_CONFIG', 'make_mlp', 'make_dln', 'dln_data', 'stand_in_config', 'block_groups']
+__all__ = ['TINYSTORIES_1M_CONFIG', 'make_mlp', 'make_dln', 'make_balanced_dln', 'dln_data', 'stand_in_config', 'block_groups']
 
 # %% ../nbs/03_models.ipynb #b4691868
 def make_mlp(sizes: Sequence[int], batch_norm: bool = False, seed: int | None = None) -> nn.Sequential:
@@ -42,6 +42,25 @@ def make_dln(layer_sizes: Sequence[int], rank: int, seed: int = 0) -> nn.Sequent
         V, _ = torch.linalg.qr(torch.randn(a, rank, generator=g))        # [a, rank]
         lin = nn.Linear(a, b, bias=False)
         lin.weight.data = (U * (0.5 + torch.rand(rank, generator=g))) @ V.T   # [b, a], rank `rank`
+        layers.append(lin)
+    return nn.Sequential(*layers)
+
+# %% ../nbs/03_models.ipynb #6389f47b
+def make_balanced_dln(layer_sizes: Sequence[int], rank: int, seed: int = 0, low: float = 0.5,
+                      high: float = 1.5) -> nn.Sequential:
+    """A bias-free DLN whose every layer has rank `rank` and whose end-to-end map has its `rank` singular
+    values drawn uniformly in [`low`, `high`] (balanced: layer i is U_{i+1} diag(s^(1/L)) U_i^T)."""
+    if rank < 1 or rank > min(layer_sizes):
+        raise ValueError(f"rank must be in [1, min(layer_sizes)={min(layer_sizes)}], got {rank}")
+    if not 0 < low <= high:
+        raise ValueError(f"need 0 < low <= high for the singular values, got low={low}, high={high}")
+    g = torch.Generator().manual_seed(seed)
+    s = low + (high - low) * torch.rand(rank, generator=g)                       # end-to-end singular values
+    bases = [torch.linalg.qr(torch.randn(h, rank, generator=g))[0] for h in layer_sizes]   # [h, rank] each
+    depth, layers = len(layer_sizes) - 1, []
+    for i, (a, b) in enumerate(zip(layer_sizes[:-1], layer_sizes[1:])):
+        lin = nn.Linear(a, b, bias=False)
+        lin.weight.data = (bases[i + 1] * s ** (1 / depth)) @ bases[i].T               # [b, a], rank `rank`
         layers.append(lin)
     return nn.Sequential(*layers)
 

@@ -51,6 +51,7 @@ class SGLDSettings:
     preconditioner: str = added_field('none')   # or 'rmsprop': RMSprop-SGLD (devinterp's `SGMCMC.rmsprop_sgld`)
     rmsprop_alpha: float = added_field(0.99)   # decay of the running mean of squared gradients (devinterp's alpha)
     rmsprop_eps: float = added_field(0.1)      # added to its square root (devinterp's eps)
+    systematic: bool = added_field(False)      # also estimate at 3x the localization: extrapolate, and an interval
 
     def __post_init__(self):
         for name in ('n_chains', 'n_draws', 'steps_between_draws'):
@@ -73,6 +74,8 @@ class SGLDSettings:
             raise ValueError(f"preconditioner must be 'none' or 'rmsprop', got {self.preconditioner!r}")
         check_range('rmsprop_alpha', self.rmsprop_alpha, 0, 1)
         check_range('rmsprop_eps', self.rmsprop_eps, 0, low_ok=False)
+        if not isinstance(self.systematic, bool):
+            raise ValueError(f"systematic must be True or False, got {self.systematic!r}")
 
     @property
     def n_steps(self) -> int:

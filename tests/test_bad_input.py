@@ -361,7 +361,7 @@ def test_bad_preconditioner_settings_are_named(changes, words):
                                             (dict(factors=(-3,)), 'factors'), (dict(tolerance=0), 'tolerance'),
                                             (dict(tolerance=math.nan), 'tolerance')])
 def test_bad_sensitivity_options_are_named_before_any_sampling(changes, words):
-    from fracsgd.llc import localization_sensitivity
+    from fracsgd.localization import localization_sensitivity
     with pytest.raises(ValueError) as e:
         localization_sensitivity(make_mlp([2, 4, 2], seed=0), (X2, LABELS), 'classification', SHORT_LLC, **changes)
     assert words in str(e.value)

@@ -18,8 +18,8 @@ import torch
 from fracsgd.clusters import POSTERIOR_PAPER, predict_on_probe, probe_grid, sample_posterior
 from fracsgd.datasets.moons import load_moons
 from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer, train_ensemble
-from fracsgd.llc import (LLCMeasurement, calibrate, calibrate_step_size, estimate_llc, localization_sweep,
-                         top_hessian_eigenvalue)
+from fracsgd.llc import LLCMeasurement, calibrate, calibrate_step_size, estimate_llc, top_hessian_eigenvalue
+from fracsgd.localization import localization_sweep
 from fracsgd.models import make_mlp
 from fracsgd.sgld import SGLDSampler, SGLDSettings
 from fracsgd.stack import ModelStack, model_device, model_dtype, placement, resolve_loss

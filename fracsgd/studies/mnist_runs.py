@@ -46,10 +46,12 @@ def llc_setting(name: str) -> SGLDSettings:
     return LLC_SETTINGS[name]
 
 # %% ../../nbs/22_mnist_runs.ipynb #5e2ef949
-CALIBRATED_SETTINGS = {'full': {},
-                       '10nets-1x5000': dict(n_nets=10, n_chains=1),
-                       '2nets-1x200': dict(n_nets=2, n_chains=1, n_burnin=200, n_draws=200),
-                       'smoke': dict(n_chains=1, n_burnin=20, n_draws=20)}
+# systematic=False: the committed results were computed before `calibrate` measured the localization's systematic
+# error with every estimate (see the LLC chapter); these names keep the rule they were made with
+CALIBRATED_SETTINGS = {'full': dict(systematic=False),
+                       '10nets-1x5000': dict(n_nets=10, n_chains=1, systematic=False),
+                       '2nets-1x200': dict(n_nets=2, n_chains=1, n_burnin=200, n_draws=200, systematic=False),
+                       'smoke': dict(n_chains=1, n_burnin=20, n_draws=20, systematic=False)}
 
 # %% ../../nbs/22_mnist_runs.ipynb #ace9e291
 @dataclass(frozen=True)

@@ -87,6 +87,50 @@ def make_dln(layer_sizes: Sequence[int], rank: int, seed: int = 0) -> nn.Sequent
 
 
 # %% [markdown]
+# `make_dln` draws each layer's row and column spaces independently, so the rank-$r$ subspaces of neighbouring
+# layers meet at random angles, and the end-to-end map $W_L\cdots W_1$ has singular values that shrink with every
+# layer: at depth 5 its smallest is often $10^{-3}$ or less. Such a truth has rank $r$ only for data sets large
+# enough to see its smallest singular value (see the [LLC-at-depth chapter](llc_depth.html)).
+# `make_balanced_dln` builds a minimal-rank network whose end-to-end map has its $r$ singular values drawn in
+# `[low, high]`: the layers share their rank-$r$ subspaces, and each carries the $L$-th root of every singular
+# value (a balanced factorization), so every layer still has rank $r$ and the product has the chosen spectrum.
+
+# %%
+#| export
+def make_balanced_dln(layer_sizes: Sequence[int], rank: int, seed: int = 0, low: float = 0.5,
+                      high: float = 1.5) -> nn.Sequential:
+    """A bias-free DLN whose every layer has rank `rank` and whose end-to-end map has its `rank` singular
+    values drawn uniformly in [`low`, `high`] (balanced: layer i is U_{i+1} diag(s^(1/L)) U_i^T)."""
+    if rank < 1 or rank > min(layer_sizes):
+        raise ValueError(f"rank must be in [1, min(layer_sizes)={min(layer_sizes)}], got {rank}")
+    if not 0 < low <= high:
+        raise ValueError(f"need 0 < low <= high for the singular values, got low={low}, high={high}")
+    g = torch.Generator().manual_seed(seed)
+    s = low + (high - low) * torch.rand(rank, generator=g)                       # end-to-end singular values
+    bases = [torch.linalg.qr(torch.randn(h, rank, generator=g))[0] for h in layer_sizes]   # [h, rank] each
+    depth, layers = len(layer_sizes) - 1, []
+    for i, (a, b) in enumerate(zip(layer_sizes[:-1], layer_sizes[1:])):
+        lin = nn.Linear(a, b, bias=False)
+        lin.weight.data = (bases[i + 1] * s ** (1 / depth)) @ bases[i].T               # [b, a], rank `rank`
+        layers.append(lin)
+    return nn.Sequential(*layers)
+
+
+# %%
+deep = make_balanced_dln([9, 12, 7, 14, 10, 8], 3, seed=0)
+end_to_end = deep[4].weight @ deep[3].weight @ deep[2].weight @ deep[1].weight @ deep[0].weight
+assert all(torch.linalg.matrix_rank(layer.weight) == 3 for layer in deep)
+sv_e2e = torch.linalg.svdvals(end_to_end)
+assert (sv_e2e[:3] > 0.5 - 1e-4).all() and (sv_e2e[:3] < 1.5 + 1e-4).all() and sv_e2e[3] < 1e-5
+random_angles = make_dln([9, 12, 7, 14, 10, 8], 3, seed=0)                 # the same shape, random subspaces
+prod = random_angles[0].weight
+for layer in list(random_angles)[1:]:
+    prod = layer.weight @ prod
+print('end-to-end singular values, balanced:', sv_e2e[:3].detach().numpy().round(3),
+      ' random subspaces:', torch.linalg.svdvals(prod)[:3].detach().numpy().round(4))
+
+
+# %% [markdown]
 # `dln_data` draws inputs $x\sim\mathcal N(0,I)$ and labels them with the network itself, without noise, so the
 # network's weights are a true parameter of the data. A one-layer DLN with its data is linear regression at its
 # true weights: a regular model, whose learning coefficient is half its number of parameters (Lau et al. 2024,

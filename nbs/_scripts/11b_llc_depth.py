@@ -1,0 +1,563 @@
+# %% [markdown]
+# # LLC at depth
+#
+# > Why the automatic LLC setting fell short on deep networks, a validation set whose truths are resolved at every depth from 2 to 7, the localization's systematic error measured with every estimate, coverage, and devinterp side by side.
+
+# %%
+#| default_exp llc_depth
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import contextlib, io, re, tempfile, time, warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+import fracsgd
+from fracsgd.dln import aoyagi_dln_lambda
+from fracsgd.llc import INTERVAL_LIMIT, calibrate, estimate_llc
+from fracsgd.models import make_balanced_dln
+from fracsgd.sgld import SGLDDivergenceError, default_n_beta
+from fracsgd.stack import gaussian_nll
+
+# %%
+import matplotlib.pyplot as plt
+torch.set_num_threads(1)   # small models: one thread avoids contention on small CPUs
+
+# %% [markdown]
+# **What this chapter found** (details and the tables below):
+#
+# * The first validation set's deep networks had truths the data cannot see: 37 of its 40 networks (every one of
+#   depth 3 to 5) have an end-to-end singular value worth less than 10 posterior loss scales. On networks whose
+#   truth is resolved, the automatic setting's estimate at $\gamma$ is not systematically low at depth: mean
+#   |error| 5.6% on 12 held-out noiseless networks of depth 2 to 7, worst 15.4%.
+# * `estimate_llc` now measures the localization's systematic error with every automatic estimate (a repeat at
+#   $3\gamma$, a third more cost) and reports an interval that includes it. On the held-out part it covers
+#   Aoyagi's $\lambda$ on 12 of 12 noiseless networks (the Monte-Carlo interval alone: 3 of 12), at a median
+#   half-width of 16%.
+# * The issue's accuracy target (mean |error| ≤ 5% at every depth, no network above 15%) is **not met**: the
+#   extrapolated estimate has a mean |error| of 6.1%, above 5% at depths 4 and 5, and one network at +27.5%
+#   (flagged, covered by its interval).
+# * devinterp 2.0.1 at the same setting samples the same posterior and lands a little below our estimate at
+#   $\gamma$ (it averages its burn-in too): mean |error| 7.1%, and its chain spread covers $\lambda$ on 2 of 12
+#   noiseless networks (table at the end).
+
+# %% [markdown]
+# ## What went wrong at depth
+#
+# The first [validation set](llc_validation.html) draws minimal-rank deep linear networks (DLNs) with
+# `make_dln`, whose layers have random rank-$r$ row and column spaces. Aoyagi's $\lambda$ is the learning
+# coefficient of such a network as $n\to\infty$. At the $n$ of the set it is not what any estimator can see:
+# where the rank-$r$ subspaces of neighbouring layers meet at random angles, the end-to-end map
+# $M = W_L\cdots W_1$ loses a factor at every layer, and at depth 4–5 its smallest nonzero singular value is
+# often $10^{-3}$ or less. The data tell a rank-$r$ map from a rank-$(r-1)$ one only when the loss of dropping
+# that singular value, about $\tfrac12\sigma_r^2$ per sample, is large against the posterior's loss scale
+# $1/(n\beta)$, that is when $n\beta\,\sigma_r^2 \gg 1$. `end_to_end_singular_values` computes $\sigma$;
+# `resolution` the number $n\beta\,\sigma_r^2$ of a network at its $n$.
+
+# %%
+#| export
+def end_to_end_singular_values(model: nn.Sequential) -> np.ndarray:
+    "The singular values of a DLN's end-to-end map W_L ... W_1, largest first (float64)."
+    M = None
+    for layer in model:
+        W = layer.weight.detach().double()
+        M = W if M is None else W @ M
+    return torch.linalg.svdvals(M).numpy()
+
+def resolution(model: nn.Sequential, rank: int, n: int) -> float:
+    "n*beta * sigma_r^2: how many posterior loss scales the smallest of the `rank` singular values is worth."
+    return default_n_beta(n) * float(end_to_end_singular_values(model)[rank - 1]) ** 2
+
+# %%
+from fracsgd.llc_validation import validation_problem, validation_results, validation_set
+old = validation_set()
+old['depth'] = old.layers.str.count('-')
+old['resolution'] = [resolution(validation_problem(r)[0], int(r['rank']), int(r.n)) for _, r in old.iterrows()]
+committed = pd.concat([validation_results('tune'), validation_results('held-out')])
+default_rows = committed[committed.setting == 'SGLD q=3e-3 c=0.1 5000+5000'].set_index('net')
+old['default_error'] = default_rows.rel_error.reindex(old.net).to_numpy()
+old['resolved'] = old.resolution > 10
+summary_old = old.groupby('depth').agg(nets=('net', 'size'), resolved=('resolved', 'sum'),
+                                       median_resolution=('resolution', 'median'))
+print(summary_old.round(3).to_string())
+err = old.default_error.abs()
+print(f"old default, |error| where resolved (n beta sigma_r^2 > 10): mean {err[old.resolved].mean():.1%} "
+      f"over {err[old.resolved].notna().sum()} nets; where not: {err[~old.resolved].mean():.1%} "
+      f"over {err[~old.resolved].notna().sum()}")
+assert (summary_old.loc[[4, 5], 'resolved'] == 0).all()          # no network of depth 4-5 is resolved
+assert err[old.resolved].mean() < err[~old.resolved].mean()
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3.6))
+for depth, rows in old.groupby('depth'):
+    ax.scatter(rows.resolution, rows.default_error, label=f'depth {depth}', s=25)
+ax.axhspan(-0.15, 0.15, color='0.88', label='|error| ≤ 15%')
+ax.axvline(10, color='k', ls=':', lw=1)
+ax.set(xscale='log', xlabel=r'resolution $n\beta\,\sigma_r^2$ of the truth', ylabel='relative error (old default)',
+       title='first validation set: error against how well the data resolve the truth')
+ax.legend(fontsize=7, ncol=2)
+plt.tight_layout()
+
+# %% [markdown]
+# So the first set measured, at depth, mostly how an estimator behaves when the truth is below what the data
+# can see: 37 of its 40 networks have $n\beta\sigma_r^2 < 10$, all of depth 3 and more among them, and the old
+# default's mean |error| is 7% on the three resolved networks and 30% on the others. That is a fact about the
+# set, not an excuse for the estimator: the localization's pull, which the next sections measure and correct,
+# is there at every depth. On the worst deep network of the held-out part (13-11-8-20-13-20, rank 5,
+# $n = 3\cdot10^4$, error −59%) the Gauss–Newton Hessian at $w^*$ has 140 nonzero eigenvalues spread over eight
+# decades below $h_{\max}$; the localization $\gamma = q\,n\beta h_{\max}$ with $q = 3\cdot10^{-3}$ holds every
+# direction whose curvature is below $\gamma/(n\beta)$, and the lost half-units of those directions alone,
+# $\tfrac12\sum_i \gamma/(n\beta h_i+\gamma) = 41$ of $\lambda = 79$, account for most of the error. Those tiny
+# curvatures are the unresolved singular values again.
+#
+# ## A validation set resolved at every depth
+#
+# `depth_set` draws minimal-rank DLNs of depth 2 to 7 with widths 5–20, a rank between 1 and the smallest width
+# minus one, $n \in\{3\cdot10^3, 10^4, 3\cdot10^4\}$, built by `make_balanced_dln`: the end-to-end map has its
+# $r$ singular values in $[0.5, 1.5]$, so $n\beta\sigma_r^2 \ge 94$ for every network, and every layer still has
+# rank $r$ (the minimal-rank truth whose local coefficient is Aoyagi's). Four networks per depth; **the split was
+# fixed in the generator before any estimate was made**: the first network of each depth is the tuning part
+# (noiseless, except at depths 3 and 6), the other three are held out, two with noiseless targets and one with
+# Gaussian noise $\sigma = 1$. Draws that are not singular ($\lambda = d/2$) are skipped.
+
+# %%
+#| export
+def depth_set(seed: int = 2027) -> pd.DataFrame:
+    """Minimal-rank balanced DLNs of depth 2-7, four per depth, with Aoyagi's lambda: one row per network
+    (`net`, `depth`, `layers`, `rank`, `d`, `true_llc`, `noise`, `n`, `part`)."""
+    rng, rows = np.random.default_rng(seed), []
+    for depth in range(2, 8):
+        k = 0
+        while k < 4:
+            sizes = [int(h) for h in rng.integers(5, 21, depth + 1)]
+            r = int(rng.integers(1, min(sizes)))
+            lam = float(aoyagi_dln_lambda(sizes, r))
+            d = sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
+            n = int(rng.choice([3000, 10_000, 30_000]))
+            if lam >= d / 2:                                          # regular: not what this set is for
+                continue
+            noise = float(depth in (3, 6)) if k == 0 else (0.0 if k < 3 else 1.0)
+            rows.append(dict(net=len(rows), depth=depth, layers='-'.join(map(str, sizes)), rank=r, d=d,
+                             true_llc=lam, noise=noise, n=n, part='tune' if k == 0 else 'held-out'))
+            k += 1
+    return pd.DataFrame(rows)
+
+def depth_problem(row) -> tuple:
+    "The balanced network (at its true weights) and the data `(X, y)` of one row of `depth_set`."
+    sizes = [int(h) for h in str(row['layers']).split('-')]
+    model = make_balanced_dln(sizes, int(row['rank']), seed=int(row['net']))
+    g = torch.Generator().manual_seed(10_000 + int(row['net']))
+    X = torch.randn(int(row['n']), sizes[0], generator=g)                       # [n, H_0]
+    with torch.no_grad():
+        y = model(X)
+    return model, (X, y + float(row['noise']) * torch.randn(y.shape, generator=g))
+
+
+# %%
+depth_specs = depth_set()
+assert len(depth_specs) == 24 and (depth_specs.part == 'tune').sum() == 6 and depth_specs.depth.nunique() == 6
+assert (depth_specs.true_llc < depth_specs.d / 2).all() and depth_specs.equals(depth_set())
+held_noise = depth_specs[depth_specs.part == 'held-out'].groupby('depth').noise.agg(['size', 'sum'])
+assert (held_noise['size'] == 3).all() and (held_noise['sum'] == 1).all()     # 2 noiseless + 1 noisy per depth
+res_new = [resolution(depth_problem(r)[0], int(r['rank']), int(r.n)) for _, r in depth_specs.iterrows()]
+assert min(res_new) > 0.25 * default_n_beta(3000) * 0.99                        # n beta sigma_r^2 >= 94
+depth_specs
+
+# %% [markdown]
+# ## Running the set
+#
+# `run_depth` estimates every network of a part with the automatic setting (`calibrate`, `systematic=True`:
+# the estimate at $\gamma$ and the repeat at $3\gamma$ of the [LLC chapter](llc.html)) and records both raw
+# estimates with their errors, so that `apply_rule` can recompute the extrapolated estimate and its interval for
+# any $k$ and $w$ without sampling again.
+
+# %%
+#| export
+def run_depth(specs: pd.DataFrame, out=None, **rules) -> pd.DataFrame:
+    """The automatic estimate (with `rules` changed) of every network of `specs`: both raw estimates, the
+    extrapolated one with its interval, the diagnostics and the seconds (written to `out` after each network)."""
+    rows = []
+    for _, row in specs.iterrows():
+        model, data = depth_problem(row)
+        t0 = time.perf_counter()
+        settings = calibrate(model, data, 'regression', **rules)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')                 # the flags are in the row
+            try:
+                res = estimate_llc(model, data, 'regression', settings)
+            except SGLDDivergenceError as e:
+                res = e
+        base = dict(row.to_dict(), localization=settings.localization, seconds=time.perf_counter() - t0)
+        if isinstance(res, SGLDDivergenceError):
+            rows.append(dict(base, llc=np.nan, flagged=True, problems=f'diverged: {res}'))
+        else:
+            d = res.diagnostics.iloc[0]
+            keep = ['llc', 'llc_se', 'llc_low', 'llc_high', 'llc_raw', 'llc_raw_se', 'llc_stronger',
+                    'llc_stronger_se', 'llc_shift', 'systematic', 'mala_acceptance', 'drift_z', 'rhat', 'ess',
+                    'reach_used', 'relaxations', 'flagged', 'problems']
+            rows.append(dict(base, **{k: d[k] for k in keep if k in d}))
+        if out is not None:
+            pd.DataFrame(rows).to_csv(out, index=False)
+    return pd.DataFrame(rows)
+
+# %% [markdown]
+# ## devinterp side by side
+#
+# `devinterp_llc` runs devinterp 2.0.1's `llc()` as its documentation shows it (a model, a dataset of
+# `input_ids`, a per-token loss, `lr`, `n_beta`, `localization`, chains, burn-in and draws), with a Gaussian
+# regression loss on the same data. devinterp has no automatic setting: we give it the step size, $n\beta$,
+# localization, chains, batch size and steps that `calibrate` gives our estimator, so the two sample the same
+# localized posterior with the same SGLD update ($\Delta w = -\tfrac\epsilon2(n\beta\nabla L_B + \gamma(w-w^*)) +
+# \sqrt\epsilon\,\xi$ in both). It returns devinterp's mean LLC over chains and the seconds it took.
+
+# %%
+#| export
+def devinterp_llc(model: nn.Module, data, settings) -> dict:
+    """devinterp 2.0.1's `llc()` on a regression `model` at its weights with `data` = (X, y) under the step size,
+    n_beta, localization, chains, burn-in, draws and batch size of `settings`: its LLC and seconds."""
+    from datasets import Dataset
+    from devinterp.slt.llc import llc
+    X, y = data
+    nll = gaussian_nll()
+    ds = Dataset.from_dict({'input_ids': [[i, i] for i in range(len(X))]}).with_format('torch')
+    def loss_fn(m, input_ids):                                     # per-sample loss as one "token" per row
+        idx = input_ids[:, 0]
+        return nll(m(X[idx]), y[idx])[:, None]
+    t0 = time.perf_counter()
+    quiet = contextlib.redirect_stderr(io.StringIO())             # its per-chain bars go to a string
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(), quiet:
+        warnings.simplefilter('ignore')
+        out = llc(model, ds, {}, lr=settings.step_size, n_beta=settings.n_beta, localization=settings.localization,
+                  num_chains=settings.n_chains, num_draws=settings.n_draws, num_burnin_steps=settings.n_burnin,
+                  num_steps_bw_draws=settings.steps_between_draws, batch_size=settings.batch_size,
+                  num_init_loss_batches=max(1, len(X) // settings.batch_size), loss_fn=loss_fn,
+                  device=str(X.device), output_path=str(Path(tmp) / 'samples.zarr'), init_seed=100 + settings.seed)
+    return dict(llc=float(out.llc_mean), llc_chain_sd=float(out.llc_std), seconds=time.perf_counter() - t0)
+
+# %% [markdown]
+# ## Choosing $k$ and $w$ on the tuning part
+#
+# `apply_rule` recomputes, from the raw estimates of `run_depth`'s rows, the extrapolated estimate
+# $\hat\lambda(\gamma) + k\Delta$ and its interval $\pm(w|\Delta| + 2\,\mathrm{se})$ with
+# `localization_interval` (the function `estimate_llc` uses), the relative error against Aoyagi's $\lambda$,
+# whether the interval covers it, its relative half-width and the flag. `score` sums a part up per depth.
+
+# %%
+#| export
+def apply_rule(rows: pd.DataFrame, extrapolation: float, spread: float) -> pd.DataFrame:
+    """`rows` of `run_depth` with the estimate and interval recomputed for `extrapolation` k and `spread` w:
+    `estimate`, `rel_error`, `covered`, `half_width` (relative) and `flagged` (any chain problem, or an
+    interval wider than `INTERVAL_LIMIT` on either side)."""
+    from fracsgd.llc import INTERVAL_LIMIT, localization_interval
+    out = localization_interval(rows.llc_raw, rows.llc_raw_se, rows.llc_stronger, rows.llc_stronger_se,
+                                extrapolation, spread)
+    t = rows.assign(estimate=out['llc'], low=out['llc_low'], high=out['llc_high'])
+    t['rel_error'] = t.estimate / t.true_llc - 1
+    t['covered'] = (t.low <= t.true_llc) & (t.true_llc <= t.high)
+    t['half_width'] = (t.high - t.low) / 2 / t.estimate.abs()
+    chains = t.problems.fillna('').map(lambda p: bool(_LOCALIZATION_NOTES.sub('', p).strip('; ')))
+    t['flagged'] = chains | ~(t.half_width <= INTERVAL_LIMIT)
+    return t
+
+# the notes about the localization itself, which `apply_rule` replaces by its own width test (rows run before the
+# reach note was left out of measured estimates still carry it)
+_LOCALIZATION_NOTES = re.compile(
+    r'(at 3 x the localization: )?the localization, not the likelihood, holds the chains in most directions '
+    r'\(reach used [0-9.]+ > [0-9.]+\): the estimate may depend on the localization; check with '
+    r'localization_sensitivity, or compare several with localization_sweep'
+    r'|the estimate depends on the localization: .*? may settle it')
+
+def score(table: pd.DataFrame, by='depth') -> pd.DataFrame:
+    "Per group: networks, mean and max |relative error|, coverage, median relative half-width, flagged."
+    err = table.rel_error.abs()
+    return (table.assign(abs_error=err).groupby(by)
+            .agg(nets=('net', 'size'), mean_abs_error=('abs_error', 'mean'), max_abs_error=('abs_error', 'max'),
+                 coverage=('covered', 'mean'), median_half_width=('half_width', 'median'),
+                 flagged=('flagged', 'sum')))
+
+
+# %%
+DEPTH_RESULTS = Path('llc_validation')
+tune_rows = pd.read_csv(DEPTH_RESULTS / 'depth_tune.csv')
+noiseless_tune = tune_rows[tune_rows.noise == 0]
+K_GRID, W_GRID = (0, 0.25, 0.5, 0.75, 1, 1.5, 2), (0.5, 1, 1.5, 2, 3)
+k_scores = pd.Series({k: apply_rule(noiseless_tune, k, 1.0).rel_error.abs().mean() for k in K_GRID},
+                     name='mean |error|, noiseless tuning nets')
+k_best = float(k_scores.idxmin())
+w_best = next(w for w in W_GRID if apply_rule(noiseless_tune, k_best, w).covered.all())
+print(k_scores.round(3).to_string())
+print(f'chosen on the tuning part: k = {k_best:g}, w = {w_best:g}')
+from fracsgd.llc import LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD
+assert (k_best, w_best) == (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD)      # the package's constants
+tuned = apply_rule(tune_rows, k_best, w_best)
+tuned[['net', 'depth', 'layers', 'rank', 'noise', 'n', 'true_llc', 'llc_raw', 'llc_stronger', 'estimate', 'low',
+       'high', 'rel_error', 'covered', 'flagged', 'seconds']].round(3)
+
+# %% [markdown]
+# ## Noisy targets: what to expect at $w^*$
+#
+# With noisy targets the baseline of the estimate is $L_n(w^*)$ at the true parameter, and the sample's own
+# minimum $\hat w$ lies below it: the chains, held near $w^*$ by the localization but free to follow the
+# likelihood, settle around $\hat w$ and their mean loss is lower by the amount the sample lets the model fit
+# its noise. The estimate at $w^*$ therefore targets $\lambda - n\beta\,(L_n(w^*) - L_n(\hat w))$, not
+# $\lambda$ (for a regular model the offset is about $\beta d/2 = d/(2\log n)$, as the
+# [LLC validation page](llc_validation.html) shows). `noise_offset` measures it on the sample: it minimizes
+# $L_n$ from $w^*$ with full-batch L-BFGS and returns $n\beta(L_n(w^*) - L_n(\hat w))$. We report the error of
+# noisy rows against both $\lambda$ and $\lambda$ minus this offset.
+
+# %%
+#| export
+def noise_offset(model: nn.Module, data, max_iter: int = 500) -> float:
+    """n*beta * (L_n(w*) - L_n(w_hat)): how far below the loss at the true weights `model` the sample's own
+    minimum w_hat lies (full-batch L-BFGS from w*, Gaussian loss)."""
+    X, y = data
+    fit = type(model)(*[nn.Linear(l.in_features, l.out_features, bias=False) for l in model])
+    fit.load_state_dict(model.state_dict())
+    nll = gaussian_nll()
+    loss = lambda m: nll(m(X), y).mean()
+    with torch.no_grad():
+        at_truth = float(loss(model))
+    opt = torch.optim.LBFGS(fit.parameters(), max_iter=max_iter, tolerance_grad=1e-10, tolerance_change=1e-14,
+                            line_search_fn='strong_wolfe')
+    def closure():
+        opt.zero_grad()
+        value = loss(fit)
+        value.backward()
+        return value
+    opt.step(closure)
+    with torch.no_grad():
+        return default_n_beta(len(X)) * (at_truth - float(loss(fit)))
+
+
+# %%
+regular = make_balanced_dln([8, 3], 3, seed=0)                # one layer: linear regression, d = 24, regular
+Xo = torch.randn(20_000, 8, generator=torch.Generator().manual_seed(0))
+yo = regular(Xo).detach() + torch.randn(20_000, 3, generator=torch.Generator().manual_seed(1))
+offset = noise_offset(regular, (Xo, yo))
+# n(L(w*) - L(w_hat)) is half a chi-square with d = 24 degrees of freedom: offset = beta * chi2_24 / 2
+beta = 1 / np.log(20_000)
+print(f'regular model: offset {offset:.2f}, expected beta*d/2 = {beta * 24 / 2:.2f} (sd {beta * np.sqrt(2 * 24) / 2:.2f})')
+assert abs(offset - beta * 24 / 2) < 3 * beta * np.sqrt(2 * 24) / 2
+
+# %% [markdown]
+# ## The held-out part
+#
+# The automatic setting with $k$ and $w$ as chosen above, run once on the 18 held-out networks (the rows were
+# sampled while the constants were still placeholders; `apply_rule` applies the chosen ones to the raw
+# estimates, which do not depend on them, and the chosen constants were committed before these rows were
+# read). Each row's noise offset (above) is measured on its sample.
+
+# %%
+held_rows = pd.read_csv(DEPTH_RESULTS / 'depth_held_out.csv')
+held = apply_rule(held_rows, LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD)
+held['offset'] = [noise_offset(*depth_problem(r)) if r.noise else 0.0 for _, r in held.iterrows()]
+held['target'] = held.true_llc - held.offset                   # what an estimate at w* can see
+held['rel_error_vs_target'] = held.estimate / held.target - 1
+held['covers_target'] = (held.low <= held.target) & (held.target <= held.high)
+noiseless, noisy = held[held.noise == 0], held[held.noise == 1]
+by_depth = score(noiseless)
+print('held-out, noiseless targets, per depth:')
+print(by_depth.round(3).to_string())
+print(f"all noiseless: mean |error| {noiseless.rel_error.abs().mean():.1%}, max {noiseless.rel_error.abs().max():.1%}, "
+      f"coverage {noiseless.covered.mean():.0%}, median half-width {noiseless.half_width.median():.1%}")
+print(f"noisy (one per depth): mean |error| against lambda {noisy.rel_error.abs().mean():.1%}, against lambda minus "
+      f"the offset {noisy.rel_error_vs_target.abs().mean():.1%}; coverage of lambda {noisy.covered.mean():.0%}")
+raw_error = (noiseless.llc_raw / noiseless.true_llc - 1).abs()
+mc_covers = ((noiseless.llc_raw - 2 * noiseless.llc_raw_se <= noiseless.true_llc)
+             & (noiseless.true_llc <= noiseless.llc_raw + 2 * noiseless.llc_raw_se))
+print(f"the estimate at gamma alone: mean |error| {raw_error.mean():.1%}, max {raw_error.max():.1%}; "
+      f"its Monte-Carlo interval covers {mc_covers.sum()} of {len(noiseless)}")
+# what the prose below says
+assert noiseless.covered.all() and noisy.covered.sum() == 5 and mc_covers.sum() == 3
+assert round(noiseless.rel_error.abs().mean(), 3) == 0.061 and round(raw_error.mean(), 3) == 0.056
+assert (by_depth.loc[[4, 5], 'mean_abs_error'] > 0.05).all() and (noiseless.rel_error.abs() > 0.15).sum() == 1
+held[['net', 'depth', 'layers', 'rank', 'noise', 'n', 'true_llc', 'offset', 'llc_raw', 'llc_stronger', 'estimate',
+      'low', 'high', 'rel_error', 'covered', 'half_width', 'flagged', 'seconds']].round(3)
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw=dict(width_ratios=[3, 2]))
+ax = axes[0]
+for i, r in enumerate(held.sort_values(['depth', 'noise', 'net']).itertuples()):
+    colour = 'C3' if r.noise else 'C0'
+    ax.errorbar(i, r.estimate / r.true_llc, yerr=[[(r.estimate - r.low) / r.true_llc], [(r.high - r.estimate) / r.true_llc]],
+                fmt='o', color=colour, mfc='white' if not r.flagged else colour, capsize=2)
+    ax.plot(i, r.llc_raw / r.true_llc, 'x', color='0.4', ms=5)
+ax.axhline(1, color='k', lw=0.8)
+ax.axhspan(0.95, 1.05, color='C2', alpha=0.15, label='within 5%')
+ax.set_xticks(range(len(held)), [f"{r.depth}" for r in held.sort_values(['depth', 'noise', 'net']).itertuples()])
+ax.set(xlabel='depth (blue: noiseless, red: noisy; filled: flagged; x: estimate at γ alone)',
+       ylabel='estimate / Aoyagi λ', title='held-out networks: estimate and interval')
+ax.legend(fontsize=7, loc='upper left')
+ax = axes[1]
+ax.scatter(noiseless.llc_shift * 100, noiseless.rel_error * 100, c=noiseless.depth, cmap='viridis')
+ax.axhline(0, color='k', lw=0.8)
+ax.set(xlabel='shift at 3γ (% of the estimate at γ)', ylabel='error of the extrapolated estimate (%)',
+       title='noiseless held-out: error against the shift')
+plt.tight_layout()
+
+# %% [markdown]
+# What the held-out part says (the constants were fixed before these rows were read; nothing below changed them):
+#
+# * **Coverage: met.** The interval covers Aoyagi's $\lambda$ on all 12 noiseless held-out networks (and on 5 of
+#   the 6 noisy ones). The Monte-Carlo interval alone, $\hat\lambda(\gamma)\pm2\,$se, covers 3 of the 12.
+# * **Width: met only as a half-width.** The median relative half-width is 16% (the full width 31%); the
+#   intervals are wide where the estimate moves most with $\gamma$, which is where it should be uncertain.
+# * **Accuracy: not met.** Mean |error| 6.1% on the noiseless held-out networks, with depths 4 and 5 above 5%
+#   (15.6% and 9.1%) and one network above 15% (8-8-17-16-6 at rank 1, $n = 3000$: +27.5%, flagged, its
+#   interval ±43% covers $\lambda$). The estimate at $\gamma$ alone (today's default without the step) does about
+#   as well or better here: mean 5.6%, worst 15.4%. On the tuning part the half-shift step had lowered the
+#   mean error from 7.4% to 3.9%; on the held-out part it did not help the point estimate. So the step stays for
+#   what it does well, the interval; whether $k = 0$ is the better point estimate is a question for a fresh
+#   held-out set (choosing it from these rows would make them a training set).
+# * **Most of the old set's depth error was the set.** On networks whose truth the data resolve, the estimate at
+#   $\gamma$ has a mean |error| of 0.8%, 6.6%, 8.6%, 13%, 0.6% and 3.9% at depths 2 to 7: no longer the −15% to −34%
+#   of the unresolved deep networks, and not systematically low.
+# * **Noisy targets.** Against $\lambda$, mean |error| 7.2%; against $\lambda$ minus the measured noise offset,
+#   7.0%. The offset `noise_offset` measures is a first-order one (L-BFGS from $w^*$ fits the noise in the
+#   directions with curvature; the degenerate directions have no gradient at $w^*$), so it is a lower bound on
+#   what the chains can fit.
+#
+# ### Do the diagnostics notice?
+#
+# The confusion of flagged against wrong on the noiseless held-out rows, with every diagnostic (the chain checks
+# and the interval-width test), and with the width test alone:
+
+# %%
+def error_class(t: pd.DataFrame) -> pd.Series:
+    err = t.rel_error.abs()
+    return pd.Series(np.where(err > 0.15, '|error| > 15%', np.where(err <= 0.05, '|error| <= 5%', '5-15%')),
+                     index=t.index, name='truth')
+width_only = noiseless.half_width > INTERVAL_LIMIT
+for name, flags in [('all diagnostics', noiseless.flagged), ('interval width alone', width_only)]:
+    print(name)
+    display(pd.crosstab(pd.Series(np.where(flags, 'flagged', 'not flagged'), index=noiseless.index, name='diagnostics'),
+                        error_class(noiseless)))
+assert noiseless[noiseless.rel_error.abs() > 0.15].flagged.all()            # every bad one is flagged
+good = noiseless.rel_error.abs() <= 0.05
+print(f'within 5% and cleared: all diagnostics {(~noiseless.flagged[good]).sum()} of {good.sum()}, '
+      f'width alone {(~width_only[good]).sum()} of {good.sum()}')
+
+# %% [markdown]
+# Every estimate off by more than 15% is flagged, by either rule. The interval-width test alone clears 5 of
+# the 7 estimates within 5%; with the chain checks (MALA acceptance, $\hat R$, ESS, drift, whose limits were
+# set on the first set) only 2 of 7 are cleared, because on deep networks the chains at these lengths often
+# show $\hat R$ of 1.05–1.12 or acceptance 0.7–0.9 while the estimate is right. "Clear most good rows" holds for the
+# width test, not for the chain checks; we leave their limits as they are rather than set them on these rows.
+
+# %% [markdown]
+# ## What it costs
+#
+# `cost_of_default` times `calibrate` + `estimate_llc` under the automatic setting with and without the
+# systematic step, in one process on the same model and data, shortened to `n_steps` burn-in and draw steps
+# each (the ratio does not depend on the length: the repeat runs a third of the steps).
+
+# %%
+#| export
+def cost_of_default(model: nn.Module, data, loss='classification', n_steps: int = 500, repeats: int = 2) -> dict:
+    """Seconds per estimate of the automatic setting without and with `systematic` (best of `repeats`, taken in
+    turn), shortened
+    to `n_steps` burn-in + `n_steps` draws, and their ratio."""
+    def once(systematic: bool) -> float:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            s = calibrate(model, data, loss, n_burnin=n_steps, n_draws=n_steps, systematic=systematic)
+            estimate_llc(model, data, loss, s)
+        return time.perf_counter() - t0
+    times = [(once(False), once(True)) for _ in range(repeats)]          # interleaved: load changes hit both
+    old, new = min(t[0] for t in times), min(t[1] for t in times)
+    return dict(without_systematic_s=old, with_systematic_s=new, ratio=new / old, n_steps=n_steps)
+
+
+# %%
+cost = pd.read_csv(DEPTH_RESULTS / 'depth_cost.csv')
+assert (cost.ratio > 1).all() and (cost.ratio < 2).all()
+cost
+
+# %% [markdown]
+# The repeat at $3\gamma$ runs a third of the steps, so by step count the default costs a third more than it did
+# (plus a second full-data baseline). The measured ratios above (best of three, taken in turn, one thread, in one
+# process, chains shortened to `n_steps`) are 1.69 on the MNIST MLP and 1.34 on the depth-6 DLN; the machine was
+# shared with other jobs (load 6–9), and an earlier measurement of the same two gave 1.42 and 2.25, so read them
+# as "between a third and two thirds more", not to the digit. Timed separately on the depth-6 DLN, the estimate at
+# $\gamma$ took 9.2 s and the repeat 2.3 s. At full length the automatic setting took 37–57 s per network of
+# this set on the loaded CPU (the `seconds` column of the tables above).
+
+# %% [markdown]
+# ## devinterp on the same networks
+#
+# devinterp 2.0.1's `llc()` on the 18 held-out networks, with the step size, $n\beta$, localization, chains,
+# burn-in, draws and batch size of our automatic setting (`devinterp_llc`; `depth_devinterp.csv`, rebuilt by the
+# `#| heavy` cell below). It samples the same posterior with the same update, so it should agree with our estimate
+# at $\gamma$ up to Monte-Carlo error and its own averaging; it has no repeat at $3\gamma$ and reports no interval
+# beyond the spread of its chains.
+
+# %%
+dev = pd.read_csv(DEPTH_RESULTS / 'depth_devinterp.csv')
+side = held.merge(dev[['net', 'llc', 'llc_chain_sd', 'seconds']].rename(
+    columns={'llc': 'devinterp', 'llc_chain_sd': 'devinterp_chain_sd', 'seconds': 'devinterp_seconds'}), on='net')
+side['devinterp_error'] = side.devinterp / side.true_llc - 1
+side['devinterp_covers'] = ((side.devinterp - 2 * side.devinterp_chain_sd / 2 <= side.true_llc)
+                            & (side.true_llc <= side.devinterp + 2 * side.devinterp_chain_sd / 2))   # 4 chains: se = sd/2
+comparison = pd.DataFrame({
+    'mean |error|, noiseless': [side[side.noise == 0].rel_error.abs().mean(),
+                                (side[side.noise == 0].llc_raw / side[side.noise == 0].true_llc - 1).abs().mean(),
+                                side[side.noise == 0].devinterp_error.abs().mean()],
+    'max |error|, noiseless': [side[side.noise == 0].rel_error.abs().max(),
+                               (side[side.noise == 0].llc_raw / side[side.noise == 0].true_llc - 1).abs().max(),
+                               side[side.noise == 0].devinterp_error.abs().max()],
+    'mean |error|, noisy': [side[side.noise == 1].rel_error.abs().mean(),
+                            (side[side.noise == 1].llc_raw / side[side.noise == 1].true_llc - 1).abs().mean(),
+                            side[side.noise == 1].devinterp_error.abs().mean()],
+    'coverage, noiseless': [side[side.noise == 0].covered.mean(), float('nan'),
+                            side[side.noise == 0].devinterp_covers.mean()],
+    'seconds per network': [side.seconds.mean(), float('nan'), side.devinterp_seconds.mean()]},
+    index=['ours: automatic (extrapolated, interval)', 'ours: estimate at γ alone', 'devinterp llc(), same setting'])
+comparison.round(3)
+
+# %% [markdown]
+# devinterp lands a little below our estimate at $\gamma$ on 17 of the 18 networks (by 2.1% in the median): its
+# documented `llc()` averages the loss over every step, the burn-in included, and a burn-in that starts at
+# $w^*$ sits at low loss. Its mean |error| on the noiseless networks is 7.1% (worst 18%), against 5.6% for our
+# estimate at $\gamma$ and 6.1% for the extrapolated one; its chain spread covers $\lambda$ on 2 of the 12, ours
+# with the systematic part on 12. It took 82 s per network where ours took 37 s with the repeat (one thread, the
+# same loaded CPU, batch 500, 4 chains of 10,000 steps).
+
+# %%
+assert (side.devinterp < side.llc_raw).sum() == 17 and side[side.noise == 0].devinterp_covers.sum() == 2
+side[['net', 'depth', 'layers', 'noise', 'true_llc', 'estimate', 'low', 'high', 'llc_raw', 'devinterp',
+      'rel_error', 'devinterp_error', 'seconds', 'devinterp_seconds']].round(3)
+
+# %% [markdown]
+# To rebuild the committed rows (the `#| heavy` cells, not run in the tests): the tuning and held-out parts take
+# about 5 and 15 minutes of one thread, devinterp about 25 (on the loaded development CPU, 2026-11-26).
+
+# %%
+#| export
+def run_devinterp(specs: pd.DataFrame, out=None) -> pd.DataFrame:
+    "`devinterp_llc` under the automatic setting of every network of `specs` (written to `out` after each)."
+    rows = []
+    for _, row in specs.iterrows():
+        model, data = depth_problem(row)
+        s = calibrate(model, data, 'regression')
+        rows.append(dict(row.to_dict(), localization=s.localization, step_size=s.step_size, n_beta=s.n_beta,
+                         n_burnin=s.n_burnin, n_draws=s.n_draws, **devinterp_llc(model, data, s)))
+        if out is not None:
+            pd.DataFrame(rows).to_csv(out, index=False)
+    return pd.DataFrame(rows)
+
+
+# %%
+#| heavy
+run_depth(depth_specs[depth_specs.part == 'tune'], out=DEPTH_RESULTS / 'depth_tune.csv')
+run_devinterp(depth_specs[depth_specs.part == 'held-out'], out=DEPTH_RESULTS / 'depth_devinterp.csv')
+run_depth(depth_specs[depth_specs.part == 'held-out'], out=DEPTH_RESULTS / 'depth_held_out.csv')
