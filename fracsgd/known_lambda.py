@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 
 from .spectral import _interval_quantiles, _loglog_ols, log_spaced_indices
 from .return_probability import lag_grid, return_curves, spectral_dimension_from_returns
@@ -183,26 +184,23 @@ def walk_exponents(traj, llc: float, record_every: int = 1, t_window=(None, None
     out = dict(eps=eps, t_window=(float(t[keep[0]]), float(t[keep[-1]])), n_walkers=W, reason=fit.reason,
                tau_window=(fit.tau_min * record_every, fit.tau_max * record_every), r2_returns=fit.r2,
                d_s_halves=(fit.d_s_first_half, fit.d_s_second_half))
-    lt = np.log(t[keep])
-    if fit.reason:
-        s_R = _loglog_ols(lt, np.log(R[:, keep].mean(0)))[0]
-        return out | dict(d_walk=1 / s_R, d_s=math.nan, d_f=math.nan, rho=math.nan)
-    sel = (curves.tau >= fit.tau_min) & (curves.tau <= fit.tau_max)
+    lt, names = np.log(t[keep]), ('d_walk', 'd_s', 'd_f', 'rho')
+    sel = (curves.tau >= fit.tau_min) & (curves.tau <= fit.tau_max)             # empty when no window
     P, lp = curves.hits[:, 0, sel] / curves.pairs[:, sel], np.log(curves.tau[sel])  # [walkers, lags]
     def exponents(idx):
-        s_R = _loglog_ols(lt, np.log(R[idx][:, keep].mean(0)))[0]
-        s_P = _loglog_ols(lp, np.log(P[idx].mean(0)))[0]
-        d_walk, d_s = 1 / s_R, -2 * s_P
+        d_walk = 1 / _loglog_ols(lt, np.log(R[idx][:, keep].mean(0)))[0]
+        if fit.reason:
+            return np.array([d_walk, np.nan, np.nan, np.nan])
+        d_s = -2 * _loglog_ols(lp, np.log(P[idx].mean(0)))[0]
         return np.array([d_walk, d_s, d_walk * d_s / 2, d_walk * d_s / (2 * float(llc))])
     point = exponents(np.arange(W))
     rng, boots = np.random.default_rng(seed), []
     for _ in range(n_boot):
         idx = rng.integers(0, W, W)
-        if np.all(P[idx].mean(0) > 0):
+        if fit.reason or np.all(P[idx].mean(0) > 0):
             boots.append(exponents(idx))
-    q = _interval_quantiles(level, W)
-    ci = np.quantile(np.array(boots), q, axis=0) if boots else np.full((2, 4), np.nan)
-    for k, name in enumerate(('d_walk', 'd_s', 'd_f', 'rho')):
+    ci = np.quantile(np.array(boots), _interval_quantiles(level, W), axis=0) if boots else np.full((2, 4), np.nan)
+    for k, name in enumerate(names):
         out[name], out[name + '_ci'] = float(point[k]), (float(ci[0, k]), float(ci[1, k]))
     return out
 
@@ -256,8 +254,8 @@ def max_curvature(landscape: Landscape, traj, every: int = 50) -> float:
 KNOWN_LAMBDA_SCALE = ('assumed: the paper states Theorems 3.1 and 3.2 without an experiment; tested on Langevin walks '
                       'and minibatch SGD on potentials whose λ is exact (quadratic, monomials, a DLN)')
 
-def known_lambda_summary(walks: pd.DataFrame, passage: pd.DataFrame) -> pd.DataFrame:
-    "The compact summary (quantity, value, ci_low, ci_high, note) of the walk and first-passage tables."
+def known_lambda_summary(walks: pd.DataFrame, passage: pd.DataFrame, radius: float = 1.0) -> pd.DataFrame:
+    "The compact summary (quantity, value, ci_low, ci_high, note) of the walk and first-passage tables (ball `radius`)."
     rows = []
     for r in walks.itertuples():
         what = f'{r.landscape}, {r.dynamics}'
@@ -272,6 +270,6 @@ def known_lambda_summary(walks: pd.DataFrame, passage: pd.DataFrame) -> pd.DataF
     for name, g in passage.groupby('landscape', sort=False):
         g0 = g.iloc[0]
         rows.append((f'first-passage exponent of T(eps): {name}', g0.exponent, g0.exponent_ci_low, g0.exponent_ci_high,
-                     f'λ = {g0.llc:g} exact; ε {g.eps.min():g}..{g.eps.max():g}; r = {PASSAGE_RADIUS:g}; '
+                     f'λ = {g0.llc:g} exact; ε {g.eps.min():g}..{g.eps.max():g}; r = {radius:g}; '
                      f'{int(g0.walkers)} walkers per ε'))
     return pd.DataFrame(rows, columns=['quantity', 'value', 'ci_low', 'ci_high', 'note'])
