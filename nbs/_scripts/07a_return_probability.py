@@ -32,6 +32,7 @@ from fracsgd.spectral import spectral_dimension_from_volume
 from fracsgd.walks import (GASKET_DS, PERCOLATION_2D_DS, ALEXANDER_ORBACH_DS, interior_nodes, percolation_cluster,
                            propagate_walk, sierpinski_gasket, square_lattice)
 
+
 # %% [markdown]
 # The paper's spectral dimension comes from the displacement slope and the LLC (eq. 17), so Theorem 3.1
 # ($d_\text{walk} = 2\lambda/d_s$, eq. 12) and Corollary 3.3 ($d_s \le \bar\lambda$) hold in every number computed
@@ -381,6 +382,7 @@ for d in (3, 4):
 perc_row = v.loc[('critical percolation', 0.5)]
 assert 0.85 < perc_row.d_s / PERCOLATION_2D_DS < 1.0
 assert v.loc[('critical percolation, τ ≥ 300', 0.5)].covers
+
 
 # %% [markdown]
 # **Second check: the graph's exact heat kernel.** For ε below a lattice spacing the estimator is a Monte Carlo
