@@ -135,6 +135,18 @@ from scipy.special import erfcx
 # measured independently, so the relation can be checked rather than assumed; the [walks chapter](walks.html)
 # does this on the Sierpinski gasket and on critical percolation clusters.
 #
+# **Tested where λ is exact, it does not hold.** The [λ-against-the-walk chapter](known_lambda.html) measures
+# $d_\text{walk}$ from $R(t)$ and $d_s$ from the return probability ([returns chapter](return_probability.html)), each
+# without λ, for Langevin walks and minibatch SGD on potentials whose λ is known in closed form. At a regular minimum
+# (λ = d/2, inside the pore where the walk has exponents at all) $d_\text{walk}d_s/2 = d = 2\lambda$: the ratio
+# $\rho = d_\text{walk}d_s/(2\lambda)$ that eq. 12 sets to 1 is 1.96 [1.86, 2.06] in d = 2. At degenerate minima
+# ($w_1^2w_2^2$, $w_1^2w_2^4$, a Morse–Bott valley, a deep linear network) ρ is 3.3 to 6.8, and $d_\text{walk}d_s/2$
+# follows the dimension of the set of minima rather than λ or 2λ. So eq. 12 with the LLC as the mass dimension fails
+# wherever it can be checked; reading the mass dimension as 2λ repairs it at a regular minimum only. Eq. 17, which
+# computes $d_s = 2\lambda\cdot$slope from it, gives $d_s/\rho$ on these landscapes, half or less of the spectral
+# dimension the walk shows, and the first-passage time of Theorem 3.2 does not scale as $\varepsilon^\lambda$ on any of
+# them (ledger rows `thm31-eq12-regular`, `thm31-eq12-degenerate`, `thm32-fpt-exponent`).
+#
 # The LLC and length scales must be positive; slopes are only required to be finite, so that confidence bounds
 # that cross zero pass through the linear maps unharmed.
 
