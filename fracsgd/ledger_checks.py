@@ -82,7 +82,7 @@ def half_d_row(rows: pd.DataFrame, compact, claims: pd.DataFrame):
     return target[0], float(t.ratio.max()), float(t.ratio_low.max()), float(t.ratio_high.max()), note
 
 # %% ../nbs/31_ledger_checks.ipynb #1ec2b0ee
-DLN_SOURCE = LEDGER_DIR.parent / 'llc_validation' / 'held_out.csv'
+DLN_SOURCE = LEDGER_DIR.parent / 'llc_validation' / 'depth_paper_preset.csv'
 DLN_STAND_IN = "deep linear networks with exact λ (Aoyagi) for the paper's models, whose λ is unknown"
 
 def median_ci_ranks(n: int, level: float = 0.95) -> tuple[int, int]:

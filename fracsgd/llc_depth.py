@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import fracsgd
-from .dln import aoyagi_dln_lambda
+from .dln import aoyagi_dln_lambda, regression_settings
 from .llc import INTERVAL_LIMIT, calibrate, estimate_llc
 from .models import make_balanced_dln
 from .sgld import SGLDDivergenceError, default_n_beta
@@ -68,21 +68,23 @@ def depth_problem(row) -> tuple:
     return model, (X, y + float(row['noise']) * torch.randn(y.shape, generator=g))
 
 # %% ../nbs/11b_llc_depth.ipynb #b5c1bc33
-def run_depth(specs: pd.DataFrame, out=None, **rules) -> pd.DataFrame:
-    """The automatic estimate (with `rules` changed) of every network of `specs`: both raw estimates, the
-    extrapolated one with its interval, the diagnostics and the seconds (written to `out` after each network)."""
+def run_depth(specs: pd.DataFrame, out=None, setting: str = 'auto', **rules) -> pd.DataFrame:
+    """The estimate under `setting` ('auto': `calibrate` with `rules` changed; 'paper': table 3's preset) of every
+    network of `specs`: for 'auto' both raw estimates and the extrapolated one with its interval; the diagnostics
+    and the seconds (written to `out` after each network)."""
     rows = []
     for _, row in specs.iterrows():
         model, data = depth_problem(row)
         t0 = time.perf_counter()
-        settings = calibrate(model, data, 'regression', **rules)
+        settings = regression_settings(setting, model, data, **rules)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')                 # the flags are in the row
             try:
                 res = estimate_llc(model, data, 'regression', settings)
             except SGLDDivergenceError as e:
                 res = e
-        base = dict(row.to_dict(), localization=settings.localization, seconds=time.perf_counter() - t0)
+        base = dict(row.to_dict(), setting='paper preset' if setting == 'paper' else 'automatic',
+                    localization=settings.localization, seconds=time.perf_counter() - t0)
         if isinstance(res, SGLDDivergenceError):
             rows.append(dict(base, llc=np.nan, flagged=True, problems=f'diverged: {res}'))
         else:
@@ -90,7 +92,7 @@ def run_depth(specs: pd.DataFrame, out=None, **rules) -> pd.DataFrame:
             keep = ['llc', 'llc_se', 'llc_low', 'llc_high', 'llc_raw', 'llc_raw_se', 'llc_stronger',
                     'llc_stronger_se', 'llc_shift', 'systematic', 'mala_acceptance', 'drift_z', 'rhat', 'ess',
                     'reach_used', 'relaxations', 'flagged', 'problems']
-            rows.append(dict(base, **{k: d[k] for k in keep if k in d}))
+            rows.append(dict(base, estimate=d.llc, **{k: d[k] for k in keep if k in d}))
         if out is not None:
             pd.DataFrame(rows).to_csv(out, index=False)
     return pd.DataFrame(rows)

@@ -33,6 +33,7 @@ import fracsgd
 from fracsgd.dln import aoyagi_dln_lambda
 from fracsgd.ledger import COMPACT, LEDGER, read_ledger, rebuild_ledger, stale_rows
 
+
 # %% [markdown]
 # Theorem 3.1 (eq. 12) reads $d_\text{walk} = 2\lambda/d_s$: the Alexander–Orbach relation $d_w = 2d_f/d_s$ of
 # diffusion on fractals with the local learning coefficient λ in the role of the mass dimension $d_f$ (appendix
@@ -498,6 +499,7 @@ def run_walk(kind, ls, n_walkers, p, seed=0):
                 multiplicity=ls.multiplicity, minimum_set_dim=ls.minimum_set_dim, why=ls.why, walkers=n_walkers,
                 steps=end, lr=p['lr'], lr_times_max_curvature=p['lr'] * max_curvature(ls, x), **m)
 
+
 # %%
 #| heavy
 tic, walk_rows = time.time(), []
@@ -558,6 +560,7 @@ def known_lambda_summary(walks: pd.DataFrame, passage: pd.DataFrame, radius: flo
                      f'λ = {g0.llc:g} exact; ε {g.eps.min():g}..{g.eps.max():g}; r = {radius:g}; '
                      f'{int(g0.walkers)} walkers per ε'))
     return pd.DataFrame(rows, columns=['quantity', 'value', 'ci_low', 'ci_high', 'note'])
+
 
 # %%
 #| heavy

@@ -148,17 +148,20 @@ half_d.sort_values('ratio_high', ascending=False).round(6)
 #
 # Table 3 gives the LLC setting of every experiment (step size $10^{-5}$, localization 100, one chain of 400
 # draws, no burn-in) and G.1 calls such settings sufficient. No model of the paper has a known λ, but deep linear
-# networks do (Aoyagi's formula), and the [LLC validation chapter](llc_validation.html) ran the preset on its 24
-# held-out networks, no one having tuned anything on them (`nbs/llc_validation/held_out.csv`, setting
-# `paper preset`). `dln_bias_result` turns that table into a compact result of the ledger, `compact/dln/
-# held-out-stand-in/`: the median of estimate / exact λ with a distribution-free 95% interval (order statistics
-# of the 24 ratios, from the binomial distribution of the count below the median), and how many estimates the
+# networks do (Aoyagi's formula), and the [LLC-at-depth chapter](llc_depth.html) ran the preset on the 18
+# held-out networks of its depth-covering set, whose truths the data resolve and on which no one tuned anything
+# (`nbs/llc_validation/depth_paper_preset.csv`, setting `paper preset`). (An earlier version of this row used
+# the first validation set's 24 held-out networks, median 0.23 of λ; most of their truths are below what their
+# data resolve, which pulls every estimator low, so the resolved set is the fairer test.) `dln_bias_result`
+# turns that table into a compact result of the ledger, `compact/dln/held-out-stand-in/`: the median of
+# estimate / exact λ with a distribution-free 95% interval (order statistics of the ratios, from the binomial
+# distribution of the count below the median), and how many estimates the
 # diagnostics flag. The claim reads "sufficient" as "the median estimate above half the exact λ" (our reading;
 # the paper gives no number). DLNs stand in for the paper's models, so the row is never decisive.
 
 # %%
 #| export
-DLN_SOURCE = LEDGER_DIR.parent / 'llc_validation' / 'held_out.csv'
+DLN_SOURCE = LEDGER_DIR.parent / 'llc_validation' / 'depth_paper_preset.csv'
 DLN_STAND_IN = "deep linear networks with exact λ (Aoyagi) for the paper's models, whose λ is unknown"
 
 def median_ci_ranks(n: int, level: float = 0.95) -> tuple[int, int]:
@@ -204,7 +207,7 @@ def dln_bias_result(source=None, compact_dir=None) -> Path:
 # %% [markdown]
 # The interval ranks against the binomial table (for $n$ = 24 the 95% interval of the median runs from the 7th to
 # the 18th smallest value, coverage 97.7%), and the committed result against the validation table it was made
-# from: if `held_out.csv` changes, this cell fails until the result is made again (`dln_bias_result()`, then
+# from: if `depth_paper_preset.csv` changes, this cell fails until the result is made again (`dln_bias_result()`, then
 # `rebuild_ledger()`).
 
 # %%
@@ -216,14 +219,16 @@ assert read_table(scratch / 'summary.csv').equals(read_table(committed / 'summar
 assert json.loads((committed / 'provenance.json').read_text())['config_hash'] == json.loads(
     (scratch / 'provenance.json').read_text())['config_hash']
 dln = read_table(committed / 'summary.csv').set_index('quantity')
-assert dln.ci_high.iloc[0] < 0.5 and dln.value['paper preset: networks'] == 24
+assert dln.ci_low.iloc[0] < 0.5 < dln.ci_high.iloc[0] and dln.value['paper preset: networks'] == 18
 dln
 
 
 # %% [markdown]
-# The preset's median estimate is about a quarter of the exact λ, and its interval lies well below ½: on
-# networks with a known answer, table 3's setting is not sufficient in the weakest sense we could give the word.
-# The row is filed as a stand-in (DLNs are not the paper's models), with the rule's "not reproduced" in its note.
+# The preset's median estimate is about half the exact λ (0.51, interval 0.36–0.64, from 0.11 to 0.88 over
+# the networks), and every one of its estimates is flagged by its own diagnostics: under our reading of
+# "sufficient" (median above ½) the row is inconclusive, and no reading that asks for an estimate within a few
+# percent of λ would call it sufficient. The automatic setting on the same networks has a mean |error| of 6% (the
+# LLC-at-depth chapter). The row is filed as a stand-in (DLNs are not the paper's models).
 
 # %% [markdown]
 # ## A study page's own rows
