@@ -14,7 +14,9 @@ from torch import nn
 
 import fracsgd
 from .dln import aoyagi_dln_lambda, regression_settings
-from .llc import INTERVAL_LIMIT, calibrate, estimate_llc
+from .llc import calibrate, estimate_llc
+from .llc_validation import validation_problem
+from .localization import INTERVAL_LIMIT, localization_interval
 from .models import make_balanced_dln
 from .sgld import SGLDDivergenceError, default_n_beta
 from .stack import gaussian_nll
@@ -59,13 +61,7 @@ def depth_set(seed: int = 2027) -> pd.DataFrame:
 
 def depth_problem(row) -> tuple:
     "The balanced network (at its true weights) and the data `(X, y)` of one row of `depth_set`."
-    sizes = [int(h) for h in str(row['layers']).split('-')]
-    model = make_balanced_dln(sizes, int(row['rank']), seed=int(row['net']))
-    g = torch.Generator().manual_seed(10_000 + int(row['net']))
-    X = torch.randn(int(row['n']), sizes[0], generator=g)                       # [n, H_0]
-    with torch.no_grad():
-        y = model(X)
-    return model, (X, y + float(row['noise']) * torch.randn(y.shape, generator=g))
+    return validation_problem(row, build=make_balanced_dln)
 
 # %% ../nbs/11b_llc_depth.ipynb #b5c1bc33
 def run_depth(specs: pd.DataFrame, out=None, setting: str = 'auto', **rules) -> pd.DataFrame:
@@ -125,7 +121,6 @@ def apply_rule(rows: pd.DataFrame, extrapolation: float, spread: float) -> pd.Da
     """`rows` of `run_depth` with the estimate and interval recomputed for `extrapolation` k and `spread` w:
     `estimate`, `rel_error`, `covered`, `half_width` (relative) and `flagged` (any chain problem, or an
     interval wider than `INTERVAL_LIMIT` on either side)."""
-    from fracsgd.llc import INTERVAL_LIMIT, localization_interval
     out = localization_interval(rows.llc_raw, rows.llc_raw_se, rows.llc_stronger, rows.llc_stronger_se,
                                 extrapolation, spread)
     t = rows.assign(estimate=out['llc'], low=out['llc_low'], high=out['llc_high'])

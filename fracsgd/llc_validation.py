@@ -46,10 +46,11 @@ def validation_set(n_nets: int = N_TUNE + N_HELD_OUT, seed: int = 2026) -> pd.Da
                          part='tune' if i < N_TUNE else 'held-out'))
     return pd.DataFrame(rows)
 
-def validation_problem(row) -> tuple:
-    "The network (at its true weights) and the data `(X, y)` of one row of `validation_set`."
+def validation_problem(row, build=make_dln) -> tuple:
+    """The network (at its true weights, made by `build(sizes, rank, seed=net)`) and the data `(X, y)` of one row
+    of `validation_set` (or of another set with its columns)."""
     sizes = [int(h) for h in str(row['layers']).split('-')]
-    model = make_dln(sizes, int(row['rank']), seed=int(row['net']))
+    model = build(sizes, int(row['rank']), seed=int(row['net']))
     g = torch.Generator().manual_seed(10_000 + int(row['net']))
     X = torch.randn(int(row['n']), sizes[0], generator=g)                       # [n, H_0]
     with torch.no_grad():

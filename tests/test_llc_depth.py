@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
-from fracsgd.llc import (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD, SENSITIVITY_FACTOR, calibrate,
-                         estimate_llc, localization_interval, stronger_localization)
+from fracsgd.llc import calibrate, estimate_llc
+from fracsgd.localization import (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD, SENSITIVITY_FACTOR,
+                                  localization_interval, stronger_localization)
 from fracsgd.llc_depth import (apply_rule, depth_problem, depth_set, devinterp_llc, end_to_end_singular_values,
                                noise_offset, resolution)
 from fracsgd.llc_validation import validation_problem, validation_set

@@ -23,7 +23,9 @@ from torch import nn
 
 import fracsgd
 from fracsgd.dln import aoyagi_dln_lambda, regression_settings
-from fracsgd.llc import INTERVAL_LIMIT, calibrate, estimate_llc
+from fracsgd.llc import calibrate, estimate_llc
+from fracsgd.llc_validation import validation_problem
+from fracsgd.localization import INTERVAL_LIMIT, localization_interval
 from fracsgd.models import make_balanced_dln
 from fracsgd.sgld import SGLDDivergenceError, default_n_beta
 from fracsgd.stack import gaussian_nll
@@ -153,13 +155,7 @@ def depth_set(seed: int = 2027) -> pd.DataFrame:
 
 def depth_problem(row) -> tuple:
     "The balanced network (at its true weights) and the data `(X, y)` of one row of `depth_set`."
-    sizes = [int(h) for h in str(row['layers']).split('-')]
-    model = make_balanced_dln(sizes, int(row['rank']), seed=int(row['net']))
-    g = torch.Generator().manual_seed(10_000 + int(row['net']))
-    X = torch.randn(int(row['n']), sizes[0], generator=g)                       # [n, H_0]
-    with torch.no_grad():
-        y = model(X)
-    return model, (X, y + float(row['noise']) * torch.randn(y.shape, generator=g))
+    return validation_problem(row, build=make_balanced_dln)
 
 
 # %%
@@ -176,7 +172,7 @@ depth_specs
 # ## Running the set
 #
 # `run_depth` estimates every network of a part with the automatic setting (`calibrate`, `systematic=True`:
-# the estimate at $\gamma$ and the repeat at $3\gamma$ of the [LLC chapter](llc.html)) and records both raw
+# the estimate at $\gamma$ and the repeat at $3\gamma$ of the [localization chapter](localization.html)) and records both raw
 # estimates with their errors, so that `apply_rule` can recompute the extrapolated estimate and its interval for
 # any $k$ and $w$ without sampling again.
 
@@ -259,7 +255,6 @@ def apply_rule(rows: pd.DataFrame, extrapolation: float, spread: float) -> pd.Da
     """`rows` of `run_depth` with the estimate and interval recomputed for `extrapolation` k and `spread` w:
     `estimate`, `rel_error`, `covered`, `half_width` (relative) and `flagged` (any chain problem, or an
     interval wider than `INTERVAL_LIMIT` on either side)."""
-    from fracsgd.llc import INTERVAL_LIMIT, localization_interval
     out = localization_interval(rows.llc_raw, rows.llc_raw_se, rows.llc_stronger, rows.llc_stronger_se,
                                 extrapolation, spread)
     t = rows.assign(estimate=out['llc'], low=out['llc_low'], high=out['llc_high'])
@@ -298,7 +293,7 @@ k_best = float(k_scores.idxmin())
 w_best = next(w for w in W_GRID if apply_rule(noiseless_tune, k_best, w).covered.all())
 print(k_scores.round(3).to_string())
 print(f'chosen on the tuning part: k = {k_best:g}, w = {w_best:g}')
-from fracsgd.llc import LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD
+from fracsgd.localization import LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD
 assert (k_best, w_best) == (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD)      # the package's constants
 tuned = apply_rule(tune_rows, k_best, w_best)
 tuned[['net', 'depth', 'layers', 'rank', 'noise', 'n', 'true_llc', 'llc_raw', 'llc_stronger', 'estimate', 'low',
