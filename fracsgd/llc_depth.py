@@ -22,8 +22,8 @@ from .sgld import SGLDDivergenceError, default_n_beta
 from .stack import gaussian_nll
 
 # %% auto #0
-__all__ = ['end_to_end_singular_values', 'resolution', 'depth_set', 'depth_problem', 'run_depth', 'devinterp_llc', 'apply_rule',
-           'score', 'noise_offset', 'cost_of_default', 'run_devinterp']
+__all__ = ['end_to_end_singular_values', 'resolution', 'depth_set', 'depth_problem', 'run_depth', 'apply_rule', 'score',
+           'noise_offset', 'cost_of_default', 'devinterp_llc', 'run_devinterp']
 
 # %% ../nbs/11b_llc_depth.ipynb #16f6b807
 def end_to_end_singular_values(model: nn.Sequential) -> np.ndarray:
@@ -93,29 +93,6 @@ def run_depth(specs: pd.DataFrame, out=None, setting: str = 'auto', **rules) -> 
             pd.DataFrame(rows).to_csv(out, index=False)
     return pd.DataFrame(rows)
 
-# %% ../nbs/11b_llc_depth.ipynb #c592b2f3
-def devinterp_llc(model: nn.Module, data, settings) -> dict:
-    """devinterp 2.0.1's `llc()` on a regression `model` at its weights with `data` = (X, y) under the step size,
-    n_beta, localization, chains, burn-in, draws and batch size of `settings`: its LLC and seconds."""
-    from datasets import Dataset
-    from devinterp.slt.llc import llc
-    X, y = data
-    nll = gaussian_nll()
-    ds = Dataset.from_dict({'input_ids': [[i, i] for i in range(len(X))]}).with_format('torch')
-    def loss_fn(m, input_ids):                                     # per-sample loss as one "token" per row
-        idx = input_ids[:, 0]
-        return nll(m(X[idx]), y[idx])[:, None]
-    t0 = time.perf_counter()
-    quiet = contextlib.redirect_stderr(io.StringIO())             # its per-chain bars go to a string
-    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(), quiet:
-        warnings.simplefilter('ignore')
-        out = llc(model, ds, {}, lr=settings.step_size, n_beta=settings.n_beta, localization=settings.localization,
-                  num_chains=settings.n_chains, num_draws=settings.n_draws, num_burnin_steps=settings.n_burnin,
-                  num_steps_bw_draws=settings.steps_between_draws, batch_size=settings.batch_size,
-                  num_init_loss_batches=max(1, len(X) // settings.batch_size), loss_fn=loss_fn,
-                  device=str(X.device), output_path=str(Path(tmp) / 'samples.zarr'), init_seed=100 + settings.seed)
-    return dict(llc=float(out.llc_mean), llc_chain_sd=float(out.llc_std), seconds=time.perf_counter() - t0)
-
 # %% ../nbs/11b_llc_depth.ipynb #44191064
 def apply_rule(rows: pd.DataFrame, extrapolation: float, spread: float) -> pd.DataFrame:
     """`rows` of `run_depth` with the estimate and interval recomputed for `extrapolation` k and `spread` w:
@@ -184,6 +161,29 @@ def cost_of_default(model: nn.Module, data, loss='classification', n_steps: int 
     times = [(once(False), once(True)) for _ in range(repeats)]          # interleaved: load changes hit both
     old, new = min(t[0] for t in times), min(t[1] for t in times)
     return dict(without_systematic_s=old, with_systematic_s=new, ratio=new / old, n_steps=n_steps)
+
+# %% ../nbs/11b_llc_depth.ipynb #c592b2f3
+def devinterp_llc(model: nn.Module, data, settings) -> dict:
+    """devinterp 2.0.1's `llc()` on a regression `model` at its weights with `data` = (X, y) under the step size,
+    n_beta, localization, chains, burn-in, draws and batch size of `settings`: its LLC and seconds."""
+    from datasets import Dataset
+    from devinterp.slt.llc import llc
+    X, y = data
+    nll = gaussian_nll()
+    ds = Dataset.from_dict({'input_ids': [[i, i] for i in range(len(X))]}).with_format('torch')
+    def loss_fn(m, input_ids):                                     # per-sample loss as one "token" per row
+        idx = input_ids[:, 0]
+        return nll(m(X[idx]), y[idx])[:, None]
+    t0 = time.perf_counter()
+    quiet = contextlib.redirect_stderr(io.StringIO())             # its per-chain bars go to a string
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(), quiet:
+        warnings.simplefilter('ignore')
+        out = llc(model, ds, {}, lr=settings.step_size, n_beta=settings.n_beta, localization=settings.localization,
+                  num_chains=settings.n_chains, num_draws=settings.n_draws, num_burnin_steps=settings.n_burnin,
+                  num_steps_bw_draws=settings.steps_between_draws, batch_size=settings.batch_size,
+                  num_init_loss_batches=max(1, len(X) // settings.batch_size), loss_fn=loss_fn,
+                  device=str(X.device), output_path=str(Path(tmp) / 'samples.zarr'), init_seed=100 + settings.seed)
+    return dict(llc=float(out.llc_mean), llc_chain_sd=float(out.llc_std), seconds=time.perf_counter() - t0)
 
 # %% ../nbs/11b_llc_depth.ipynb #e96ce3d5
 def run_devinterp(specs: pd.DataFrame, out=None) -> pd.DataFrame:

@@ -30,10 +30,6 @@ from fracsgd.models import make_balanced_dln
 from fracsgd.sgld import SGLDDivergenceError, default_n_beta
 from fracsgd.stack import gaussian_nll
 
-# %%
-import matplotlib.pyplot as plt
-torch.set_num_threads(1)   # small models: one thread avoids contention on small CPUs
-
 # %% [markdown]
 # **What this chapter found** (details and the tables below):
 #
@@ -51,6 +47,11 @@ torch.set_num_threads(1)   # small models: one thread avoids contention on small
 # * devinterp 2.0.1 at the same setting samples the same posterior and lands a little below our estimate at
 #   $\gamma$ (it averages its burn-in too): mean |error| 7.1%, and its chain spread covers $\lambda$ on 2 of 12
 #   noiseless networks (table at the end).
+
+# %%
+import matplotlib.pyplot as plt
+torch.set_num_threads(1)   # small models: one thread avoids contention on small CPUs
+
 
 # %% [markdown]
 # ## What went wrong at depth
@@ -78,6 +79,7 @@ def end_to_end_singular_values(model: nn.Sequential) -> np.ndarray:
 def resolution(model: nn.Sequential, rank: int, n: int) -> float:
     "n*beta * sigma_r^2: how many posterior loss scales the smallest of the `rank` singular values is worth."
     return default_n_beta(n) * float(end_to_end_singular_values(model)[rank - 1]) ** 2
+
 
 # %%
 from fracsgd.llc_validation import validation_problem, validation_results, validation_set
@@ -108,6 +110,7 @@ ax.set(xscale='log', xlabel=r'resolution $n\beta\,\sigma_r^2$ of the truth', yla
        title='first validation set: error against how well the data resolve the truth')
 ax.legend(fontsize=7, ncol=2)
 plt.tight_layout()
+
 
 # %% [markdown]
 # So the first set measured, at depth, mostly how an estimator behaves when the truth is below what the data
@@ -168,6 +171,7 @@ res_new = [resolution(depth_problem(r)[0], int(r['rank']), int(r.n)) for _, r in
 assert min(res_new) > 0.25 * default_n_beta(3000) * 0.99                        # n beta sigma_r^2 >= 94
 depth_specs
 
+
 # %% [markdown]
 # ## Running the set
 #
@@ -207,39 +211,6 @@ def run_depth(specs: pd.DataFrame, out=None, setting: str = 'auto', **rules) -> 
             pd.DataFrame(rows).to_csv(out, index=False)
     return pd.DataFrame(rows)
 
-# %% [markdown]
-# ## devinterp side by side
-#
-# `devinterp_llc` runs devinterp 2.0.1's `llc()` as its documentation shows it (a model, a dataset of
-# `input_ids`, a per-token loss, `lr`, `n_beta`, `localization`, chains, burn-in and draws), with a Gaussian
-# regression loss on the same data. devinterp has no automatic setting: we give it the step size, $n\beta$,
-# localization, chains, batch size and steps that `calibrate` gives our estimator, so the two sample the same
-# localized posterior with the same SGLD update ($\Delta w = -\tfrac\epsilon2(n\beta\nabla L_B + \gamma(w-w^*)) +
-# \sqrt\epsilon\,\xi$ in both). It returns devinterp's mean LLC over chains and the seconds it took.
-
-# %%
-#| export
-def devinterp_llc(model: nn.Module, data, settings) -> dict:
-    """devinterp 2.0.1's `llc()` on a regression `model` at its weights with `data` = (X, y) under the step size,
-    n_beta, localization, chains, burn-in, draws and batch size of `settings`: its LLC and seconds."""
-    from datasets import Dataset
-    from devinterp.slt.llc import llc
-    X, y = data
-    nll = gaussian_nll()
-    ds = Dataset.from_dict({'input_ids': [[i, i] for i in range(len(X))]}).with_format('torch')
-    def loss_fn(m, input_ids):                                     # per-sample loss as one "token" per row
-        idx = input_ids[:, 0]
-        return nll(m(X[idx]), y[idx])[:, None]
-    t0 = time.perf_counter()
-    quiet = contextlib.redirect_stderr(io.StringIO())             # its per-chain bars go to a string
-    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(), quiet:
-        warnings.simplefilter('ignore')
-        out = llc(model, ds, {}, lr=settings.step_size, n_beta=settings.n_beta, localization=settings.localization,
-                  num_chains=settings.n_chains, num_draws=settings.n_draws, num_burnin_steps=settings.n_burnin,
-                  num_steps_bw_draws=settings.steps_between_draws, batch_size=settings.batch_size,
-                  num_init_loss_batches=max(1, len(X) // settings.batch_size), loss_fn=loss_fn,
-                  device=str(X.device), output_path=str(Path(tmp) / 'samples.zarr'), init_seed=100 + settings.seed)
-    return dict(llc=float(out.llc_mean), llc_chain_sd=float(out.llc_std), seconds=time.perf_counter() - t0)
 
 # %% [markdown]
 # ## Choosing $k$ and $w$ on the tuning part
@@ -298,6 +269,7 @@ assert (k_best, w_best) == (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD)    
 tuned = apply_rule(tune_rows, k_best, w_best)
 tuned[['net', 'depth', 'layers', 'rank', 'noise', 'n', 'true_llc', 'llc_raw', 'llc_stronger', 'estimate', 'low',
        'high', 'rel_error', 'covered', 'flagged', 'seconds']].round(3)
+
 
 # %% [markdown]
 # ## Noisy targets: what to expect at $w^*$
@@ -381,7 +353,7 @@ held[['net', 'depth', 'layers', 'rank', 'noise', 'n', 'true_llc', 'offset', 'llc
       'low', 'high', 'rel_error', 'covered', 'half_width', 'flagged', 'seconds']].round(3)
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw=dict(width_ratios=[3, 2]))
+fig, axes = plt.subplots(2, 1, figsize=(7.5, 8))
 ax = axes[0]
 for i, r in enumerate(held.sort_values(['depth', 'noise', 'net']).itertuples()):
     colour = 'C3' if r.noise else 'C0'
@@ -400,6 +372,7 @@ ax.axhline(0, color='k', lw=0.8)
 ax.set(xlabel='shift at 3γ (% of the estimate at γ)', ylabel='error of the extrapolated estimate (%)',
        title='noiseless held-out: error against the shift')
 plt.tight_layout()
+
 
 # %% [markdown]
 # What the held-out part says (the constants were fixed before these rows were read; nothing below changed them):
@@ -434,14 +407,16 @@ def error_class(t: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(err > 0.15, '|error| > 15%', np.where(err <= 0.05, '|error| <= 5%', '5-15%')),
                      index=t.index, name='truth')
 width_only = noiseless.half_width > INTERVAL_LIMIT
-for name, flags in [('all diagnostics', noiseless.flagged), ('interval width alone', width_only)]:
-    print(name)
-    display(pd.crosstab(pd.Series(np.where(flags, 'flagged', 'not flagged'), index=noiseless.index, name='diagnostics'),
-                        error_class(noiseless)))
+confusion = pd.concat({name: pd.crosstab(pd.Series(np.where(flags, 'flagged', 'not flagged'), index=noiseless.index,
+                                                   name='diagnostics'), error_class(noiseless))
+                       for name, flags in [('all diagnostics', noiseless.flagged), ('interval width alone', width_only)]},
+                      names=['rule'])
 assert noiseless[noiseless.rel_error.abs() > 0.15].flagged.all()            # every bad one is flagged
 good = noiseless.rel_error.abs() <= 0.05
 print(f'within 5% and cleared: all diagnostics {(~noiseless.flagged[good]).sum()} of {good.sum()}, '
       f'width alone {(~width_only[good]).sum()} of {good.sum()}')
+confusion
+
 
 # %% [markdown]
 # Every estimate off by more than 15% is flagged, by either rule. The interval-width test alone clears 5 of
@@ -480,6 +455,7 @@ cost = pd.read_csv(DEPTH_RESULTS / 'depth_cost.csv')
 assert (cost.ratio > 1).all() and (cost.ratio < 2).all()
 cost
 
+
 # %% [markdown]
 # The repeat at $3\gamma$ runs a third of the steps, so by step count the default costs a third more than it did
 # (plus a second full-data baseline). The measured ratios above (best of three, taken in turn, one thread, in one
@@ -497,6 +473,39 @@ cost
 # `#| heavy` cell below). It samples the same posterior with the same update, so it should agree with our estimate
 # at $\gamma$ up to Monte-Carlo error and its own averaging; it has no repeat at $3\gamma$ and reports no interval
 # beyond the spread of its chains.
+
+# %% [markdown]
+# `devinterp_llc` runs devinterp 2.0.1's `llc()` as its documentation shows it (a model, a dataset of
+# `input_ids`, a per-token loss, `lr`, `n_beta`, `localization`, chains, burn-in and draws), with a Gaussian
+# regression loss on the same data. devinterp has no automatic setting: we give it the step size, $n\beta$,
+# localization, chains, batch size and steps that `calibrate` gives our estimator, so the two sample the same
+# localized posterior with the same SGLD update ($\Delta w = -\tfrac\epsilon2(n\beta\nabla L_B + \gamma(w-w^*)) +
+# \sqrt\epsilon\,\xi$ in both). It returns devinterp's mean LLC over chains and the seconds it took.
+
+# %%
+#| export
+def devinterp_llc(model: nn.Module, data, settings) -> dict:
+    """devinterp 2.0.1's `llc()` on a regression `model` at its weights with `data` = (X, y) under the step size,
+    n_beta, localization, chains, burn-in, draws and batch size of `settings`: its LLC and seconds."""
+    from datasets import Dataset
+    from devinterp.slt.llc import llc
+    X, y = data
+    nll = gaussian_nll()
+    ds = Dataset.from_dict({'input_ids': [[i, i] for i in range(len(X))]}).with_format('torch')
+    def loss_fn(m, input_ids):                                     # per-sample loss as one "token" per row
+        idx = input_ids[:, 0]
+        return nll(m(X[idx]), y[idx])[:, None]
+    t0 = time.perf_counter()
+    quiet = contextlib.redirect_stderr(io.StringIO())             # its per-chain bars go to a string
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(), quiet:
+        warnings.simplefilter('ignore')
+        out = llc(model, ds, {}, lr=settings.step_size, n_beta=settings.n_beta, localization=settings.localization,
+                  num_chains=settings.n_chains, num_draws=settings.n_draws, num_burnin_steps=settings.n_burnin,
+                  num_steps_bw_draws=settings.steps_between_draws, batch_size=settings.batch_size,
+                  num_init_loss_batches=max(1, len(X) // settings.batch_size), loss_fn=loss_fn,
+                  device=str(X.device), output_path=str(Path(tmp) / 'samples.zarr'), init_seed=100 + settings.seed)
+    return dict(llc=float(out.llc_mean), llc_chain_sd=float(out.llc_std), seconds=time.perf_counter() - t0)
+
 
 # %%
 dev = pd.read_csv(DEPTH_RESULTS / 'depth_devinterp.csv')
@@ -533,6 +542,7 @@ comparison.round(3)
 assert (side.devinterp < side.llc_raw).sum() == 17 and side[side.noise == 0].devinterp_covers.sum() == 2
 side[['net', 'depth', 'layers', 'noise', 'true_llc', 'estimate', 'low', 'high', 'llc_raw', 'devinterp',
       'rel_error', 'devinterp_error', 'seconds', 'devinterp_seconds']].round(3)
+
 
 # %% [markdown]
 # To rebuild the committed rows (the `#| heavy` cells, not run in the tests): the tuning and held-out parts take
