@@ -1,8 +1,7 @@
 # %% [markdown]
 # # Spectral dimension from returns
 #
-# > d_s from how often a trajectory comes back: P(‖w_{s+τ} − w_s‖ < ε) ~ τ^{−d_s/2}, with no LLC and no
-# > saturation for transient walks.
+# > d_s from how often a trajectory comes back: P(‖w_{s+τ} − w_s‖ < ε) ~ τ^{−d_s/2}, with no LLC and no saturation for transient walks.
 
 # %%
 #| default_exp return_probability

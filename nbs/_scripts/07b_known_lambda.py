@@ -1,8 +1,7 @@
 # %% [markdown]
 # # λ against the walk
 #
-# > Langevin dynamics and minibatch SGD on potentials whose learning coefficient is known exactly: do the walk's
-# > exponents obey eq. 12 with d_f = λ, with d_f = 2λ, or neither? And does the first-passage time scale as ε^λ?
+# > Langevin dynamics and minibatch SGD on potentials whose learning coefficient is known exactly: do the walk's exponents obey eq. 12 with d_f = λ, with d_f = 2λ, or neither? And does the first-passage time scale as ε^λ?
 
 # %%
 #| default_exp known_lambda

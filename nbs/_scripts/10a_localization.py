@@ -139,7 +139,6 @@ assert flat['llc'][0] == 15.0 and flat['systematic'][0] == 0 and flat['llc'][1] 
 s3 = stronger_localization(SGLDSettings(localization=2.0, n_burnin=5000, n_draws=5000, systematic=True))
 assert (s3.localization, s3.n_burnin, s3.n_draws, s3.systematic) == (6.0, 1667, 1667, False)
 
-
 # %% [markdown]
 # On the regular model of this chapter (noiseless targets, so $\lambda = d/2 = 15$ exactly) the automatic setting's
 # two estimates hardly differ: the localization holds no direction the likelihood does not, and the interval is

@@ -1,8 +1,7 @@
 # %% [markdown]
 # # Sweeps
 #
-# > Run a list of configurations on a pool of local processes or on Ray, resumably: each finished run is
-# > stored once, under a key computed from its configuration.
+# > Run a list of configurations on a pool of local processes or on Ray, resumably: each finished run is stored once, under a key computed from its configuration.
 
 # %%
 #| default_exp sweep

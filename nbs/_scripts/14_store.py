@@ -1,8 +1,7 @@
 # %% [markdown]
 # # Results store
 #
-# > One folder per study: a row per run, the runs' trajectory tables, the errors of the runs that failed, and
-# > where the numbers came from. `load_study` reads it all back in one call.
+# > One folder per study: a row per run, the runs' trajectory tables, the errors of the runs that failed, and where the numbers came from. `load_study` reads it all back in one call.
 
 # %%
 #| default_exp store

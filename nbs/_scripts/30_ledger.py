@@ -1,8 +1,7 @@
 # %% [markdown]
 # # Claims ledger
 #
-# > Every quantitative claim of the paper, where it stands, the number we measured, the configuration that
-# > measured it, and a verdict computed by one stated rule.
+# > Every quantitative claim of the paper, where it stands, the number we measured, the configuration that measured it, and a verdict computed by one stated rule.
 
 # %%
 #| default_exp ledger

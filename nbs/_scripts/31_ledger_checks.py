@@ -1,8 +1,7 @@
 # %% [markdown]
 # # Ledger checks
 #
-# > Checks that cut across the studies of the claims ledger: the bound λ ≤ d/2 on every LLC we report, table 3's
-# > LLC setting on networks whose λ is known, and the ledger rows each study page shows beside its numbers.
+# > Checks that cut across the studies of the claims ledger: the bound λ ≤ d/2 on every LLC we report, table 3's LLC setting on networks whose λ is known, and the ledger rows each study page shows beside its numbers.
 
 # %%
 #| default_exp ledger_checks
