@@ -41,6 +41,8 @@ def _parser():
     r.add_argument('--backend', choices=['local', 'ray'], default='local', help='where runs execute')
     r.add_argument('--workers', type=int, help='worker processes (local) or parallel tasks (ray)')
     r.add_argument('--address', help='a Ray cluster to join (default: start a local Ray)')
+    r.add_argument('--gpus-per-run', type=float,
+                   help='GPUs a Ray task asks for (default 1 on a CUDA device, 0 otherwise; 0.25 packs 4 runs a card)')
     r.add_argument('--device', help='cpu, cuda, cuda:1, ... (default: cuda when available)')
     r.add_argument('--dtype', default='float32', help='floating dtype of models and data (default float32)')
     r.add_argument('--out', help='results folder (default: results/<study>/<preset>)')
@@ -93,7 +95,7 @@ def _run(args) -> int:
         placement(args.device, args.dtype)                  # so is an unusable device or dtype
         res = run_study(study, args.preset or 'quick', results_folder(args.out), stand_in=args.stand_in,
                         device=args.device, dtype=args.dtype, backend=args.backend, workers=args.workers,
-                        address=args.address, progress=not args.no_progress)
+                        address=args.address, progress=not args.no_progress, gpus_per_run=args.gpus_per_run)
     except INPUT_ERRORS as e:
         return _fail(e)
     _print_summary(res)

@@ -125,9 +125,13 @@ def _driver_path():
             os.environ['PYTHONPATH'] = saved
 
 class RayPool:
-    "Ray tasks behind the `submit`/`shutdown` interface of `concurrent.futures` executors."
-    def __init__(self, workers: int | None = None, address: str | None = None):
+    """Ray tasks behind the `submit`/`shutdown` interface of `concurrent.futures` executors. A task asks for one CPU
+    and `gpus` GPUs (a fraction lets several runs share a card; Ray then places them on the GPUs it has)."""
+    def __init__(self, workers: int | None = None, address: str | None = None, gpus: float = 0.0):
+        if not (isinstance(gpus, (int, float)) and 0 <= gpus):
+            raise ValueError(f"gpus per run must be a number >= 0, got {gpus!r}")
         ray = require('ray')
+        self.gpus = float(gpus)
         self.ray, self.refs, self.started = ray, [], not ray.is_initialized()
         joining = address or os.environ.get('RAY_ADDRESS')
         if self.started and joining:
@@ -138,9 +142,9 @@ class RayPool:
         self.tasks = {}
 
     def submit(self, fn, *args) -> Future:
-        "Run `fn(*args)` as a Ray task needing one CPU; return its future."
+        "Run `fn(*args)` as a Ray task needing one CPU and `gpus` GPUs; return its future."
         if fn not in self.tasks:
-            self.tasks[fn] = self.ray.remote(num_cpus=1, max_retries=0)(fn)
+            self.tasks[fn] = self.ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(fn)
         ref = self.tasks[fn].remote(*args)
         self.refs.append(ref)
         return ref.future()
@@ -171,8 +175,9 @@ def _check_backend(backend: str):
     if backend == 'ray' and importlib.util.find_spec('ray') is None:
         raise ImportError('the ray backend needs ray: pip install "fracsgd[ray]"')
 
-def _pool(backend: str, workers: int | None, address: str | None, start_method: str | None = None):
-    return local_pool(workers, start_method) if backend == 'local' else RayPool(workers, address)
+def _pool(backend: str, workers: int | None, address: str | None, start_method: str | None = None,
+          gpus: float = 0.0):
+    return local_pool(workers, start_method) if backend == 'local' else RayPool(workers, address, gpus)
 
 def _outcomes(make_pool, fn: Callable, runs: dict, todo: list, limit: int):
     "Yield `(key, outcome)` as runs finish, keeping at most `limit` in flight; replace a broken local pool."
@@ -214,8 +219,10 @@ def _store(folder, key: str, record: dict, outcome: tuple) -> str:
     return 'failed'
 
 def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None = None,
-              address: str | None = None, progress: bool = True, start_method: str | None = None) -> dict:
-    "Run the unfinished runs of `sweep` into the study folder `folder`; return done/failed/skipped counts."
+              address: str | None = None, progress: bool = True, start_method: str | None = None,
+              gpus_per_run: float = 0.0) -> dict:
+    """Run the unfinished runs of `sweep` into the study folder `folder`; return done/failed/skipped counts.
+    `gpus_per_run`: the GPUs a Ray task asks for (the local pool ignores it: its workers share the driver's)."""
     _check_backend(backend)
     runs = unique_runs(sweep.configs)        # a configuration that has no key fails before any folder exists
     folder = open_study(folder, sweep.name, sweep.device, sweep.meta)
@@ -231,7 +238,8 @@ def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None 
         limit = workers or (os.cpu_count() if backend == 'local' else len(todo)) or 1
         bar = tqdm(total=len(runs), initial=counts['skipped'], desc=sweep.name, unit='run',
                    disable=not progress)
-        outcomes = _outcomes(partial(_pool, backend, workers, address, start_method), sweep.fn, runs, todo, limit)
+        outcomes = _outcomes(partial(_pool, backend, workers, address, start_method, gpus_per_run), sweep.fn, runs,
+                             todo, limit)
         try:
             for key, outcome in outcomes:
                 counts[_store(folder, key, config_record(runs[key]), outcome)] += 1

@@ -178,3 +178,22 @@ def test_every_study_smoke_preset_runs_under_a_float64_placement(name, tmp_path)
                         workers=1, progress=False)
     assert res['counts']['failed'] == 0 and status(res['folder'])['done'] == len(unique_runs(study.runs(res['config'])))
     assert len(res['summary']) > 0 and read_meta(res['folder'])['preset'] == 'smoke'
+
+
+def test_a_smoke_study_runs_on_ray_and_resumes(tmp_path):
+    # issue 24: the runner's Ray backend on the CPU (no GPU asked for), then a second call finds every run done
+    pytest.importorskip('ray')
+    from fracsgd.runner import run_study
+    res = run_study('moons-diffusion', 'smoke', tmp_path / 'ray', device='cpu', backend='ray', workers=2,
+                    progress=False, report=False)
+    assert res['counts']['failed'] == 0 and res['counts']['done'] > 0
+    again = run_study('moons-diffusion', 'smoke', tmp_path / 'ray', device='cpu', backend='ray', workers=2,
+                      progress=False, report=False)
+    assert again['counts'] == dict(done=0, failed=0, skipped=res['counts']['done'])
+
+
+def test_ray_pool_refuses_a_negative_gpu_count():
+    pytest.importorskip('ray')
+    from fracsgd.sweep import RayPool
+    with pytest.raises(ValueError, match='gpus per run'):
+        RayPool(gpus=-1)

@@ -355,10 +355,12 @@ def default_folder(study: Study, preset: str, stand_in: str) -> Path:
 def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_in: bool = False, device=None,
               dtype: str = 'float32', threads: int | None = None, backend: str = 'local',
               workers: int | None = None, address: str | None = None, progress: bool = True,
-              report: bool = True) -> dict:
+              report: bool = True, gpus_per_run: float | None = None) -> dict:
     """Run (or resume) `study` with `preset` (or `config`) into `folder` on `device`; report it. The report's dict,
     with `folder`, `config`, `preset` and the run `counts`. `threads` per run defaults to the CPU's cores shared
-    among the local workers (results can differ in the last digits with the thread count; meta.json records it)."""
+    among the local workers (results can differ in the last digits with the thread count; meta.json records it).
+    On Ray, each run asks for `gpus_per_run` GPUs (default: 1 on a CUDA device, 0 otherwise; a fraction lets
+    several small runs share a card)."""
     study, config = _exported(get_study(study), config)
     cfg = config if config is not None else study.config(preset)
     if stand_in:
@@ -373,9 +375,11 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     runs = study.runs(cfg)
     meta = dict(preset=label, config=config_record(cfg), placement=dataclasses.asdict(p), stand_in=what)
     fn = partial(run_one, study, p, str(folder))
+    cuda = p.torch_device.type == 'cuda'
+    gpus = (1.0 if cuda else 0.0) if gpus_per_run is None else float(gpus_per_run)
     counts = run_sweep(Sweep(study.name, fn, runs, device=p.device, meta=meta), folder, backend=backend,
                        workers=workers, address=address, progress=progress,
-                       start_method='spawn' if p.torch_device.type == 'cuda' else None)
+                       start_method='spawn' if cuda else None, gpus_per_run=gpus)
     for key in done_keys(folder):
         trained_path(folder, key).unlink(missing_ok=True)
     if counts['done'] + counts['skipped'] == len(set(run_key(r) for r in runs)):
@@ -384,6 +388,30 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     out = report_study(folder, study) if report else {}
     return dict(out, folder=folder, config=cfg, preset=label, counts=counts)
 
+
+# %% [markdown]
+# ### On a machine with several GPUs
+#
+# The local pool runs every run on the device the runner was given; to spread a study over several GPUs, start a
+# local Ray cluster that knows them and let each run ask for a GPU (`gpus_per_run`, default 1 on a CUDA device).
+# Ray sets `CUDA_VISIBLE_DEVICES` for every task, so each run sees its own card as `cuda`:
+#
+# ```sh
+# export RAY_AUTH_MODE=token                         # Ray >= 2.59: clusters use token auth (see the sweep chapter)
+# ray start --head --num-gpus=4 --num-cpus=16       # once, on the machine
+# fracsgd run moons-diffusion --preset long --device cuda --backend ray --address auto --gpus-per-run 0.25
+# fracsgd run moons-posterior --full --device cuda --backend ray --address auto --gpus-per-run 0.25
+# fracsgd run mnist-seeds --full --device cuda --backend ray --address auto
+# fracsgd run mnist-architectures --full --device cuda --backend ray --address auto --gpus-per-run 0.5
+# fracsgd run mnist-ablations --full --device cuda --backend ray --address auto --gpus-per-run 0.25
+# ray stop
+# ```
+#
+# A killed driver is resumed by running the same command again: finished runs are stored once, under their
+# key, whichever backend ran them. Small models leave most of a card idle, so a fraction (`--gpus-per-run 0.25`)
+# packs several runs onto it. What each study costs is on the [benchmarks page](bench.html) where it was
+# measured; no multi-GPU timing has been measured by this project yet (no GPU was lent to the sessions that
+# wrote this).
 
 # %% [markdown]
 # `report_study` reads everything it needs from the folder: the study and its configuration from `meta.json`,
