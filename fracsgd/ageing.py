@@ -16,7 +16,7 @@ from scipy.special import gamma as _gamma
 # %% auto #0
 __all__ = ['age_starts', 'IncrementRecorder', 'record_paths', 'aged_msd', 'ageing_exponent', 'brownian_walks', 'ctrw_walks',
            'ou_walks', 'brownian_aged_msd', 'ctrw_aged_msd', 'ou_aged_msd', 'expected_msd', 'train_with_increments',
-           'paired_late_slopes', 'paired_ageing']
+           'paired_late_slopes', 'paired_ageing', 'paired_excess']
 
 # %% ../nbs/05a_ageing.ipynb #d8db108d
 def age_starts(ages: Iterable[int], per_age: int = 5, window: float = 0.2) -> dict[int, list[int]]:
@@ -272,3 +272,35 @@ def paired_ageing(inc_a: pd.DataFrame, inc_b: pd.DataFrame, lag: int, ages, name
     value, lo, hi = _boot(f, len(A), n_boot, seed, level)
     return _rows([names[0], names[1], f'{names[0]} minus {names[1]}'], value, lo, hi, lag=lag,
                  ages=' '.join(map(str, ages)), pairs=len(A))
+
+# %% ../nbs/05a_ageing.ipynb #07cb9bea
+def paired_excess(inc_a: pd.DataFrame, inc_b: pd.DataFrame, ages, lags, lag: int, n_boot: int = 200, seed: int = 0,
+                  level: float = 0.95) -> dict:
+    """M_a − M_b of paired increment tables: a table per (age, lag) with intervals; its ageing exponent at `lag`
+    over `ages` and its lag exponent over `lags` (M pooled over `ages`), with intervals over resampled pairs."""
+    ages, lags = sorted(ages), sorted(lags)
+    def cube(inc):
+        m = _per_member(inc[inc.age.isin(ages) & inc.lag.isin(lags)])
+        want = pd.MultiIndex.from_product([ages, lags], names=['age', 'lag'])
+        missing = want.difference(m.columns)
+        if len(missing):
+            raise ValueError(f"(age, lag) {list(missing)[:3]} not recorded")
+        return m[want]
+    A, B = cube(inc_a), cube(inc_b)
+    if set(A.index) != set(B.index):
+        raise ValueError("the two tables must hold the same members")
+    A, B = A.to_numpy().reshape(len(A), len(ages), len(lags)), B.loc[A.index].to_numpy().reshape(len(A), len(ages), len(lags))
+    j = lags.index(lag)
+    def f(i):
+        ex = A[i].mean(0) - B[i].mean(0)                                   # [ages, lags]
+        fit = lambda x, y: np.polyfit(np.log(x), np.log(y), 1)[0] if (y > 0).all() else np.nan
+        return np.concatenate([ex.ravel(), [fit(ages, ex[:, j]), fit(lags, ex.mean(0))]])
+    value, lo, hi = _boot(f, len(A), n_boot, seed, level)
+    rng = np.random.default_rng(seed)
+    failed = sum(np.isnan(f(rng.integers(0, len(A), len(A)))[-2:]).any() for _ in range(n_boot))
+    k = len(ages) * len(lags)
+    table = pd.DataFrame({'age': np.repeat(ages, len(lags)), 'lag': np.tile(lags, len(ages)), 'excess': value[:k],
+                          'ci_low': lo[:k], 'ci_high': hi[:k]})
+    pick = lambda n: dict(value=float(value[n]), ci_low=float(lo[n]), ci_high=float(hi[n]))
+    return dict(table=table, ageing=pick(k) | dict(lag=lag, ages=ages), lags=pick(k + 1) | dict(lags=lags, ages=ages),
+                failed_resamples=int(failed), pairs=len(A))

@@ -538,6 +538,80 @@ pa = paired_ageing(bm_tab, ct_tab, lag=10, ages=[100, 300, 1000], names=('Browni
 assert abs(pa.value[0]) < 0.03 and abs(pa.value[1] + 0.5) < 0.05 and pa.ci_low[2] > 0.35, pa
 pd.concat([sl, pa])
 
+# %% [markdown]
+# ## What the noise adds
+#
+# When SGD and gradient descent start from the same weights and share their drift, the difference of their
+# increment MSDs, $M_\text{SGD}(s,\tau) - M_\text{GD}(s,\tau)$, is what the minibatch noise adds (exactly so when
+# the noise is uncorrelated with the drift's increments). Its two exponents say what kind of motion that is:
+#
+# * its **ageing exponent** at a fixed lag: 0 for Brownian noise, $\alpha - 1 < 0$ for the walk of eq. 4;
+# * its **lag exponent** $\partial\log(M_\text{SGD}-M_\text{GD})/\partial\log\tau$ at lags well below the age: 1 for
+#   both of those (a free walk, aged or not, spreads linearly in $\tau \ll s$), 0 for a fluctuation held in a well
+#   around the drift's path (an Ornstein–Uhlenbeck displacement saturates once $\tau \gg 1/k$).
+#
+# `paired_excess` estimates both with intervals over resampled pairs (a resample in which the excess is not
+# positive at some point of the fit gives no exponent, and the count of such resamples is returned). Its checks: a
+# common deterministic drift plus Brownian noise against the drift alone (ageing 0, lag exponent 1), plus the
+# fractional walk (ageing $\alpha - 1$), plus an Ornstein–Uhlenbeck fluctuation in equilibrium (lag exponent near 0).
+
+# %%
+#| export
+def paired_excess(inc_a: pd.DataFrame, inc_b: pd.DataFrame, ages, lags, lag: int, n_boot: int = 200, seed: int = 0,
+                  level: float = 0.95) -> dict:
+    """M_a − M_b of paired increment tables: a table per (age, lag) with intervals; its ageing exponent at `lag`
+    over `ages` and its lag exponent over `lags` (M pooled over `ages`), with intervals over resampled pairs."""
+    ages, lags = sorted(ages), sorted(lags)
+    def cube(inc):
+        m = _per_member(inc[inc.age.isin(ages) & inc.lag.isin(lags)])
+        want = pd.MultiIndex.from_product([ages, lags], names=['age', 'lag'])
+        missing = want.difference(m.columns)
+        if len(missing):
+            raise ValueError(f"(age, lag) {list(missing)[:3]} not recorded")
+        return m[want]
+    A, B = cube(inc_a), cube(inc_b)
+    if set(A.index) != set(B.index):
+        raise ValueError("the two tables must hold the same members")
+    A, B = A.to_numpy().reshape(len(A), len(ages), len(lags)), B.loc[A.index].to_numpy().reshape(len(A), len(ages), len(lags))
+    j = lags.index(lag)
+    def f(i):
+        ex = A[i].mean(0) - B[i].mean(0)                                   # [ages, lags]
+        fit = lambda x, y: np.polyfit(np.log(x), np.log(y), 1)[0] if (y > 0).all() else np.nan
+        return np.concatenate([ex.ravel(), [fit(ages, ex[:, j]), fit(lags, ex.mean(0))]])
+    value, lo, hi = _boot(f, len(A), n_boot, seed, level)
+    rng = np.random.default_rng(seed)
+    failed = sum(np.isnan(f(rng.integers(0, len(A), len(A)))[-2:]).any() for _ in range(n_boot))
+    k = len(ages) * len(lags)
+    table = pd.DataFrame({'age': np.repeat(ages, len(lags)), 'lag': np.tile(lags, len(ages)), 'excess': value[:k],
+                          'ci_low': lo[:k], 'ci_high': hi[:k]})
+    pick = lambda n: dict(value=float(value[n]), ci_low=float(lo[n]), ci_high=float(hi[n]))
+    return dict(table=table, ageing=pick(k) | dict(lag=lag, ages=ages), lags=pick(k + 1) | dict(lags=lags, ages=ages),
+                failed_resamples=int(failed), pairs=len(A))
+
+
+# %%
+def drift_plus(noise, t_steps):
+    "Each walk of `noise` [n, T+1, d] plus a common deterministic drift 3 t^0.43 along the first axis."
+    drift = np.zeros_like(noise)
+    drift[..., 0] = 3 * np.arange(t_steps + 1) ** 0.43
+    return drift + noise, drift
+
+def excess_of(noise, lags=(1, 2, 3, 5, 10), ages=(100, 300, 1000)):
+    with_noise, drift = drift_plus(noise, noise.shape[1] - 1)
+    rec = lambda: IncrementRecorder(AGES, LAGS + [2, 5], n_steps=noise.shape[1] - 1)
+    return paired_excess(record_paths(with_noise, rec()), record_paths(drift, rec()), ages, lags, lag=1, n_boot=100)
+
+bm_ex = excess_of(brownian_walks(1000, 2000, seed=5))
+ct_ex = excess_of(ctrw_walks(1000, 2000, 0.5, seed=6))
+ou_ex = excess_of(ou_walks(1000, 2000, k=0.5, D=0.5, seed=7))        # relaxed after a few steps: stationary at ages ≥ 100
+assert bm_ex['ageing']['ci_low'] < 0 < bm_ex['ageing']['ci_high'] and abs(bm_ex['lags']['value'] - 1) < 0.05
+assert abs(ct_ex['ageing']['value'] + 0.5) < 0.15 and abs(ct_ex['lags']['value'] - 1) < 0.15, ct_ex['ageing']
+assert ou_ex['lags']['value'] < 0.5 and abs(ou_ex['ageing']['value']) < 0.05, ou_ex['lags']
+pd.DataFrame({'drift + Brownian': [bm_ex['ageing']['value'], bm_ex['lags']['value']],
+              'drift + CTRW α = ½': [ct_ex['ageing']['value'], ct_ex['lags']['value']],
+              'drift + fluctuation in a well (k = ½)': [ou_ex['ageing']['value'], ou_ex['lags']['value']]},
+             index=['ageing exponent of the excess, τ = 1', 'lag exponent of the excess, τ = 1–10'])
+
 # %%
 #| hide
 import nbdev
