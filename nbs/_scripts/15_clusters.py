@@ -425,7 +425,6 @@ except ValueError as e:
     assert 'rows [11]' in str(e)
 chains_toy
 
-
 # %% [markdown]
 # ## Choosing k by a stated rule
 #
@@ -471,6 +470,7 @@ blobs = np.concatenate([rng_b.normal(c, 0.05, (40, 2)) for c in ([0, 0], [3, 0],
 blob_reports = clustering_reports(blobs, ks=(2, 3, 4, 5), n_boot=10)
 assert choose_k(blob_reports, 'stable', n=len(blobs)) == 3 and blob_reports.set_index('k').stability[4] >= ARI_STRONG
 blob_reports
+
 
 # %% [markdown]
 # ## Do the chains mix?
