@@ -82,6 +82,7 @@ def age_starts(ages: Iterable[int], per_age: int = 5, window: float = 0.2) -> di
 assert age_starts([100, 10], per_age=5, window=0.2) == {10: [10, 11], 100: [100, 104, 108, 112, 116]}
 assert age_starts([50], per_age=4, window=0.2) == {50: [50, 52, 55, 57]}
 
+
 # %% [markdown]
 # ## A running record for any training loop
 #
@@ -163,6 +164,7 @@ assert rec.starts == {1: [1, 2]} and not rec.snap
 assert tab.sq[(0, 1, 3)] == (10 - 1) ** 2 and tab.sq[(1, 2, 1)] == (2 + 1) ** 2 and tab.sq[(0, 2, 3)] == (15 - 3) ** 2
 assert tab.sq_start[(0, 2, 1)] == 9 and tab.sq_end[(1, 1, 3)] == 4
 tab.reset_index()
+
 
 # %% [markdown]
 # ## From the record to M(s, τ), the ageing exponent and the martingale ratio
@@ -361,6 +363,7 @@ assert (ou.query('age <= 30 and lag <= 30').ratio_ci_high < 0.6).all(), ou
 pd.DataFrame({'Brownian': bm_beta, 'CTRW α = 0.5 (α − 1 = −0.5)': ct_beta, 'harmonic well, ages ≤ 1/k': early,
               'harmonic well, ages ≫ 1/k': late}).T[['value', 'ci_low', 'ci_high', 'lag', 'ages']]
 
+
 # %%
 def plot_aged(ax, res, title, expected=True):
     for i, (s, g) in enumerate(res.groupby('age')):
@@ -378,6 +381,7 @@ axes[0].legend(fontsize=7, title='age')
 fig.suptitle('points: recorded; lines: closed forms', fontsize=9)
 fig.tight_layout()
 plt.show()
+
 
 # %% [markdown]
 # **Where it fails.** The ageing exponent is a slope across ages at one lag, so it needs lags well below the
@@ -458,6 +462,7 @@ assert sorted(inc.start.unique()) == [5, 6, 20, 23, 26, 80, 93, 106]            
 assert np.allclose(inc.sq, closed, rtol=1e-9, atol=1e-15) and len(inc) == 8 * 3 * 3, len(inc)   # starts × lags × members
 inc.head()
 
+
 # %% [markdown]
 # ## Two ensembles from the same initialisations
 #
@@ -537,6 +542,7 @@ assert np.allclose(sl.value, [0.45, 0.30, 0.15]) and np.allclose(sl.ci_low, sl.v
 pa = paired_ageing(bm_tab, ct_tab, lag=10, ages=[100, 300, 1000], names=('Brownian', 'CTRW'), n_boot=100)
 assert abs(pa.value[0]) < 0.03 and abs(pa.value[1] + 0.5) < 0.05 and pa.ci_low[2] > 0.35, pa
 pd.concat([sl, pa])
+
 
 # %% [markdown]
 # ## What the noise adds

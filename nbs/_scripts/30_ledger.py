@@ -74,8 +74,8 @@ assert set(decisive.index[decisive.verdict == 'reproduced']) == {'fig4b-sgd-pref
 assert set(decisive.index[decisive.verdict == 'not reproduced']) == {
     'fig2a-ds-le-llc', 'tab8-ds-le-llc', 'fig21-ds-le-mean-llc', 'fig1-late-1000ep'}
 assert by_scale.loc[['reduced', 'stand-in'], ['reproduced', 'not reproduced']].sum().sum() == 0
-assert by_scale.claims.to_dict() == {'paper scale': 18, 'extended': 1, 'reduced': 28, 'stand-in': 42,
-                                     'no number': 57} and by_scale.claims.sum() == len(_t) == 146
+assert by_scale.claims.to_dict() == {'paper scale': 18, 'extended': 1, 'reduced': 32, 'stand-in': 42,
+                                     'no number': 57} and by_scale.claims.sum() == len(_t) == 150
 _seeds = read_table(Path(fracsgd.__file__).resolve().parents[1] / 'nbs/ledger/compact/mnist-seeds/full/summary.csv'
                     ).set_index('quantity').value
 assert round(_seeds['mean eq.-17 slope (whole run)'], 3) == 0.657 and round(_seeds['max d_s / final LLC'], 2) == 1.25
@@ -85,9 +85,9 @@ by_scale
 
 
 # %% [markdown]
-# Of the 146 claims, 19 have a number from the paper's protocol: 18 from the 50 MNIST seeds, the 500 moons
+# Of the 150 claims, 19 have a number from the paper's protocol: 18 from the 50 MNIST seeds, the 500 moons
 # posterior nets and the 500 moons diffusion nets (fig. 1, whose two rows hold by construction as measured), one
-# from the moons protocol trained five times longer. 70 have numbers only from reduced runs (28) or stand-ins
+# from the moons protocol trained five times longer. 74 have numbers only from reduced runs (32) or stand-ins
 # (42), which cannot decide them, and 57 have no number yet.
 #
 # * **What holds** is weak: the SGLD posterior puts less mass than SGD on SGD's largest moons cluster (−0.29
