@@ -4,6 +4,7 @@
 
 # %% ../nbs/15_clusters.ipynb #3836a6e1
 from __future__ import annotations
+import math
 
 import numpy as np
 import pandas as pd
@@ -17,10 +18,11 @@ from .sgld import SGLDSampler, SGLDSettings
 from .stack import ModelStack, model_dtype, placement, resolve_loss
 
 # %% auto #0
-__all__ = ['SILHOUETTE_STRONG', 'SILHOUETTE_NONE', 'ARI_STRONG', 'POSTERIOR_PAPER', 'probe_grid', 'predict_on_probe',
+__all__ = ['SILHOUETTE_STRONG', 'SILHOUETTE_NONE', 'ARI_STRONG', 'POSTERIOR_PAPER', 'K_RULES', 'probe_grid', 'predict_on_probe',
            'check_predictions', 'predictions_from_table', 'function_features', 'cluster_solutions', 'cluster_centroids',
            'assign_to_clusters', 'clustering_report', 'clustering_reports', 'weight_features', 'cluster_masses',
-           'seed_solutions', 'sample_posterior', 'draw_labels', 'posterior_masses']
+           'seed_solutions', 'sample_posterior', 'draw_labels', 'posterior_masses', 'choose_k', 'split_rhat',
+           'chain_transitions', 'mixing_report', 'reference_starts']
 
 # %% ../nbs/15_clusters.ipynb #a9b63ec6
 def probe_grid(X, n: int = 20, margin: float = 0.5) -> torch.Tensor:
@@ -233,3 +235,65 @@ def posterior_masses(labels, k: int, start_labels) -> tuple[np.ndarray, pd.DataF
     rows = [dict(model=m, chain=c, start_cluster=int(start[m]), left_start=float((labels[m, c] != start[m]).mean()))
             for m in range(labels.shape[0]) for c in range(labels.shape[1])]
     return cluster_masses(labels, k), pd.DataFrame(rows)
+
+# %% ../nbs/15_clusters.ipynb #06d71905
+K_RULES = ('silhouette', 'stable')
+
+def choose_k(reports: pd.DataFrame, rule: str = 'silhouette', n: int | None = None, min_share: float = 0.05) -> int:
+    """k from a `clustering_reports` table by `rule`: 'silhouette' (the best silhouette) or 'stable' (the best
+    silhouette among the k with stability ≥ ARI_STRONG and a smallest cluster ≥ `min_share` of the `n` solutions;
+    if none passes, the most stable k)."""
+    if rule not in K_RULES:
+        raise ValueError(f"rule must be one of {K_RULES}, got {rule!r}")
+    if reports.empty:
+        raise ValueError("no clustering report to choose k from")
+    if rule == 'silhouette':
+        return int(reports.loc[reports.silhouette.idxmax(), 'k'])
+    ok = reports[(reports.stability >= ARI_STRONG) & (reports.smallest >= (min_share * n if n else 0))]
+    return int(ok.loc[ok.silhouette.idxmax(), 'k']) if len(ok) else int(reports.loc[reports.stability.idxmax(), 'k'])
+
+# %% ../nbs/15_clusters.ipynb #4824617a
+def split_rhat(x) -> float:
+    "Split R-hat of draws `x` [chains, draws] (each chain cut in halves): inf when no half varies but they differ."
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 2 or x.shape[1] < 4:
+        raise ValueError(f"draws must be [chains, draws] with at least 4 draws, got shape {x.shape}")
+    n = x.shape[1] // 2
+    halves = np.concatenate([x[:, :n], x[:, -n:]])                      # [2 chains, n]
+    B = n * halves.mean(1).var(ddof=1)
+    W = halves.var(1, ddof=1).mean()
+    if W == 0:
+        return math.inf if B > 0 else math.nan
+    return float(np.sqrt(((n - 1) / n * W + B / n) / W))
+
+def chain_transitions(labels) -> np.ndarray:
+    "The number of label changes between consecutive draws of each chain: labels [..., draws] -> [...]."
+    labels = np.asarray(labels)
+    return (np.diff(labels, axis=-1) != 0).sum(-1)
+
+def mixing_report(labels, k: int, start_labels, scalar=None) -> tuple[pd.DataFrame, dict]:
+    """Per chain (labels [models, chains, draws], `start_labels` [models]): start cluster, transitions, share of
+    draws outside the start cluster, clusters visited; and split R-hats over all chains: per cluster indicator
+    (max), and of `scalar` [models, chains, draws] when given."""
+    labels, start = np.asarray(labels), np.asarray(start_labels)
+    flat = labels.reshape(-1, labels.shape[-1])                          # [chains, draws]
+    trans = chain_transitions(labels)
+    rows = [dict(model=m, chain=c, start_cluster=int(start[m]), transitions=int(trans[m, c]),
+                 left_start=float((labels[m, c] != start[m]).mean()), visited=int(len(np.unique(labels[m, c]))))
+            for m in range(labels.shape[0]) for c in range(labels.shape[1])]
+    per = [split_rhat(flat == c) for c in range(k)]
+    out = dict(chains=len(flat), never_left=int(sum(r['transitions'] == 0 for r in rows)),
+               rhat_clusters=per, rhat_max=float(np.nanmax(per)) if not np.all(np.isnan(per)) else math.nan)
+    if scalar is not None:
+        out['rhat_scalar'] = split_rhat(np.asarray(scalar).reshape(flat.shape))
+    return pd.DataFrame(rows), out
+
+def reference_starts(features, labels, centroids, ids, per_cluster: int) -> dict:
+    "Chain starts: in each cluster, the `per_cluster` solutions nearest its centre, as {'C<c> #<j>': id}."
+    F, labels, ids = np.asarray(features, float), np.asarray(labels), np.asarray(ids)
+    out = {}
+    for c, centre in enumerate(np.asarray(centroids)):
+        members = np.flatnonzero(labels == c)
+        near = members[np.argsort(((F[members] - centre) ** 2).sum(1), kind='stable')[:per_cluster]]
+        out.update({f'C{c + 1} #{j + 1}': ids[i].item() for j, i in enumerate(near)})
+    return out

@@ -480,11 +480,12 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
     return ledger[list(LEDGER_COLUMNS)]
 
 def record_claims(folder, ledger=None, compact_dir=None, claims=None) -> pd.DataFrame:
-    "Put the claims the finished study in `folder` tests into the ledger (replacing its rows of the same config)."
+    """Put the claims the finished study in `folder` tests into the ledger, replacing the rows of the same compact
+    result (its `source`: two custom configurations of one study are two results, though both read 'custom')."""
     ledger, claims_table = Path(ledger or LEDGER), read_claims(claims)
     rows = ledger_rows(save_compact(folder, compact_dir), claims_table, root=ledger.parent)
     old = read_ledger(ledger, claims_table)
-    keep = ~old.set_index(['claim_id', 'config']).index.isin(rows.set_index(['claim_id', 'config']).index)
+    keep = ~old.set_index(['claim_id', 'source']).index.isin(rows.set_index(['claim_id', 'source']).index)
     new = pd.concat([old[keep], rows], ignore_index=True) if keep.any() else rows
     return _write_ledger(new, ledger, claims_table)
 

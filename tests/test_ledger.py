@@ -244,7 +244,7 @@ def test_a_row_flagged_everywhere_is_never_decisive(tmp_path):
     # a row that does not involve the LLC keeps its verdict either way
     assert every.verdict['fig4b-sgd-prefers-c1'] == some.verdict['fig4b-sgd-prefers-c1']
     # every row that involves the LLC states nβ
-    llc_rows = read_claims().query('study == "moons-posterior" and llc != ""').claim_id
+    llc_rows = read_claims().query('study == "moons-posterior" and llc != "" and configs == ""').claim_id   # full's
     assert every.loc[llc_rows].note.str.contains('nβ = n/ln n').all()
 
 
@@ -319,3 +319,17 @@ def test_a_stand_in_run_of_a_preset_is_filed_under_that_preset(tmp_path):
     assert got['config'] == 'quick-stand-in', got
     committed = json.loads((COMPACT / 'cifar10' / 'quick-stand-in' / 'provenance.json').read_text())
     assert got['config_hash'] == committed['config_hash']
+
+
+def test_two_custom_results_of_one_claim_both_stay(tmp_path):
+    # two presets other than quick/full both read 'custom' in the config column; recording the second must not
+    # delete the first one's rows (it did, when rows were keyed by claim and config label)
+    claims = read_claims().reset_index(drop=True)
+    claims.loc[claims.claim_id == 'fig1-early', 'configs'] = 'moons-diffusion/long moons-diffusion/smoke'
+    claims_csv = tmp_path / 'claims.csv'
+    write_table(claims, claims_csv)
+    kw = dict(ledger=tmp_path / 'ledger.csv', compact_dir=tmp_path / 'compact', claims=claims_csv)
+    record_claims(_study(tmp_path / 'long', GOOD, preset='long'), **kw)
+    both = record_claims(_study(tmp_path / 'smoke', GOOD, preset='smoke'), **kw)
+    early = both[both.claim_id == 'fig1-early']
+    assert len(early) == 2 and (early.config == 'custom').all() and early.source.nunique() == 2

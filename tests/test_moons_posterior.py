@@ -163,3 +163,44 @@ def test_bad_input_is_refused(tmp_path, finished):
     (other / 'meta.json').write_text(json.dumps({'study': 'moons-diffusion', 'sessions': []}))
     with pytest.raises(ValueError, match="holds study 'moons-diffusion'"):
         STUDY.finish(other, SMOKE)
+
+
+def test_reference_chains_start_in_every_cluster_and_report_their_mixing(finished, tmp_path):
+    # The smoke-reference preset trains what smoke trains (same run keys), so its stage 2 and report run on a copy
+    # of the finished smoke folder: chains from the nets nearest every cluster's centre (k by the stable rule),
+    # their mixing in the summary, and the by-k table for every k tried and both m.
+    folder, _ = finished
+    ref = study.SMOKE_REFERENCE
+    assert sorted(unique_runs(STUDY.runs(ref))) == sorted(unique_runs(STUDY.runs(SMOKE)))
+    copy = tmp_path / 'reference'
+    shutil.copytree(folder, copy)
+    done = STUDY.finish(copy, ref)
+    assert all(name.startswith('C') and ' #' in name for name in done['seeds'])
+    res = study.report(copy, ref)
+    s = res['summary'].set_index('quantity')
+    k = int(s.value[[q for q in s.index if q.startswith('clusters k (rule: stable)')][0]])
+    chains = res['tables']['chains']
+    assert s.value['posterior chains'] == len(chains) == len(done['seeds'])
+    assert set(chains.start_cluster) == set(range(k))                      # every cluster has a chain
+    assert s.value['posterior chains that never leave their start cluster'] == (chains.transitions == 0).sum()
+    stuck = (chains.transitions == 0).any()
+    assert ('NOT ESTIMABLE' in s.note['posterior mass of cluster C1']) == stuck
+    by_k = res['tables']['by_k']
+    assert set(zip(by_k.k, by_k.m)) == {(kk, m) for kk in ref.ks for m in (1, ref.n_samples)}
+    assert {f'ξ minimising KL(SGD‖theoretical SGD), m = n = {ref.n_samples}',
+            'split R-hat, cluster indicators (max over clusters)'} <= set(s.index)
+    assert (copy / 'by_k.csv').exists()
+
+
+def test_the_out_of_sample_xi_is_the_one_chosen_on_the_other_data_seed():
+    # reference-test differs from reference only in its data seed and in the ξ it is given, which must be the ξ*
+    # (m = 1, then m = n) of reference's committed result: chosen there, tested on data it never saw.
+    import dataclasses
+    ref, test = study.REFERENCE, study.REFERENCE_TEST
+    assert dataclasses.replace(test, data_seed=ref.data_seed, xi_out_of_sample=()) == ref and test.data_seed != ref.data_seed
+    committed = [json.loads(p.read_text()) for p in (COMPACT / 'moons-posterior').glob('*/provenance.json')]
+    folder = next(p.parent for p, c in zip((COMPACT / 'moons-posterior').glob('*/provenance.json'), committed)
+                  if c.get('preset') == 'reference')
+    s = pd.read_csv(folder / 'summary.csv').set_index('quantity').value
+    assert test.xi_out_of_sample == (s['ξ minimising KL(SGD‖theoretical SGD)'],
+                                     s[f'ξ minimising KL(SGD‖theoretical SGD), m = n = {ref.n_samples}'])

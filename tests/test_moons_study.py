@@ -118,3 +118,73 @@ def test_auto_crossover_does_not_refer_to_one_half():
     both = study.crossover_readings(res['t'], res['R'], n_boot=10).set_index('method')
     assert abs(both.t_c['slope'] / 360 - 1) < 0.05 and both.t_c['auto'] == c.t_c, both
     assert both.late['slope'] < both.late['auto'], both      # the later start sees less of the bend
+
+
+def test_controls_preset_pairs_sgd_with_full_batch_gd_from_the_same_nets():
+    import dataclasses
+    sgd, gd = study.runs(study.CONTROLS)
+    assert (sgd.full_batch, gd.full_batch) == (False, True) and sgd.ages == gd.ages == study.CONTROL_AGES
+    assert dataclasses.replace(gd, full_batch=False) == sgd                  # same seeds, lr, steps, data
+    long_first = study.runs(study.LONG)[0]                                    # the long preset's first 50 nets
+    assert dataclasses.replace(sgd, ages=()) == long_first
+    assert all(not r.full_batch and r.ages == () for p in ('quick', 'full', 'long')
+               for r in study.runs(study.STUDY.config(p)))
+
+
+def test_full_batch_run_is_gradient_descent_on_all_the_data():
+    # Two nets, 40 steps, in float64: the run's weights must be those of plain gradient descent on the mean
+    # cross-entropy over all 512 points, step for step (known answer: w <- w - lr * grad L_n(w)).
+    import copy, torch
+    import torch.nn.functional as F
+    from fracsgd.runner import Placement, place
+    run = dataclasses_replace(study.runs(dataclasses_replace(study.CONTROLS, n_models=2, nets_per_run=2, epochs=10))[1])
+    assert run.full_batch
+    p = Placement('cpu', 'float64')
+    data = place(study.STUDY.load_data(run), p)
+    nets = place(study.STUDY.build_models(run), p)
+    ref = copy.deepcopy(nets)
+    out = study.train_run(run, data, nets)
+    X, y = data
+    for net in ref:
+        opt = torch.optim.SGD(net.parameters(), lr=run.lr)
+        for _ in range(40):
+            opt.zero_grad()
+            F.cross_entropy(net(X), y).backward()
+            opt.step()
+    for a, b in zip(nets, ref):
+        assert all(torch.allclose(u, v, atol=1e-12) for u, v in zip(a.parameters(), b.parameters()))
+    assert set(out['trajectory'].optimizer) == {'gd'} and set(out['increments'].run) == {0, 1}
+    assert set(out['increments'].age) == {25} and out['trajectory'].step.max() == 40
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+    return dataclasses.replace(obj, **kw)
+
+
+def test_analyse_controls_recovers_known_exponents():
+    # SGD nets grow as c t^0.45, their GD twins as c t^0.30 (c per pair); SGD's increments are Brownian (no
+    # ageing), GD's those of a fractional walk with α = 1/2 (ageing exponent −1/2). Expected: late slopes 0.45 and
+    # 0.30, difference 0.15 exactly; ageing exponents near 0 and −1/2; R(T) ratio T^−0.15; eq. 4's prediction
+    # 2 s − 1 from the given late slope.
+    import numpy as np, pandas as pd
+    from fracsgd.ageing import IncrementRecorder, brownian_walks, ctrw_walks, record_paths
+    T, n = 2000, 300
+    t = np.arange(0, T + 1, 10.)
+    c = np.linspace(1, 2, n)
+    table = pd.concat([pd.DataFrame(dict(run=np.repeat(np.arange(n), len(t)), step=np.tile(t, n),
+                                         R=(c[:, None] * t ** s).ravel(), optimizer=opt))
+                       for opt, s in (('sgd', 0.45), ('gd', 0.30))], ignore_index=True)
+    inc = pd.concat([record_paths(walks, IncrementRecorder(study.CONTROL_AGES, study.CONTROL_LAGS, T))
+                     .rename(columns={'member': 'run'}).assign(optimizer=opt)
+                     for opt, walks in (('sgd', brownian_walks(n, T, seed=1)), ('gd', ctrw_walks(n, T, 0.5, seed=2)))])
+    res = study.analyse_controls(table, inc, t_c=200, late_slope=(0.45, 0.44, 0.46), n_boot=50)
+    s = res['summary'].set_index('quantity').value
+    assert np.isclose(s['late exponent, SGD, t ≥ t_c (paired with GD)'], 0.45)
+    assert np.isclose(s['late exponent, full-batch GD from the same initialisations, t ≥ t_c'], 0.30)
+    assert np.isclose(s['late exponent, SGD minus full-batch GD, t ≥ t_c (paired)'], 0.15)
+    assert np.isclose(s['R(T) of full-batch GD over R(T) of SGD (mean over nets)'], T ** -0.15)
+    assert abs(s['ageing exponent, SGD, τ = 10, ages ≥ t_c']) < 0.05
+    assert abs(s['ageing exponent, full-batch GD, τ = 10, ages ≥ t_c'] + 0.5) < 0.1
+    assert np.isclose(s['ageing exponent predicted by eq. 4 from the late SGD slope, 2 s − 1'], -0.1)
+    assert res['late_ages'] == [200, 400, 800, 1600] and set(res['msd'].optimizer) == {'sgd', 'gd'}

@@ -22,11 +22,13 @@ from ..runner import Study, run_one, placement
 from ..store import load_study
 from ..spectral import fit_power_law, compare_growth_laws, diffusion_regime
 from ..crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
+from ..ageing import aged_msd, paired_ageing, paired_excess, paired_late_slopes, train_with_increments
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'SMOKE', 'LONG', 'LOG_POINTS', 'STUDY', 'PLACED_BY', 'MoonsDiffusionConfig', 'MoonsRun', 'runs',
-           'record_steps', 'train_run', 'MoonsDiffusion', 'analyse', 'crossover_readings', 'mean_curve',
-           'plot_displacement', 'plot_layers', 'report']
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'LONG', 'CONTROLS', 'LOG_POINTS', 'CONTROL_AGES', 'CONTROL_LAGS', 'AGEING_LAG', 'NOISE_LAGS',
+           'STUDY', 'PLACED_BY', 'MoonsDiffusionConfig', 'MoonsRun', 'runs', 'record_steps', 'train_run',
+           'MoonsDiffusion', 'analyse', 'crossover_readings', 'mean_curve', 'plot_displacement', 'plot_layers',
+           'analyse_controls', 'plot_controls', 'plot_ageing', 'plot_noise', 'report']
 
 # %% ../../nbs/20_moons_diffusion.ipynb #bb7cd3cc
 @dataclass(frozen=True)
@@ -44,12 +46,18 @@ class MoonsDiffusionConfig:
     nets_per_run: int = 50                  # nets trained together in one run of the sweep
     record_every: int = 1                   # 1: every step; n > 1: every n-th step and LOG_POINTS log-spaced ones
     crossover: str = 'slope'                # detect_crossover's method; analysis only (see Analysis)
+    controls: bool = False                  # also full-batch GD from the same inits; increments at CONTROL_AGES
 
 QUICK = MoonsDiffusionConfig()
 FULL = replace(QUICK, n_models=500, n_boot=500)
 SMOKE = replace(QUICK, n_models=4, nets_per_run=2, n_boot=2)
 LONG = replace(FULL, epochs=1000, record_every=10, crossover='auto')
+CONTROLS = replace(LONG, n_models=50, n_boot=200, controls=True)
 LOG_POINTS = 100
+CONTROL_AGES = (25, 50, 100, 200, 400, 800, 1600)          # ages s of the increment MSD (steps)
+CONTROL_LAGS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000)   # lags τ (steps)
+AGEING_LAG = 10                                             # the lag of the ageing exponent: τ ≪ every late age
+NOISE_LAGS = (1, 2, 3, 5, 10)                               # lags of the noise part M_SGD − M_GD (τ ≪ every late age)
 
 # %% ../../nbs/20_moons_diffusion.ipynb #36b66c57
 @dataclass(frozen=True)
@@ -65,14 +73,19 @@ class MoonsRun:
     first_seed: int
     n_nets: int
     record_every: int = added_field(1)    # out of the key at 1: the quick and full runs were stored without it
+    full_batch: bool = added_field(False)  # gradient descent on all n_samples points, as many steps as SGD takes
+    ages: tuple = added_field(())          # record the increment MSD at these ages (and CONTROL_LAGS)
     RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
 def runs(cfg: MoonsDiffusionConfig) -> list[MoonsRun]:
-    "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`."
+    "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run` (with `controls`, SGD and GD)."
     shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
                   batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed, record_every=cfg.record_every)
+    if cfg.controls:
+        shared['ages'] = CONTROL_AGES
     starts = range(0, cfg.n_models, cfg.nets_per_run)
-    return [MoonsRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s)) for s in starts]
+    return [MoonsRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s), full_batch=gd)
+            for gd in ((False, True) if cfg.controls else (False,)) for s in starts]
 
 def record_steps(n_steps: int, every: int = 1, log_points: int = LOG_POINTS):
     "The steps recorded: all (`every` = 1), or every `every`-th, `log_points` log-spaced ones and the last."
@@ -82,19 +95,29 @@ def record_steps(n_steps: int, every: int = 1, log_points: int = LOG_POINTS):
     return frozenset({*range(0, n_steps + 1, every), *map(int, grid), n_steps})
 
 def train_run(run: MoonsRun, data, nets) -> dict:
-    "Train the nets of one run as an ensemble on `data`; their trajectory table (`run` = the net's seed)."
-    n_steps = run.epochs * math.ceil(run.n_samples / run.batch_size)
-    settings = EnsembleSettings(optimizer='sgd', lr=run.lr, batch_size=run.batch_size, seed=run.first_seed,
-                                n_steps=n_steps, every=record_steps(n_steps, run.record_every), groups='top')
-    table = train_ensemble(nets, data, 'classification', settings)
+    """Train the nets of one run as an ensemble on `data`; their trajectory table (`run` = the net's seed), and
+    with `run.ages` their increments table and an `optimizer` column ('sgd', or 'gd' for `full_batch`)."""
+    n_steps = run.epochs * math.ceil(run.n_samples / run.batch_size)      # as many steps as SGD takes, also for GD
+    settings = EnsembleSettings(optimizer='sgd', lr=run.lr, seed=run.first_seed, n_steps=n_steps,
+                                batch_size=run.n_samples if run.full_batch else run.batch_size,
+                                every=record_steps(n_steps, run.record_every), groups='top')
+    out = {}
+    if run.ages:
+        table, inc = train_with_increments(nets, data, 'classification', settings, ages=run.ages, lags=CONTROL_LAGS)
+        inc.insert(0, 'run', inc.pop('member') + run.first_seed)
+        out['increments'] = inc.assign(optimizer='gd' if run.full_batch else 'sgd')
+    else:
+        table = train_ensemble(nets, data, 'classification', settings)
     table.insert(0, 'run', table.pop('member') + run.first_seed)
+    if run.ages or run.full_batch:
+        table['optimizer'] = 'gd' if run.full_batch else 'sgd'
     final = table[table.step == table.step.max()]
     return dict(trajectory=table, final_loss=float(final.loss.mean()),
-                final_accuracy=float(final.accuracy.mean()))
+                final_accuracy=float(final.accuracy.mean()), **out)
 
 class MoonsDiffusion(Study):
     "The moons anomalous-diffusion study, for the runner."
-    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG)
+    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG, controls=CONTROLS)
     keep = ('growth_laws.csv', 'mean_displacement.csv', 'crossover_readings.csv')
     def runs(self, cfg): return runs(cfg)
     def load_data(self, run): return tuple(load_moons(run.n_samples, run.noise, seed=run.data_seed)[:2])
@@ -209,18 +232,140 @@ def plot_layers(table: pd.DataFrame):
     fig.tight_layout()
     return fig
 
+# %% ../../nbs/20_moons_diffusion.ipynb #dd10b0bd
+def _band(R) -> dict:
+    return dict(mean=R.mean(0), q10=np.quantile(R, .1, axis=0), q90=np.quantile(R, .9, axis=0))
+
+def analyse_controls(table: pd.DataFrame, increments: pd.DataFrame, t_c: float, late_slope, n_boot: int = 200,
+                     seed: int = 0) -> dict:
+    """SGD against full-batch GD from the same initialisations (the `optimizer` column of `table` and
+    `increments`): late slopes after `t_c`, R(T), ageing exponents at `AGEING_LAG`, M(s, τ); the summary rows.
+    `late_slope` is SGD's late exponent (value, low, high), for eq. 4's prediction β = 2 s − 1."""
+    R = {}
+    for opt in ('sgd', 'gd'):
+        steps, M = runs_matrix(table[table.optimizer == opt].drop(columns='optimizer'), 'R')
+        R[opt] = M[:, steps > 0]
+    t = steps[steps > 0].astype(float)
+    if R['sgd'].shape != R['gd'].shape:
+        raise ValueError(f"SGD and GD must have the same nets and steps: {R['sgd'].shape} and {R['gd'].shape}")
+    names = ('SGD', 'full-batch GD')
+    late = paired_late_slopes(t, R['sgd'], R['gd'], t_min=t_c, names=names, n_boot=n_boot, seed=seed)
+    early = paired_late_slopes(t, R['sgd'], R['gd'], t_min=t.min(), t_max=t_c, names=names, n_boot=n_boot, seed=seed)
+    n, rng = len(R['sgd']), np.random.default_rng(seed)
+    end = lambda i: R['gd'][i, -1].mean() / R['sgd'][i, -1].mean()
+    ends = [end(rng.integers(0, n, n)) for _ in range(n_boot)]
+    inc = {opt: increments[increments.optimizer == opt].rename(columns={'run': 'member'}) for opt in ('sgd', 'gd')}
+    late_ages = [a for a in CONTROL_AGES if a >= t_c]
+    ageing = paired_ageing(inc['sgd'], inc['gd'], AGEING_LAG, late_ages, names, n_boot=n_boot, seed=seed)
+    msd = pd.concat([aged_msd(inc[opt], n_boot=n_boot, seed=seed).assign(optimizer=opt) for opt in ('sgd', 'gd')])
+    noise = paired_excess(inc['sgd'], inc['gd'], late_ages, NOISE_LAGS, lag=NOISE_LAGS[0], n_boot=n_boot, seed=seed)
+    failed = f"; {noise['failed_resamples']} of {n_boot} resamples not positive everywhere: no exponent" if noise['failed_resamples'] else ''
+    window = f"t from {late.t_min[0]:.0f} (t_c) to {late.t_max[0]:.0f}, {late.decades[0]:.2f} decades; {n} nets in pairs"
+    ages = f"ages {' '.join(map(str, late_ages))} (≥ t_c), 5 starts each in [s, 1.2 s); {n} nets in pairs"
+    s, s_lo, s_hi = late_slope
+    rows = [('late exponent, SGD, t ≥ t_c (paired with GD)', late.iloc[0], window),
+            ('late exponent, full-batch GD from the same initialisations, t ≥ t_c', late.iloc[1], window),
+            ('late exponent, SGD minus full-batch GD, t ≥ t_c (paired)', late.iloc[2],
+             window + '; above 0: minibatch noise steepens the late growth; 0: the late exponent is drift'),
+            ('early exponent, full-batch GD, t < t_c', early.iloc[1], f't up to t_c = {t_c:.0f}'),
+            (f'ageing exponent, SGD, τ = {AGEING_LAG}, ages ≥ t_c', ageing.iloc[0],
+             ages + '; below 0: M(s, τ) falls with the age s'),
+            (f'ageing exponent, full-batch GD, τ = {AGEING_LAG}, ages ≥ t_c', ageing.iloc[1], ages),
+            (f'ageing exponent, SGD minus full-batch GD, τ = {AGEING_LAG}, ages ≥ t_c', ageing.iloc[2], ages),
+            (f'noise part M_SGD − M_GD: ageing exponent, τ = {NOISE_LAGS[0]}, ages ≥ t_c', pd.Series(noise['ageing']),
+             ages + f'; eq. 4: α − 1 < 0; Brownian noise: 0{failed}'),
+            (f'noise part M_SGD − M_GD: lag exponent, τ = {NOISE_LAGS[0]}–{NOISE_LAGS[-1]}, ages ≥ t_c',
+             pd.Series(noise['lags']), ages + f'; 1: a free walk (aged or not, τ ≪ s); 0: a fluctuation held around '
+             f'the drift\'s path{failed}')]
+    summary = pd.DataFrame([_row(q, r.value, r.ci_low, r.ci_high, note) for q, r, note in rows] + [
+        _row('ageing exponent predicted by eq. 4 from the late SGD slope, 2 s − 1', 2 * s - 1, 2 * s_lo - 1,
+             2 * s_hi - 1, 'α = 2 s (free time-fractional walk, τ ≪ s); 0 for Brownian motion'),
+        _row('R(T) of full-batch GD over R(T) of SGD (mean over nets)', end(np.arange(n)),
+             *np.quantile(ends, [0.025, 0.975]), f'T = {t.max():.0f} steps; 1: GD travels as far as SGD')])
+    curves = pd.DataFrame({'t': t, **{f'{o}_{k}': v for o in ('sgd', 'gd') for k, v in _band(R[o]).items()}})
+    return dict(summary=summary, late=late, early=early, ageing=ageing, msd=msd, curves=curves, t_c=t_c,
+                late_ages=late_ages, noise=noise)
+
+def plot_controls(curves: pd.DataFrame, t_c: float):
+    "Mean R(t) of SGD and of full-batch GD from the same initialisations, and their local log-log slopes."
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for opt, label, color in (('sgd', 'SGD (batch 128)', 'C0'), ('gd', 'full-batch GD (no minibatch noise)', 'C3')):
+        ax.fill_between(curves.t, curves[f'{opt}_q10'], curves[f'{opt}_q90'], color=color, alpha=.2)
+        ax.loglog(curves.t, curves[f'{opt}_mean'], color=color, lw=2, label=label)
+        ls = local_slope(curves.t.to_numpy(), curves[f'{opt}_mean'].to_numpy())
+        bx.semilogx(ls.t, ls.slope, '.-', color=color, label=label)
+    for a in (ax, bx):
+        a.axvline(t_c, color='gray', ls=':', label=f'SGD\'s $t_c$ ≈ {t_c:.0f}')
+    bx.axhline(0.5, color='k', ls='--', lw=1, label='½: diffusion')
+    ax.set(xlabel='t (steps)', ylabel='R(t) (mean, 10–90% of nets)', title='same initialisations, same lr and steps')
+    bx.set(xlabel='t (steps)', ylabel='local slope d log R / d log t')
+    ax.legend(fontsize=8); bx.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+def plot_ageing(msd: pd.DataFrame, lag: int = AGEING_LAG):
+    "M(s, τ) against τ at each age, for SGD and for GD; and M(s, τ = lag) against the age s for both."
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, (opt, title) in zip(axes, (('sgd', 'SGD'), ('gd', 'full-batch GD'))):
+        part = msd[msd.optimizer == opt]
+        for i, (age, g) in enumerate(part.groupby('age')):
+            ax.loglog(g.lag, g.msd, '.-', color=plt.cm.viridis(i / max(1, part.age.nunique() - 1)), label=f's = {age}')
+        ax.set(xlabel='lag τ (steps)', title=f'{title}: M(s, τ) = ⟨‖w_(s+τ) − w_s‖²⟩')
+    axes[0].set_ylabel('M(s, τ)')
+    axes[0].legend(fontsize=7, ncol=2)
+    at = msd[msd.lag == lag]
+    for opt, color in (('sgd', 'C0'), ('gd', 'C3')):
+        g = at[at.optimizer == opt]
+        axes[2].errorbar(g.age, g.msd, yerr=[g.msd - g.ci_low, g.ci_high - g.msd], fmt='o-', color=color,
+                         label='SGD' if opt == 'sgd' else 'full-batch GD')
+    axes[2].set(xscale='log', yscale='log', xlabel='age s (steps)', ylabel=f'M(s, τ = {lag})',
+                title='ageing: M at a fixed lag against the age')
+    axes[2].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+def plot_noise(noise: pd.DataFrame):
+    "The noise part M_SGD − M_GD against the lag τ at each age (with intervals over pairs), log-log."
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for i, (age, g) in enumerate(noise.groupby('age')):
+        ax.errorbar(g.lag, g.excess, yerr=[g.excess - g.ci_low, g.ci_high - g.excess], fmt='o-', ms=3,
+                    color=plt.cm.viridis(i / max(1, noise.age.nunique() - 1)), label=f's = {age}')
+    lag = np.array([1, 10.])
+    ref = noise.excess[noise.lag == 1].mean()
+    ax.plot(lag, ref * lag, 'k:', lw=1, label='∝ τ (a free walk)')
+    ax.set(xscale='log', yscale='log', xlabel='lag τ (steps)', ylabel='M_SGD(s, τ) − M_GD(s, τ)',
+           title='what minibatch noise adds to the increments')
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
 # %% ../../nbs/20_moons_diffusion.ipynb #305402cf
 def report(folder, cfg: MoonsDiffusionConfig) -> dict:
     """Analyse the study in `folder` (read with `load_study`) with the bootstrap size and crossover rule of `cfg`;
     write the summary, growth laws, mean curve, both crossover readings and figures there."""
     out = Path(folder)
-    table = load_study(out).trajectories.drop(columns='key')
+    stored = load_study(out)
+    table = everything = stored.trajectories.drop(columns='key')
+    if cfg.controls:                                   # the fig.-1 analysis reads the SGD nets only
+        table = everything[everything.optimizer == 'sgd'].drop(columns='optimizer').reset_index(drop=True)
     res = analyse(table, n_boot=cfg.n_boot, crossover=cfg.crossover)
     res['readings'] = crossover_readings(res['t'], res['R'], n_boot=cfg.n_boot)
+    figures = {'displacement': plot_displacement(res), 'layers': plot_layers(table)}
+    if cfg.controls:
+        late = res['late']
+        ctl = analyse_controls(everything, stored.tables['increments'].drop(columns='key'), res['crossover'].t_c,
+                               (late.slope, late.ci_low, late.ci_high), n_boot=cfg.n_boot)
+        res['summary'] = pd.concat([res['summary'], ctl['summary']], ignore_index=True)
+        write_table(ctl['curves'], out / 'controls.csv')
+        write_table(ctl['msd'], out / 'ageing.csv')
+        write_table(ctl['noise']['table'], out / 'noise.csv')
+        figures.update(controls=plot_controls(ctl['curves'], ctl['t_c']), ageing=plot_ageing(ctl['msd']),
+                       noise=plot_noise(ctl['noise']['table']))
+        res['controls'] = ctl
     write_table(res['summary'], out / 'summary.csv')
     write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
     write_table(mean_curve(res['t'], res['R']), out / 'mean_displacement.csv')
     write_table(res['readings'], out / 'crossover_readings.csv')
-    figs = save_figures({'displacement': plot_displacement(res), 'layers': plot_layers(table)}, out, dpi=120)
+    figs = save_figures(figures, out, dpi=120)
     res.update({f'fig_{name}': fig for name, fig in figs.items()})
     return dict(res, table=table, out=out)

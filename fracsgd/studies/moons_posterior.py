@@ -24,7 +24,9 @@ from ..sgld import PAPER_PRESET, SGLDSettings
 from ..runner import Study, place
 from ..store import read_meta, read_plan
 from ..sweep import config_record
-from ..clusters import POSTERIOR_PAPER, predict_on_probe, probe_grid, sample_posterior, seed_solutions
+from ..clusters import (POSTERIOR_PAPER, choose_k, cluster_centroids, cluster_solutions, clustering_reports,
+                              function_features, predict_on_probe, predictions_from_table, probe_grid, reference_starts,
+                              sample_posterior, seed_solutions)
 from .posterior_comparison import (FIG3_KL, FIGURES, LEDGER_CHOICE, LEDGER_M, TAB2_KL, AnalysisSettings,
                                                   analyse, best_xi, centroid_table, exponents, loss_curves,
                                                   plot_clusters, plot_fig3, plot_fig4, plot_loss, read_results,
@@ -34,11 +36,12 @@ _all_ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponent
          'analyse', 'plot_fig3', 'plot_fig4', 'plot_clusters', 'plot_loss', 'read_results']   # importable from here too
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'QUICK_CONVERGED', 'FULL_CONVERGED', 'SMOKE', 'PRESETS', 'STUDY', 'RESULTS', 'MoonsPosteriorConfig',
-           'PosteriorRun', 'runs', 'train_run', 'evaluate_run', 'MoonsPosterior', 'bayes_accuracy', 'convergence',
-           'sample_chains', 'finish', 'read_study', 'result_tables', 'report', 'save_results', 'LEDGER_CHOICE',
-           'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponents', 'tempering_choices', 'best_xi', 'analyse',
-           'plot_fig3', 'plot_fig4', 'plot_clusters', 'plot_loss', 'read_results']
+__all__ = ['QUICK', 'FULL', 'QUICK_CONVERGED', 'FULL_CONVERGED', 'SMOKE', 'REFERENCE', 'REFERENCE_TEST', 'SMOKE_REFERENCE',
+           'PRESETS', 'STUDY', 'RESULTS', 'MoonsPosteriorConfig', 'PosteriorRun', 'runs', 'train_run', 'evaluate_run',
+           'MoonsPosterior', 'bayes_accuracy', 'convergence', 'sample_chains', 'reference_seeds', 'finish',
+           'read_study', 'result_tables', 'report', 'save_results', 'LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL',
+           'FIGURES', 'exponents', 'tempering_choices', 'best_xi', 'analyse', 'plot_fig3', 'plot_fig4', 'plot_clusters',
+           'plot_loss', 'read_results']
 
 # %% ../../nbs/21a_moons_posterior.ipynb #3531cfc9
 @dataclass(frozen=True)
@@ -64,6 +67,9 @@ class MoonsPosteriorConfig:
     xi_paper: float = 0.5
     block: int = 10                         # posterior draws resampled in blocks of this many (100 SGLD steps)
     n_boot: int = 200
+    k_rule: str = 'silhouette'              # how k is chosen from ks: 'silhouette' or 'stable' (clusters chapter)
+    chains_per_cluster: int = 0             # > 0: reference chains, this many from every cluster (0: the paper's two)
+    xi_out_of_sample: tuple = ()            # (ξ for m = 1, ξ for m = n) chosen on another data seed
 
 QUICK = MoonsPosteriorConfig()
 FULL = replace(QUICK, n_models=500)
@@ -71,8 +77,12 @@ QUICK_CONVERGED, FULL_CONVERGED = replace(QUICK, epochs=1000), replace(FULL, epo
 SMOKE = replace(QUICK, n_models=8, nets_per_run=4, epochs=10, probe_side=6, llc=PAPER_PRESET.replace(n_draws=20),
                 posterior=POSTERIOR_PAPER.replace(n_draws=30, n_burnin=10, steps_between_draws=2), min_kept=3,
                 ks=(2, 3), block=5, n_boot=20)         # seconds: for tests and the page, not a result
+REFERENCE = replace(QUICK, k_rule='stable', chains_per_cluster=4)
+REFERENCE_TEST = replace(REFERENCE, data_seed=1, xi_out_of_sample=(0.05, 0.05))  # ξ* of REFERENCE's committed result
+SMOKE_REFERENCE = replace(SMOKE, k_rule='stable', chains_per_cluster=2)
 PRESETS = {'smoke': SMOKE, 'quick': QUICK, 'full': FULL, 'quick-converged': QUICK_CONVERGED,
-           'full-converged': FULL_CONVERGED}
+           'full-converged': FULL_CONVERGED, 'reference': REFERENCE, 'reference-test': REFERENCE_TEST,
+           'smoke-reference': SMOKE_REFERENCE}
 
 # %% ../../nbs/21a_moons_posterior.ipynb #79fc50c0
 @dataclass(frozen=True)
@@ -208,7 +218,7 @@ def sample_chains(folder, cfg: MoonsPosteriorConfig) -> dict:
     pool = sol[sol.analysed & (sol.llc > 0)]
     if pool.empty:
         raise ValueError(f"{folder}: no analysed net has a positive LLC to start a posterior chain from")
-    seeds = seed_solutions(pool)
+    seeds = reference_seeds(study, sol, cfg) if cfg.chains_per_cluster else seed_solutions(pool)
     inputs = dict(plan=sorted(read_plan(folder)), seeds=seeds, posterior=config_record(cfg.posterior),
                   probe_side=cfg.probe_side)
     meta = folder / 'chains.json'
@@ -234,6 +244,17 @@ def sample_chains(folder, cfg: MoonsPosteriorConfig) -> dict:
     with atomic_path(meta) as tmp:
         tmp.write_text(json.dumps(done, indent=1) + '\n')
     return done
+
+def reference_seeds(study, sol: pd.DataFrame, cfg: MoonsPosteriorConfig) -> dict:
+    """Reference chain starts: the analysed nets clustered as the analysis clusters them (`cfg.k_rule` over
+    `cfg.ks`), and in every cluster the `cfg.chains_per_cluster` nets nearest its centre."""
+    keep = sol.analysed.to_numpy()
+    P = predictions_from_table(study.tables['predictions'], ['p0', 'p1'], solution='net')     # [nets, probe, 2]
+    F = function_features(P[keep])
+    reports = clustering_reports(F, ks=[k for k in cfg.ks if k < len(F)], n_boot=30)
+    k = choose_k(reports, cfg.k_rule, n=len(F))
+    labels = cluster_solutions(F, k)
+    return reference_starts(F, labels, cluster_centroids(F, labels, k), sol.index[keep], cfg.chains_per_cluster)
 
 def finish(folder, cfg: MoonsPosteriorConfig) -> dict:
     "Stage 2 (`sample_chains`), then the wall clock since the last session began in `wall.json`."
@@ -265,7 +286,7 @@ def result_tables(res: dict, data: dict, cfg: MoonsPosteriorConfig, wall: float 
                 choices=res['each_choice'].astype({'D_xi': str, 'tempered': str}), masses=res['masses'],
                 chains=res['chains'], solutions=sol.reset_index().astype({'cluster': int}),
                 centroids=centroid_table(res['centroids'], _data(cfg)[2].numpy()),
-                curves=loss_curves(data['epochs']), timing=timing)
+                curves=loss_curves(data['epochs']), timing=timing, **({'by_k': res['by_k']} if 'by_k' in res else {}))
 
 def report(folder, cfg: MoonsPosteriorConfig) -> dict:
     "Analyse the study in `folder` (tables only); write its csv files and figures there; return them."

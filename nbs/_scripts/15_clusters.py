@@ -13,6 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
+import math
 
 import numpy as np
 import pandas as pd
@@ -423,3 +424,136 @@ try:
 except ValueError as e:
     assert 'rows [11]' in str(e)
 chains_toy
+
+# %% [markdown]
+# ## Choosing k by a stated rule
+#
+# The moons study chose $k$ by the best silhouette, which on every run here picked $k = 2$: with two clusters,
+# a tempered family with one free parameter ($\xi$) fits the one degree of freedom of the masses whatever the
+# theory says (issue 25). `choose_k` names two rules; both look at every $k$ in `ks`, so $k \ge 3$ is always tried
+# and reported:
+#
+# * `'silhouette'`: the best silhouette (the rule until now);
+# * `'stable'`: among the $k$ whose clustering the data reproduce (bootstrap stability, the mean ARI of k-means
+#   refitted on resamples, at least `ARI_STRONG` = 0.8) and whose smallest cluster holds at least 5% of the
+#   solutions, the one with the best silhouette; if no $k$ passes, the most stable one. Stability alone does not
+#   choose: k-means splits a round blob the same way on every resample, so on three separated blobs $k = 4$ is as
+#   stable as $k = 3$ (check below), and "the largest stable $k$" would over-split.
+
+# %%
+#| export
+K_RULES = ('silhouette', 'stable')
+
+def choose_k(reports: pd.DataFrame, rule: str = 'silhouette', n: int | None = None, min_share: float = 0.05) -> int:
+    """k from a `clustering_reports` table by `rule`: 'silhouette' (the best silhouette) or 'stable' (the best
+    silhouette among the k with stability ≥ ARI_STRONG and a smallest cluster ≥ `min_share` of the `n` solutions;
+    if none passes, the most stable k)."""
+    if rule not in K_RULES:
+        raise ValueError(f"rule must be one of {K_RULES}, got {rule!r}")
+    if reports.empty:
+        raise ValueError("no clustering report to choose k from")
+    if rule == 'silhouette':
+        return int(reports.loc[reports.silhouette.idxmax(), 'k'])
+    ok = reports[(reports.stability >= ARI_STRONG) & (reports.smallest >= (min_share * n if n else 0))]
+    return int(ok.loc[ok.silhouette.idxmax(), 'k']) if len(ok) else int(reports.loc[reports.stability.idxmax(), 'k'])
+
+
+# %%
+reports_q = pd.DataFrame(dict(k=[2, 3, 4, 5], silhouette=[0.38, 0.34, 0.27, 0.25], stability=[0.80, 0.85, 0.56, 0.58],
+                              smallest=[49, 18, 14, 12]))          # the quick moons run's report (committed)
+assert choose_k(reports_q, 'silhouette') == 2 and choose_k(reports_q, 'stable', n=100) == 2
+assert choose_k(reports_q.assign(stability=[0.7, 0.85, 0.56, 0.58]), 'stable', n=100) == 3   # k = 2 not stable
+assert choose_k(reports_q.assign(stability=[0.7, 0.85, 0.9, 0.58], smallest=[49, 18, 4, 12]), 'stable', n=100) == 3
+assert choose_k(reports_q.assign(stability=[0.5, 0.7, 0.6, 0.4]), 'stable', n=100) == 3  # none passes: most stable
+rng_b = np.random.default_rng(0)
+blobs = np.concatenate([rng_b.normal(c, 0.05, (40, 2)) for c in ([0, 0], [3, 0], [0, 3])])
+blob_reports = clustering_reports(blobs, ks=(2, 3, 4, 5), n_boot=10)
+assert choose_k(blob_reports, 'stable', n=len(blobs)) == 3 and blob_reports.set_index('k').stability[4] >= ARI_STRONG
+blob_reports
+
+
+# %% [markdown]
+# ## Do the chains mix?
+#
+# Posterior masses estimated from chains mean something only if the chains move between the clusters. Two
+# diagnostics, both on the draws' cluster labels `[chains, draws]`:
+#
+# * **transitions**: how often a chain's label changes from one draw to the next. A chain with none never left
+#   the cluster it started in, and then the posterior masses cannot be estimated from it: they are where it was
+#   started.
+# * **split R-hat** (Gelman et al., *Bayesian Data Analysis*, 3rd ed., §11.4): each chain cut in halves, $B$ the
+#   variance between the half-chains' means (times their length $n$), $W$ the mean variance within them,
+#   $\hat R = \sqrt{((n-1)W/n + B/n)/W}$. Close to 1 when the chains agree; a common reading asks for below 1.01
+#   (Vehtari et al. 2021) or 1.1. Computed for the indicator of each cluster, and for any scalar of the draws. When
+#   no chain varies at all but the chains disagree, $W = 0 < B$ and $\hat R = \infty$.
+#
+# To give every cluster its own chains, `reference_starts` picks, in each cluster, the `per_cluster` solutions
+# nearest its centre in function space.
+
+# %%
+#| export
+def split_rhat(x) -> float:
+    "Split R-hat of draws `x` [chains, draws] (each chain cut in halves): inf when no half varies but they differ."
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 2 or x.shape[1] < 4:
+        raise ValueError(f"draws must be [chains, draws] with at least 4 draws, got shape {x.shape}")
+    n = x.shape[1] // 2
+    halves = np.concatenate([x[:, :n], x[:, -n:]])                      # [2 chains, n]
+    B = n * halves.mean(1).var(ddof=1)
+    W = halves.var(1, ddof=1).mean()
+    if W == 0:
+        return math.inf if B > 0 else math.nan
+    return float(np.sqrt(((n - 1) / n * W + B / n) / W))
+
+def chain_transitions(labels) -> np.ndarray:
+    "The number of label changes between consecutive draws of each chain: labels [..., draws] -> [...]."
+    labels = np.asarray(labels)
+    return (np.diff(labels, axis=-1) != 0).sum(-1)
+
+def mixing_report(labels, k: int, start_labels, scalar=None) -> tuple[pd.DataFrame, dict]:
+    """Per chain (labels [models, chains, draws], `start_labels` [models]): start cluster, transitions, share of
+    draws outside the start cluster, clusters visited; and split R-hats over all chains: per cluster indicator
+    (max), and of `scalar` [models, chains, draws] when given."""
+    labels, start = np.asarray(labels), np.asarray(start_labels)
+    flat = labels.reshape(-1, labels.shape[-1])                          # [chains, draws]
+    trans = chain_transitions(labels)
+    rows = [dict(model=m, chain=c, start_cluster=int(start[m]), transitions=int(trans[m, c]),
+                 left_start=float((labels[m, c] != start[m]).mean()), visited=int(len(np.unique(labels[m, c]))))
+            for m in range(labels.shape[0]) for c in range(labels.shape[1])]
+    per = [split_rhat(flat == c) for c in range(k)]
+    out = dict(chains=len(flat), never_left=int(sum(r['transitions'] == 0 for r in rows)),
+               rhat_clusters=per, rhat_max=float(np.nanmax(per)) if not np.all(np.isnan(per)) else math.nan)
+    if scalar is not None:
+        out['rhat_scalar'] = split_rhat(np.asarray(scalar).reshape(flat.shape))
+    return pd.DataFrame(rows), out
+
+def reference_starts(features, labels, centroids, ids, per_cluster: int) -> dict:
+    "Chain starts: in each cluster, the `per_cluster` solutions nearest its centre, as {'C<c> #<j>': id}."
+    F, labels, ids = np.asarray(features, float), np.asarray(labels), np.asarray(ids)
+    out = {}
+    for c, centre in enumerate(np.asarray(centroids)):
+        members = np.flatnonzero(labels == c)
+        near = members[np.argsort(((F[members] - centre) ** 2).sum(1), kind='stable')[:per_cluster]]
+        out.update({f'C{c + 1} #{j + 1}': ids[i].item() for j, i in enumerate(near)})
+    return out
+
+
+# %% [markdown]
+# Checks with answers that follow from the definitions. Two chains of four draws, `[[0, 1, 2, 3], [4, 5, 6, 7]]`:
+# the halves have means 0.5, 2.5, 4.5, 6.5 (variance 20/3, $B = 2 \cdot 20/3$) and variance ½ each ($W = ½$), so
+# $\hat R = \sqrt{(½ \cdot ½ + 20/3)/½} = \sqrt{83/6}$. Independent draws from one distribution give $\hat R$
+# within 0.01 of 1, chains with different means far above 1, and chains stuck in different clusters $\infty$
+# for the indicators; a label sequence 0 0 1 1 0 has two transitions.
+
+# %%
+assert np.isclose(split_rhat([[0, 1, 2, 3], [4, 5, 6, 7]]), np.sqrt(83 / 6))
+assert abs(split_rhat(np.random.default_rng(0).normal(size=(8, 2000))) - 1) < 0.01
+assert split_rhat(np.random.default_rng(0).normal(size=(8, 2000)) + np.arange(8)[:, None]) > 2
+stuck = np.array([[[0] * 50], [[1] * 50]])                              # [2 models, 1 chain, 50 draws]
+table_mix, mix = mixing_report(stuck, 2, [0, 1])
+assert mix['never_left'] == 2 and mix['rhat_max'] == np.inf and (table_mix.transitions == 0).all()
+assert chain_transitions([0, 0, 1, 1, 0]) == 2
+F_toy = np.array([[0.], [0.1], [0.3], [5.], [5.2], [4.1]])
+assert reference_starts(F_toy, [0, 0, 0, 1, 1, 1], [[0.1], [4.8]], [10, 11, 12, 13, 14, 15], 2) == {
+    'C1 #1': 11, 'C1 #2': 10, 'C2 #1': 13, 'C2 #2': 14}
+mix

@@ -25,8 +25,8 @@ from fracsgd.core import read_table
 from fracsgd.store import load_study, status
 from fracsgd.spectral import fit_power_law
 from fracsgd.theory import spectral_dimension_from_slope
-from fracsgd.clusters import (cluster_centroids, cluster_masses, cluster_solutions, clustering_reports, draw_labels,
-                              function_features, posterior_masses, predictions_from_table)
+from fracsgd.clusters import (choose_k, cluster_centroids, cluster_masses, cluster_solutions, clustering_reports,
+                              draw_labels, function_features, mixing_report, posterior_masses, predictions_from_table)
 from fracsgd.tempering import (accessibility_factor, compare_to_posterior, comparison_verdicts, kl_divergence,
                                resample_labels, temper, tempered_masses, xi_scan)
 from fracsgd.studies.moons_diffusion import analyse as analyse_displacement
@@ -85,6 +85,9 @@ class AnalysisSettings(Protocol):
     accuracy_gap: float  # the convergence criterion (train accuracy ≥ Bayes-rule accuracy − accuracy_gap),
     min_kept: int        # its fallback (fewer converged nets than this: all nets analysed)
     loss_window: int     # and the window of the reported loss drop, as the summary names them
+    # optional (read with defaults, so older configurations keep working): k_rule ('silhouette' or 'stable', the
+    # clusters chapter's choose_k), chains_per_cluster (> 0: the reference chains, and the by-k table) and
+    # xi_out_of_sample (ξ for m = 1 and m = n chosen on another data seed: out-of-sample rows)
 
 
 # %%
@@ -312,14 +315,17 @@ def analyse(data: dict, cfg: AnalysisSettings) -> dict:
     keep = sol.analysed.to_numpy()
     F = function_features(data['predictions'][keep])
     reports = clustering_reports(F, ks=[k for k in cfg.ks if k < len(F)], n_boot=30)
-    k = int(reports.loc[reports.silhouette.idxmax(), 'k'])
+    k = choose_k(reports, getattr(cfg, 'k_rule', 'silhouette'), n=len(F))
     labels = cluster_solutions(F, k)
     centroids = cluster_centroids(F, labels, k)
     pool = sol[keep].assign(cluster=labels)
     labels_post = draw_labels(data['draws'], centroids)                       # [seed nets, chains, draws]
-    p_post, chains = posterior_masses(labels_post, k, pool.cluster.loc[data['seed_nets']].to_numpy())
+    start = pool.cluster.loc[data['seed_nets']].to_numpy()
+    p_post, chains = posterior_masses(labels_post, k, start)
     chains.insert(0, 'seed', [' and '.join(s for s, i in data['seeds'].items() if i == n)
                               for n in np.asarray(data['seed_nets'])[chains.model]])
+    mix_table, mixing = mixing_report(labels_post, k, start, leading_component(F, data['draws']))
+    chains = chains.assign(transitions=mix_table.transitions, visited=mix_table.visited)
     p_sgd = cluster_masses(labels, k)
     ex = exponents(data['trajectory'], pool.index, labels, k, cfg.n_boot)
     positive = pool[pool.llc > 0]
@@ -340,9 +346,18 @@ def analyse(data: dict, cfg: AnalysisSettings) -> dict:
     masses = pd.DataFrame({'cluster': [f'C{c + 1}' for c in range(k)], 'SGD': p_sgd, 'posterior (SGLD)': p_post,
                            **{f'tempered SGD, ξ = {cfg.xi_paper}, {name}, m = 1':
                               tempered_masses(p_sgd, cfg.xi_paper, 1, **kw) for name, kw in choices.items()}})
+    xi_star_n = best_xi(labels, labels_post, k, cfg.xis, n, n_boot=cfg.n_boot, block=cfg.block, **factor)
+    table2_n = compare_to_posterior(labels, labels_post, k, cfg.xi_paper, n, n_boot=cfg.n_boot, block=cfg.block, **factor)
     res = dict(k=k, choice=used, labels=labels, centroids=centroids, reports=reports, pool=pool, labels_post=labels_post,
                p_sgd=p_sgd, p_post=p_post, chains=chains, exponents=ex, lam_k=lam_k, choices=choices, scan=scan,
-               xi_star=xi_star, table2=table2, verdicts=comparison_verdicts(table2), each_choice=each, masses=masses)
+               xi_star=xi_star, table2=table2, verdicts=comparison_verdicts(table2), each_choice=each, masses=masses,
+               mixing=mixing, xi_star_n=xi_star_n, table2_n=table2_n)
+    if getattr(cfg, 'xi_out_of_sample', ()):
+        res['out_of_sample'] = pd.concat([compare_to_posterior(labels, labels_post, k, xi, m, n_boot=cfg.n_boot,
+                                                               block=cfg.block, **factor).assign(m=m, xi=xi)
+                                          for m, xi in zip((1, n), cfg.xi_out_of_sample)], ignore_index=True)
+    if getattr(cfg, 'chains_per_cluster', 0):
+        res['by_k'] = by_k(F, reports, sol[keep], data, cfg, ex['slope'])
     res['summary'] = _summary(res, data, cfg, rng)
     return res
 
@@ -351,7 +366,12 @@ def _summary(res: dict, data: dict, cfg: AnalysisSettings, rng) -> pd.DataFrame:
     sol, pool, k, ex = data['solutions'], res['pool'], res['k'], res['exponents']
     rep = res['reports'].set_index('k').loc[k]
     lab, post, B, blk = res['labels'], res['labels_post'], cfg.n_boot, cfg.block
-    xi, factor = cfg.xi_paper, res['choices'][res['choice']]
+    xi, factor, n, rule = cfg.xi_paper, res['choices'][res['choice']], cfg.n_samples, getattr(cfg, 'k_rule', 'silhouette')
+    mix = res['mixing']
+    unreliable = (f"NOT ESTIMABLE: {mix['never_left']} of {mix['chains']} chains never left the cluster they started "
+                  "in, so the posterior masses are where the chains were started; " if mix['never_left'] else
+                  f"UNRELIABLE: split R-hat {mix['rhat_max']:.2f} > 1.1, the chains disagree; " if mix['rhat_max'] > 1.1
+                  else '')
     kept = f"{int(sol.converged.sum())} of {len(sol)} pass; " + (
         'analysed: the converged nets' if not sol.analysed.all() or sol.converged.all() else
         f'fewer than {cfg.min_kept}: ALL nets analysed, unconverged ones included')
@@ -376,7 +396,8 @@ def _summary(res: dict, data: dict, cfg: AnalysisSettings, rng) -> pd.DataFrame:
         _row('train loss (mean over nets)', sol.loss.mean(), *_interval(sol.loss)),
         _row(f'relative loss drop over the last {cfg.loss_window} epochs (mean)', sol.loss_drop.mean(),
              *_interval(sol.loss_drop), 'interval: 2.5–97.5% of nets'),
-        _row('clusters k (best silhouette)', k, note=f"stability verdict '{rep.verdict}'"),
+        _row(f"clusters k ({'best silhouette' if rule == 'silhouette' else 'rule: ' + rule})", k,
+             note=f"stability verdict '{rep.verdict}'; ks tried: {', '.join(map(str, res['reports'].k))}; {K_RULE_TEXT[rule]}"),
         _row('silhouette', rep.silhouette), _row('ARI k-means vs Ward', rep.ari_methods),
         _row('bootstrap stability (mean ARI)', rep.stability),
         _row('smallest cluster (nets)', rep.smallest),
@@ -389,24 +410,91 @@ def _summary(res: dict, data: dict, cfg: AnalysisSettings, rng) -> pd.DataFrame:
         _row(f'D_ξ at ξ = {xi}, one slope: ξ^(2 − 1/s)', accessibility_factor(xi, slope=ex['slope']),
              accessibility_factor(xi, slope=ex['ci_high']), accessibility_factor(xi, slope=ex['ci_low'])),
         _row('posterior draws outside their start cluster (mean over chains)', res['chains'].left_start.mean()),
+        _row('posterior chains', mix['chains'], note='started from: ' + ', '.join(data['seeds'])),
+        _row('posterior chains that never leave their start cluster', mix['never_left'],
+             note='their masses cannot be estimated from these chains' if mix['never_left'] else ''),
+        _row('cluster transitions per chain (mean)', res['chains'].transitions.mean(),
+             note=f"min {res['chains'].transitions.min()}, max {res['chains'].transitions.max()} over "
+                  f"{len(res['chains'])} chains of {post.shape[-1]} draws"),
+        _row('split R-hat, cluster indicators (max over clusters)', mix['rhat_max'],
+             note='per cluster: ' + ', '.join(f'{r:.3g}' for r in mix['rhat_clusters']) + '; 1.1 or less: the chains agree'),
+        _row('split R-hat, leading principal component of the draws (function space)', mix['rhat_scalar']),
         _row('raw SGD mass of cluster C1', res['p_sgd'][0], *_interval([cluster_masses(resample_labels(lab, rng), k)[0] for _ in range(B)])),
-        _row('posterior mass of cluster C1', res['p_post'][0], *_interval([cluster_masses(resample_labels(post, rng, blk), k)[0] for _ in range(B)])),
+        _row('posterior mass of cluster C1', res['p_post'][0], *_interval([cluster_masses(resample_labels(post, rng, blk), k)[0] for _ in range(B)]),
+             unreliable.rstrip('; ')),
         _row('posterior minus SGD mass of cluster C1', res['p_post'][0] - res['p_sgd'][0],
-             *_boot_stat(lambda a, b: cluster_masses(b, k)[0] - cluster_masses(a, k)[0], lab, post, B, 1, blk)),
+             *_boot_stat(lambda a, b: cluster_masses(b, k)[0] - cluster_masses(a, k)[0], lab, post, B, 1, blk),
+             unreliable.rstrip('; ')),
         _row('ξ minimising KL(SGD‖theoretical SGD)', *res['xi_star'],
              f"{where.split(', ', 1)[1]}; grid {min(cfg.xis)}–{max(cfg.xis)}"
              + ('; AT THE GRID EDGE: the curve falls towards it' if res['xi_star'][0] in (min(cfg.xis), max(cfg.xis)) else '')),
+        _row(f'ξ minimising KL(SGD‖theoretical SGD), m = n = {n}', *res['xi_star_n'],
+             f"m = n = {n} (Cor. 3.2), D_ξ {res['choice']}; grid {min(cfg.xis)}–{max(cfg.xis)}"
+             + ('; AT THE GRID EDGE: the curve falls towards it' if res['xi_star_n'][0] in (min(cfg.xis), max(cfg.xis)) else '')),
         _row(f'KL(Bayes‖tempered SGD) minus KL(Bayes‖raw SGD), ξ = {xi}', gain(lab, post),
-             *_boot_stat(gain, lab, post, B, 2, blk), 'negative: tempering brings SGD closer to the posterior'),
+             *_boot_stat(gain, lab, post, B, 2, blk), f'm = {LEDGER_M}; negative: tempering brings SGD closer to the posterior'),
     ]
+    t2n = res['table2_n'].set_index(['comparison', 'metric'])
     for metric in wide.index:
-        rows.append(_row(f'{metric}, tempered SGD vs Bayes, ξ = {xi}', *tab2('Q = tempered SGD', metric), where))
+        rows.append(_row(f'{metric}, tempered SGD vs Bayes, ξ = {xi}', *tab2('Q = tempered SGD', metric), unreliable + where))
+        r = t2n.loc[('Q = tempered SGD', metric)]
+        rows.append(_row(f'{metric}, tempered SGD vs Bayes, ξ = {xi}, m = n = {n}', r.value, r.ci_low, r.ci_high,
+                         unreliable + where.replace(f'm = {LEDGER_M}', f'm = n = {n} (Cor. 3.2)')))
         rows.append(_row(f'{metric}, raw SGD vs Bayes (baseline)', *tab2('Q = raw SGD', metric)))
         rows.append(_row(f'{metric}, uniform vs Bayes (baseline)', *tab2('Q = uniform', metric)))
         floor = t2.loc[('noise floor: Q = Bayes resample', metric)]
         rows.append(_row(f'{metric}, noise floor (two resamples of Bayes)', floor.value, np.nan, floor.ci_high,
                          'value: median; ci_high: 95% quantile'))
+    if 'out_of_sample' in res:
+        for m, part in res['out_of_sample'].groupby('m', sort=False):
+            r = part.set_index(['comparison', 'metric']).loc[('Q = tempered SGD', 'KL(Bayes‖Q) [nats]')]
+            label = f'm = {m}' if m == 1 else f'm = n = {m}'
+            rows.append(_row(f'KL(Bayes‖Q) [nats], tempered SGD vs Bayes, ξ chosen on another data seed '
+                             f'(out of sample), {label}', r.value, r.ci_low, r.ci_high,
+                             f'{unreliable}ξ = {r.xi} (argmin of KL(SGD‖theoretical SGD) on another data seed, {label}, '
+                             f"D_ξ {res['choice']}); in sample here: ξ* = {(res['xi_star'] if m == 1 else res['xi_star_n'])[0]}"))
     return pd.DataFrame(rows)
+
+K_RULE_TEXT = {'silhouette': 'k with the best silhouette',
+               'stable': ('the best silhouette among the k with bootstrap stability ≥ 0.8 and a smallest cluster ≥ 5% '
+                          'of the nets')}
+
+def leading_component(features, draws) -> np.ndarray:
+    "Each posterior draw [models, chains, draws, probe, classes] projected on the leading principal axis of `features`."
+    F = np.asarray(features, float)
+    centre = F.mean(0)
+    axis = np.linalg.svd(F - centre, full_matrices=False)[2][0]
+    D = np.asarray(draws)
+    return ((function_features(D.reshape(-1, *D.shape[3:])) - centre) @ axis).reshape(D.shape[:3])
+
+def by_k(F, reports: pd.DataFrame, pool: pd.DataFrame, data: dict, cfg, slope: float) -> pd.DataFrame:
+    """For every k of the clustering reports: masses, mixing of the chains and, for m = 1 and m = n, ξ* (fig. 3's
+    comparison) and table 2's KL at the paper's ξ and at ξ*, with eq. 13 as printed (global slope where a cluster
+    has no positive LLC)."""
+    rows = []
+    for k in reports.k:
+        labels = cluster_solutions(F, int(k))
+        post = draw_labels(data['draws'], cluster_centroids(F, labels, int(k)))
+        start = pd.Series(labels, index=pool.index).loc[data['seed_nets']].to_numpy()
+        _, mix = mixing_report(post, int(k), start)
+        lam_k = pool.assign(cluster=labels).query('llc > 0').groupby('cluster').llc.mean().reindex(range(int(k))).to_numpy()
+        lam = pool.llc[pool.llc > 0].mean()
+        choices = tempering_choices(slope, lam, lam_k, np.full(int(k), slope))
+        name = LEDGER_CHOICE if LEDGER_CHOICE in choices else 'global: one slope s'
+        for m in (1, cfg.n_samples):
+            star = best_xi(labels, post, int(k), cfg.xis, m, n_boot=cfg.n_boot, block=cfg.block, **choices[name])
+            kl = lambda xi: compare_to_posterior(labels, post, int(k), xi, m, n_boot=cfg.n_boot, block=cfg.block,
+                                                 **choices[name]).set_index(['comparison', 'metric']).loc[
+                                                     ('Q = tempered SGD', 'KL(Bayes‖Q) [nats]')]
+            at_paper = kl(cfg.xi_paper)
+            at_star = kl(star[0]) if np.isfinite(star[0]) else pd.Series({'value': np.nan})   # every KL infinite
+            rows.append(dict(k=int(k), m=m, D_xi=name, chains=mix['chains'], chains_never_left=mix['never_left'],
+                             rhat_max=mix['rhat_max'], sgd_masses=np.round(cluster_masses(labels, int(k)), 3).tolist(),
+                             posterior_masses=np.round(cluster_masses(post, int(k)), 3).tolist(),
+                             xi_star=star[0], xi_star_ci_low=star[1], xi_star_ci_high=star[2],
+                             kl_at_paper_xi=at_paper.value, kl_at_paper_xi_ci_low=at_paper.ci_low,
+                             kl_at_paper_xi_ci_high=at_paper.ci_high, kl_at_xi_star=at_star.value))
+    return pd.DataFrame(rows).astype({'sgd_masses': str, 'posterior_masses': str})
 
 
 # %% [markdown]
@@ -456,6 +544,28 @@ res['summary'].set_index('quantity').loc[['clusters k (best silhouette)', 'late 
                                           'ξ minimising KL(SGD‖theoretical SGD)',
                                           'KL(Bayes‖Q) [nats], tempered SGD vs Bayes, ξ = 0.5',
                                           'KL(Bayes‖Q) [nats], raw SGD vs Bayes (baseline)']]
+
+# %% [markdown]
+# **The reference options on the same synthetic study** (issue 25, item 4). With `k_rule='stable'`, `ks` (2, 3, 4)
+# tried, `chains_per_cluster` > 0 (which adds the by-k table) and `xi_out_of_sample = (0.5, 0.5)`: every chain
+# crosses once (80 draws in one cluster, then 5 in the other), so none is flagged as stuck, and the masses are
+# estimable; the out-of-sample row at $\xi = 0.5$ with $m = 1$ is tempered SGD against the posterior where they are
+# equal, so its KL is 0; with $m = n = 512$ tempering is far stronger, and the KL is not 0. The by-k table has a row
+# for every $k$ tried and both $m$, and its $k = 2$, $m = 1$ row repeats the main analysis.
+
+# %%
+REFERENCE_SETTINGS = SimpleNamespace(**vars(SETTINGS), k_rule='stable', chains_per_cluster=2, xi_out_of_sample=(0.5, 0.5))
+with np.errstate(over='ignore'):
+    ref = analyse(synthetic, REFERENCE_SETTINGS)
+rs = ref['summary'].set_index('quantity')
+assert ref['k'] == 2 and ref['mixing']['never_left'] == 0 and (ref['chains'].transitions == 1).all()
+oos = 'KL(Bayes‖Q) [nats], tempered SGD vs Bayes, ξ chosen on another data seed (out of sample)'
+assert np.isclose(rs.value[f'{oos}, m = 1'], 0, atol=1e-7) and rs.value[f'{oos}, m = n = 512'] > 0.1
+assert 'NOT ESTIMABLE' not in rs.note['posterior mass of cluster C1']
+bk = ref['by_k'].set_index(['k', 'm'])
+assert set(bk.index) == {(k, m) for k in (2, 3, 4) for m in (1, 512)}
+assert bk.xi_star[(2, 1)] == ref['xi_star'][0] and np.isclose(bk.kl_at_paper_xi[(2, 1)], 0, atol=1e-7)
+ref['by_k'][['k', 'm', 'chains', 'chains_never_left', 'rhat_max', 'sgd_masses', 'posterior_masses', 'xi_star', 'kl_at_paper_xi']]
 
 
 # %% [markdown]
@@ -548,7 +658,7 @@ def read_results(folder) -> dict:
     "The csv tables a `report` wrote to `folder` (or a copy of them), by name."
     folder = Path(folder)
     names = [n for n in ('summary', 'clusters', 'scan', 'table2', 'choices', 'masses', 'chains', 'solutions',
-                         'centroids', 'curves', 'timing') if (folder / f'{n}.csv').exists()]
+                         'centroids', 'curves', 'timing', 'by_k') if (folder / f'{n}.csv').exists()]
     if 'summary' not in names:
         raise ValueError(f"{folder} has no summary.csv: run the study's report on it first")
     return {n: read_table(folder / f'{n}.csv') for n in names}
