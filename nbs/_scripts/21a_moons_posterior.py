@@ -737,7 +737,7 @@ assert S['full'].ci_high[late] < 0.5 < S['full-converged'].ci_low[late]
 # the same claims with a better posterior, and one more, table 2's KL with $\xi$ chosen on other data.
 
 # %%
-assert set(found.config) == {'quick', 'full', 'custom (full-converged)'}
+assert set(found.config) == {'quick', 'full', 'custom (full-converged)', 'custom (reference)', 'custom (reference-test)'}
 assert found.claim[found.config == 'custom (full-converged)'].tolist() == ['fig1-late-1000ep']
 
 
@@ -855,6 +855,7 @@ assert STUDY.config('reference-test').xi_out_of_sample == (0.05, 0.05)
 assert r1.ci_low[f'{oos}, m = 1'] > 0.0095 and r1.value[f'{oos}, m = n = 512'] == np.inf
 assert set(zip(ref_res['reference']['by_k'].k, ref_res['reference']['by_k'].m)) == {(k, m) for k in (2, 3, 4, 5) for m in (1, 512)}
 assert (pd.concat([ref_res[l]['by_k'] for l in REF_LABELS]).xi_star.dropna() == 0.05).mean() > 0.8
+from fracsgd.ledger import read_ledger
 ledger_oos = read_ledger().set_index('claim_id').loc['tab2-kl-out-of-sample']
 assert ledger_oos.rule == 'not reproduced' and ledger_oos.verdict == 'not run at paper scale', ledger_oos
 
