@@ -2,7 +2,8 @@
 # # Study: anomalous diffusion on moons
 #
 # > Paper fig. 1: 2×64 ReLU nets trained by SGD on moons move super-diffusively first, sub-diffusively later.
-#
+
+# %% [markdown]
 # **What was found.** On the paper's protocol (500 nets, 800 steps) the mean displacement bends from an early
 # exponent of 0.869 [0.865, 0.873] to a late one of 0.397 [0.394, 0.400] after $t_c \approx 356$: fig. 1 as the
 # paper describes it, but over a late window of 0.35 decades, and with $t_c$ placed where the local slope falls
