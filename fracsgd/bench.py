@@ -16,7 +16,8 @@ from .models import make_mlp
 from .displacement import Recorder, log_steps
 
 # %% auto #0
-__all__ = ['timed', 'bench_displacement', 'machine_info', 'report', 'bench_record_large']
+__all__ = ['HOST_READS', 'METADATA_OPS', 'COUNTS', 'timed', 'bench_displacement', 'machine_info', 'report', 'bench_record_large',
+           'HostCalls', 'count_calls', 'per_step']
 
 # %% ../nbs/90_bench.ipynb #93020e95
 def timed(fn):
@@ -95,3 +96,95 @@ def bench_record_large(n_weights: int = 130_000_000, repeats: int = 5, device=No
     med = {k: float(np.median(v)) for k, v in times.items()}
     return pd.DataFrame([dict(way=k, n_weights=sum(sizes), seconds=v, ratio_to_buffer=v / med['reused buffer'])
                          for k, v in med.items()])
+
+# %% ../nbs/90_bench.ipynb #2a8dc957
+from collections import Counter
+import sys, weakref
+
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
+
+HOST_READS = frozenset({'cpu', 'item', 'tolist', 'numpy', '__bool__', '__float__', '__int__', '__index__',
+                        '__array__', 'nonzero', 'masked_select', 'unique'})
+METADATA_OPS = frozenset(f'aten::{n}' for n in (
+    'as_strided view _reshape_alias reshape _unsafe_view expand t transpose permute select slice unsqueeze squeeze '
+    'detach alias resolve_conj resolve_neg empty empty_strided empty_like split unbind narrow lift_fresh unfold '
+    'diagonal result_type set_ is_nonzero _local_scalar_dense').split())
+
+def _site() -> str:
+    "The innermost `fracsgd` function (module:function) on the stack outside this module."
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if '/fracsgd/' in name and not name.endswith('/bench.py'):
+            return f"{name.rsplit('/fracsgd/', 1)[1][:-3].replace('/', '.')}:{f.f_code.co_name}"
+        f = f.f_back
+    return 'outside fracsgd'
+
+class HostCalls(TorchFunctionMode):
+    "Count reads of device tensors on the host (GPU synchronisations) and host-to-device copies, by call site."
+    def __init__(self):
+        super().__init__()
+        self.syncs, self.h2d, self._host = Counter(), Counter(), {}      # host tensors: id -> weak reference
+
+    def _is_host(self, t) -> bool:
+        r = self._host.get(id(t))
+        return r is not None and r() is t
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = getattr(func, '__name__', '')
+        ins = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        host = bool(ins) and all(self._is_host(t) for t in ins)
+        if name == 'to':
+            target = [a for a in (*args[1:], kwargs.get('device')) if isinstance(a, (str, torch.device, torch.Tensor))]
+            moves = any(not (isinstance(a, torch.Tensor) and self._is_host(a)) for a in target)
+            if self._is_host(args[0]) and moves:
+                self.h2d[_site()] += 1
+                host = False
+                out = out.clone() if out is args[0] else out        # a copy, as on a GPU
+        elif name in HOST_READS and not host:
+            self.syncs[(name, _site())] += 1
+            if name == 'cpu' and out is args[0]:                   # a copy, as on a GPU: the original stays
+                out = out.clone()
+        elif not ins:                                          # a factory: on the host unless told otherwise
+            host = kwargs.get('device') is None
+        if host or name == 'cpu':
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    self._host[id(t)] = weakref.ref(t)
+        return out
+
+def count_calls(fn) -> dict:
+    "Operator calls and host synchronisations of `fn()` on the CPU (see above), with the syncs' sites."
+    from torch.profiler import profile, ProfilerActivity
+    mode = HostCalls()
+    with profile(activities=[ProfilerActivity.CPU]) as prof, mode:
+        fn()
+    aten = [e for e in prof.events() if e.name.startswith('aten::')]
+    def inside_aten(e):
+        p = e.cpu_parent
+        while p is not None:
+            if p.name.startswith('aten::'):
+                return True
+            p = p.cpu_parent
+        return False
+    leaves = [e for e in aten if not any(c.name.startswith('aten::') for c in e.cpu_children)]
+    return dict(aten_ops=len(aten), top_ops=sum(not inside_aten(e) for e in aten),
+                kernel_ops=sum(e.name not in METADATA_OPS for e in leaves),
+                host_syncs=sum(mode.syncs.values()), h2d_copies=sum(mode.h2d.values()),
+                by_site={f'{k} in {s}': v for (k, s), v in sorted(mode.syncs.items())})
+
+COUNTS = ('aten_ops', 'top_ops', 'kernel_ops', 'host_syncs', 'h2d_copies')
+
+def per_step(run, n1: int, n2: int) -> dict:
+    """Counts per step: `count_calls(lambda: run(n2))` minus `run(n1)`, over `n2 - n1` (fixed costs cancel); and
+    the fixed costs of one call (`fixed_<count>`: `run(n1)` less `n1` steps)."""
+    a, b = count_calls(lambda: run(n1)), count_calls(lambda: run(n2))
+    out = {k: (b[k] - a[k]) / (n2 - n1) for k in COUNTS}
+    out.update({f'fixed_{k}': a[k] - n1 * out[k] for k in COUNTS})
+    sites = set(a['by_site']) | set(b['by_site'])
+    out['by_site'] = {k: (b['by_site'].get(k, 0) - a['by_site'].get(k, 0)) / (n2 - n1) for k in sorted(sites)}
+    out['by_site'] = {k: v for k, v in out['by_site'].items() if v}
+    return out

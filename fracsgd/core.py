@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #cd1301b2
 from __future__ import annotations
-import dataclasses, math, os, random, tempfile
+import dataclasses, math, os, random, tempfile, time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,7 +15,7 @@ import torch
 # %% auto #0
 __all__ = ['EXTRAS', 'default_device', 'data_dir', 'results_dir', 'seed_everything', 'require', 'replace_checked', 'check_whole',
            'check_range', 'added_field', 'key_fields', 'shared_mode', 'atomic_path', 'write_table', 'read_table',
-           'save_figures']
+           'save_figures', 'PhaseClock']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -140,3 +140,34 @@ def save_figures(figures: dict, folder, dpi: int = 110) -> dict:
             fig.savefig(tmp, dpi=dpi, format='png')
         plt.close(fig)
     return figures
+
+# %% ../nbs/00_core.ipynb #290c789f
+class PhaseClock:
+    "Wall-clock and CPU seconds per named phase; `with clock('name'):` times a block (inner phases excluded)."
+    def __init__(self):
+        self.wall, self.cpu, self._open = {}, {}, []
+
+    @staticmethod
+    def _now() -> tuple[float, float]: return time.perf_counter(), time.process_time()
+
+    def _charge(self, phase: str, since: tuple, now: tuple) -> None:
+        self.wall[phase] = self.wall.get(phase, 0.0) + now[0] - since[0]
+        self.cpu[phase] = self.cpu.get(phase, 0.0) + now[1] - since[1]
+
+    @contextmanager
+    def __call__(self, phase: str):
+        now = self._now()
+        if self._open:                                       # the enclosing phase pauses
+            self._charge(*self._open[-1], now)
+        self._open.append((phase, now))
+        try:
+            yield self
+        finally:
+            now = self._now()
+            self._charge(*self._open.pop(), now)
+            if self._open:
+                self._open[-1] = (self._open[-1][0], now)
+
+    def seconds(self, prefix: str = 'seconds_') -> dict:
+        "`{prefix + phase: wall seconds}` and `{'cpu_' + prefix + phase: CPU seconds}` of every phase."
+        return {**{prefix + k: v for k, v in self.wall.items()}, **{'cpu_' + prefix + k: v for k, v in self.cpu.items()}}

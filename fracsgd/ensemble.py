@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from fastcore.basics import patch
 
-from .core import check_range, check_whole, replace_checked
+from .core import PhaseClock, check_range, check_whole, replace_checked
 from .displacement import parameter_groups
 from .llc import estimate_llc
 from .sgld import PAPER_PRESET, SGLDSettings
@@ -201,12 +201,13 @@ def member_losses(loss_fn: Callable, out: torch.Tensor, y: torch.Tensor) -> torc
     M, B = y.shape[:2]
     return loss_fn(out.reshape(M * B, *out.shape[2:]), y.reshape(M * B, *y.shape[2:])).view(M, B).mean(1)
 
-# %% ../nbs/12_ensemble.ipynb #cdbd8505
+# %% ../nbs/12_ensemble.ipynb #5254ef2f
 class EnsembleTrainer:
     "Train the same-architecture `models` (indices `members` of the ensemble) together on `data` = (X, y)."
     def __init__(self, models: Sequence[nn.Module], members: Sequence[int], data: tuple, loss_fn: Callable,
-                 settings: EnsembleSettings, device):
+                 settings: EnsembleSettings, device, clock: PhaseClock | None = None):
         self.models, self.members, self.s, self.loss_fn = list(models), list(members), settings, loss_fn
+        self.clock = clock or PhaseClock()                                       # seconds per phase of its run
         self.X, self.y = data
         if data_device(self.X, self.y) != resolve_device(device):
             raise ValueError(f"the data are on {self.X.device} but the trainer computes on {device}: place them "
@@ -275,7 +276,8 @@ def record(self: EnsembleTrainer, step: int, loss=None, out=None, y=None) -> Non
         raise FloatingPointError(f"loss is not finite at step {step} for member(s) {members}: "
                                  "the run diverged; lower the learning rate")
     if s.llc_due(step):
-        row['llc'] = self.llc(step)
+        with self.clock('llc'):
+            row['llc'] = self.llc(step)
     self.rows.append(row)
 
 @patch
@@ -338,14 +340,19 @@ def llc(self: EnsembleTrainer, step: int) -> np.ndarray:
 # %% ../nbs/12_ensemble.ipynb #783ab4a7
 @patch
 def run(self: EnsembleTrainer, bar=None) -> pd.DataFrame:
-    "Train for `settings.n_steps` steps; the trajectory table."
-    self.record(0)
+    "Train for `settings.n_steps` steps; the trajectory table. `clock` holds the seconds of steps, record and llc."
+    clock = self.clock
+    with clock('record'):
+        self.record(0)
     for t in range(1, self.s.n_steps + 1):
-        loss, out, y = self.step()
-        self.record(t, loss, out, y)
+        with clock('steps'):
+            loss, out, y = self.step()
+        with clock('record'):
+            self.record(t, loss, out, y)
         if bar is not None:
             bar.update(len(self.members))
-    return self.table()
+    with clock('record'):
+        return self.table()
 
 @patch
 def write_back(self: EnsembleTrainer) -> None:
@@ -360,9 +367,9 @@ def write_back(self: EnsembleTrainer) -> None:
 # %% ../nbs/12_ensemble.ipynb #3454b167
 def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
                    settings: EnsembleSettings | None = None, *, device=None, progress: bool = False,
-                   **changes) -> pd.DataFrame:
+                   clock: PhaseClock | None = None, **changes) -> pd.DataFrame:
     """Train same-architecture `models` together under `settings` (default `EnsembleSettings()`, with keyword
-    `changes`), in place; their trajectory table with a `member` column."""
+    `changes`), in place; their trajectory table with a `member` column. A `clock` collects the seconds per phase."""
     models = list(models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
@@ -376,7 +383,7 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     with tqdm(total=len(models) * s.n_steps, disable=not progress, unit='member-step',
               desc=f'{len(models)} members in {len(chunks)} chunk(s)') as bar:
         for chunk in chunks:
-            trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device)
+            trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device, clock)
             tables.append(trainer.run(bar))
             trainer.write_back()
             del trainer

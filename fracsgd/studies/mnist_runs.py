@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core import atomic_path, data_dir
+from ..core import PhaseClock, atomic_path, data_dir
 from ..data import DataSourceWarning, flatten
 from ..datasets.mnist import mnist_subset
 from ..models import make_mlp
@@ -168,20 +168,30 @@ def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
         if trainer.s.due(step):
             rows.extend(dict(member=m, step=step, **{f'volume/{e:g}': float(len(seen[e][m])) for e in eps})
                         for m in range(n))
-    trainer.record(0)
-    count(0)
+    clock = trainer.clock                                                       # seconds per phase
+    with clock('record'):
+        trainer.record(0)
+    with clock('volume'):
+        count(0)
     for t in range(1, trainer.s.n_steps + 1):
-        loss, out, y = trainer.step()
-        trainer.record(t, loss, out, y)
-        count(t)
-    return trainer.table().merge(pd.DataFrame(rows), on=['member', 'step'], how='left')
+        with clock('steps'):
+            loss, out, y = trainer.step()
+        with clock('record'):
+            trainer.record(t, loss, out, y)
+        with clock('volume'):
+            count(t)
+    with clock('record'):
+        table = trainer.table()
+    with clock('volume'):
+        return table.merge(pd.DataFrame(rows), on=['member', 'step'], how='left')
 
-def _train(nets, train, settings, run) -> pd.DataFrame:
+def _train(nets, train, settings, run, clock: PhaseClock | None = None) -> pd.DataFrame:
     "Train `nets` together on `train` where the data lie; the trajectory table (`member` = index in `nets`)."
     if not run.volume_eps:
-        return train_ensemble(nets, train, 'classification', settings)
+        return train_ensemble(nets, train, 'classification', settings, clock=clock)
     X, y = as_data(train, train[0].device, nets[0], 'classification')
-    trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, X.device)
+    trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, X.device,
+                              clock)
     table = _volume_columns(trainer, run.volume_eps)
     trainer.write_back()
     return table
@@ -244,28 +254,34 @@ class MNISTStudy(Study):
 
     def train(self, run: MNISTRun, data: MNISTData, nets) -> dict:
         """Train the nets together: the trajectory table (`run` = seed; R, R/<layer>, loss, accuracy, llc every
-        `llc_every` steps, volume/<ε>), the data source and the training time."""
-        t0 = time.perf_counter()
-        table = _train(nets, data.train, run.settings(), run)
+        `llc_every` steps, volume/<ε>), the data source, the training time and its phases (`seconds_train_steps`,
+        `_record`, `_llc`, `_volume`; `cpu_seconds_train_*` their CPU time)."""
+        t0, clock = time.perf_counter(), PhaseClock()
+        table = _train(nets, data.train, run.settings(), run, clock)
         seconds_train = time.perf_counter() - t0
         table.insert(0, 'run', table.pop('member') + run.first_seed)
         return dict(trajectory=table, data_source=data.source, data_warning=data.warning,
-                    seconds_train=seconds_train)
+                    seconds_train=seconds_train, **clock.seconds('seconds_train_'))
 
     def evaluate(self, run: MNISTRun, data: MNISTData, nets, trained: dict) -> dict:
         """The trained nets' test and training loss and accuracy, and, if `run.calibrated`, their LLCs at the final
-        weights under the other paper setting and ours: the `nets` table (one row per net) and its time."""
-        per_net = pd.DataFrame([dict(zip(('test_loss', 'test_accuracy'), _evaluate(n, *data.test)),
-                                     **dict(zip(('train_loss', 'train_accuracy'), _evaluate(n, *data.train))))
-                                for n in nets])
+        weights under the other paper setting and ours: the `nets` table (one row per net), the time of the
+        final-weight LLCs, and the phases (`seconds_eval_accuracy`, `_llc_paper`, `_llc_calibrated`, and CPU)."""
+        clock = PhaseClock()
+        with clock('accuracy'):
+            per_net = pd.DataFrame([dict(zip(('test_loss', 'test_accuracy'), _evaluate(n, *data.test)),
+                                         **dict(zip(('train_loss', 'train_accuracy'), _evaluate(n, *data.train))))
+                                    for n in nets])
         per_net.insert(0, 'run', range(run.first_seed, run.first_seed + run.n_nets))
         if not run.calibrated:
-            return dict(nets=per_net, seconds_calibrated=0.0)
+            return dict(nets=per_net, seconds_calibrated=0.0, **clock.seconds('seconds_eval_'))
         t0 = time.perf_counter()                       # the final weights under the other settings too
-        others = other_paper_llcs(nets, data.train, run)
-        cal = calibrated_llc(nets, data.train, run.calibrated, seed=run.first_seed)
+        with clock('llc_paper'):
+            others = other_paper_llcs(nets, data.train, run)
+        with clock('llc_calibrated'):
+            cal = calibrated_llc(nets, data.train, run.calibrated, seed=run.first_seed)
         return dict(nets=pd.concat([per_net, others, cal], axis=1),   # NaN for the nets `cal` skips
-                    seconds_calibrated=time.perf_counter() - t0)
+                    seconds_calibrated=time.perf_counter() - t0, **clock.seconds('seconds_eval_'))
 
 # %% ../../nbs/22_mnist_runs.ipynb #0df3f9e7
 def record_data_source(folder, runs: pd.DataFrame) -> dict:

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import dataclasses, math, os, random, tempfile
+import dataclasses, math, os, random, tempfile, time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -331,6 +331,69 @@ with tempfile.TemporaryDirectory() as d:
     assert png[:4] == b'\x89PNG' and not plt.get_fignums()        # a whole PNG, and the figure is closed
     assert sorted(os.listdir(d)) == ['demo.png']                   # no temporary file left behind
 Image(png)
+
+# %% [markdown]
+# ## Where the time goes
+#
+# A long run should say which of its parts took the time (the [ensemble trainer](ensemble.html) and the MNIST
+# studies keep one per run). `PhaseClock` keeps, per named phase, the wall-clock seconds (`time.perf_counter`) and
+# the CPU seconds of the process (`time.process_time`; on a shared machine the wall clock also counts the time other
+# jobs had the cores, the CPU clock does not). Phases nest: time spent in an
+# inner phase is charged to it alone, so the phases add up to the time inside the outermost ones. A reading costs
+# about a microsecond, little enough for every step. On a GPU the clocks see only the host: the time of queued
+# kernels lands in the phase that waits for them (the first copy to the host or `.item()` after them).
+
+# %%
+#| export
+class PhaseClock:
+    "Wall-clock and CPU seconds per named phase; `with clock('name'):` times a block (inner phases excluded)."
+    def __init__(self):
+        self.wall, self.cpu, self._open = {}, {}, []
+
+    @staticmethod
+    def _now() -> tuple[float, float]: return time.perf_counter(), time.process_time()
+
+    def _charge(self, phase: str, since: tuple, now: tuple) -> None:
+        self.wall[phase] = self.wall.get(phase, 0.0) + now[0] - since[0]
+        self.cpu[phase] = self.cpu.get(phase, 0.0) + now[1] - since[1]
+
+    @contextmanager
+    def __call__(self, phase: str):
+        now = self._now()
+        if self._open:                                       # the enclosing phase pauses
+            self._charge(*self._open[-1], now)
+        self._open.append((phase, now))
+        try:
+            yield self
+        finally:
+            now = self._now()
+            self._charge(*self._open.pop(), now)
+            if self._open:
+                self._open[-1] = (self._open[-1][0], now)
+
+    def seconds(self, prefix: str = 'seconds_') -> dict:
+        "`{prefix + phase: wall seconds}` and `{'cpu_' + prefix + phase: CPU seconds}` of every phase."
+        return {**{prefix + k: v for k, v in self.wall.items()}, **{'cpu_' + prefix + k: v for k, v in self.cpu.items()}}
+
+
+# %%
+clock = PhaseClock()                                  # readings at known times: (wall, CPU)
+ticks = iter([(0, 0), (2, 1), (5, 2), (6, 2), (9, 3), (10, 4)])
+clock._now = lambda: next(ticks)
+with clock('outer'):                                  # 0: outer starts
+    with clock('inner'):                              # 2: outer pauses after 2 s
+        pass                                          # 5: inner took 3 s; outer resumes
+    with clock('inner'):                              # 6: outer 1 s more
+        pass                                          # 9: inner 3 s more
+                                                      # 10: outer 1 s more
+assert clock.wall == {'outer': 4, 'inner': 6} and clock.cpu == {'outer': 2, 'inner': 2}, (clock.wall, clock.cpu)
+assert clock.seconds() == {'seconds_outer': 4, 'seconds_inner': 6, 'cpu_seconds_outer': 2, 'cpu_seconds_inner': 2}
+
+real = PhaseClock()
+with real('sleep'):
+    time.sleep(0.05)
+assert real.wall['sleep'] >= 0.05 and real.cpu['sleep'] < 0.04           # sleeping takes no CPU time
+
 
 # %%
 #| hide

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from fastcore.basics import patch
 
-from fracsgd.core import check_range, check_whole, replace_checked
+from fracsgd.core import PhaseClock, check_range, check_whole, replace_checked
 from fracsgd.displacement import parameter_groups
 from fracsgd.llc import estimate_llc
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
@@ -382,15 +382,17 @@ out.shape
 # A step is one batched forward and backward pass and one optimizer update. Nothing is copied to the host
 # during training except at recorded steps. The trainer computes on `device`, where the data must already be
 # (data elsewhere are refused, naming both devices); the models stay where they are, their weights copied into
-# the stack.
+# the stack. Its `clock` (a [`PhaseClock`](core.html), which the chunks of one ensemble may share) collects the
+# seconds of the steps, of the recording and of the LLC estimates along the run.
 
 # %%
 #| export
 class EnsembleTrainer:
     "Train the same-architecture `models` (indices `members` of the ensemble) together on `data` = (X, y)."
     def __init__(self, models: Sequence[nn.Module], members: Sequence[int], data: tuple, loss_fn: Callable,
-                 settings: EnsembleSettings, device):
+                 settings: EnsembleSettings, device, clock: PhaseClock | None = None):
         self.models, self.members, self.s, self.loss_fn = list(models), list(members), settings, loss_fn
+        self.clock = clock or PhaseClock()                                       # seconds per phase of its run
         self.X, self.y = data
         if data_device(self.X, self.y) != resolve_device(device):
             raise ValueError(f"the data are on {self.X.device} but the trainer computes on {device}: place them "
@@ -486,7 +488,8 @@ def record(self: EnsembleTrainer, step: int, loss=None, out=None, y=None) -> Non
         raise FloatingPointError(f"loss is not finite at step {step} for member(s) {members}: "
                                  "the run diverged; lower the learning rate")
     if s.llc_due(step):
-        row['llc'] = self.llc(step)
+        with self.clock('llc'):
+            row['llc'] = self.llc(step)
     self.rows.append(row)
 
 @patch
@@ -571,14 +574,19 @@ def llc(self: EnsembleTrainer, step: int) -> np.ndarray:
 #| export
 @patch
 def run(self: EnsembleTrainer, bar=None) -> pd.DataFrame:
-    "Train for `settings.n_steps` steps; the trajectory table."
-    self.record(0)
+    "Train for `settings.n_steps` steps; the trajectory table. `clock` holds the seconds of steps, record and llc."
+    clock = self.clock
+    with clock('record'):
+        self.record(0)
     for t in range(1, self.s.n_steps + 1):
-        loss, out, y = self.step()
-        self.record(t, loss, out, y)
+        with clock('steps'):
+            loss, out, y = self.step()
+        with clock('record'):
+            self.record(t, loss, out, y)
         if bar is not None:
             bar.update(len(self.members))
-    return self.table()
+    with clock('record'):
+        return self.table()
 
 @patch
 def write_back(self: EnsembleTrainer) -> None:
@@ -596,6 +604,7 @@ toy_settings = EnsembleSettings(batch_size=16, n_steps=20, every=5, lr=0.1)
 toy = EnsembleTrainer([make_mlp([3, 8, 2], seed=i) for i in range(4)], range(4), (X_toy, y_toy),
                       resolve_loss('classification'), toy_settings, 'cpu')
 tab = toy.run()
+assert set(toy.clock.wall) == {'steps', 'record'} and toy.clock.wall['steps'] > 0
 assert len(tab) == 4 * 5 and tab.groupby('member').step.apply(list).iloc[0] == [0, 5, 10, 15, 20]
 assert list(tab.columns) == ['member', 'step', 'R', 'R/layer1.0', 'R/out', 'loss', 'accuracy']
 tab.head()
@@ -621,9 +630,9 @@ tab.head()
 #| export
 def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
                    settings: EnsembleSettings | None = None, *, device=None, progress: bool = False,
-                   **changes) -> pd.DataFrame:
+                   clock: PhaseClock | None = None, **changes) -> pd.DataFrame:
     """Train same-architecture `models` together under `settings` (default `EnsembleSettings()`, with keyword
-    `changes`), in place; their trajectory table with a `member` column."""
+    `changes`), in place; their trajectory table with a `member` column. A `clock` collects the seconds per phase."""
     models = list(models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
@@ -637,7 +646,7 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     with tqdm(total=len(models) * s.n_steps, disable=not progress, unit='member-step',
               desc=f'{len(models)} members in {len(chunks)} chunk(s)') as bar:
         for chunk in chunks:
-            trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device)
+            trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device, clock)
             tables.append(trainer.run(bar))
             trainer.write_back()
             del trainer
@@ -700,10 +709,12 @@ chunked.groupby('step')[['R', 'loss', 'accuracy']].mean().tail(3)
 
 # %%
 few = [make_mlp([2, 16, 16, 2], seed=s) for s in range(2)]
+clock = PhaseClock()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always')
     with_llc = train_ensemble(few, (X_m, y_m), settings=settings, llc_every=30,
-                              llc=PAPER_PRESET.replace(n_draws=40, batch_size=128), device='cpu')
+                              llc=PAPER_PRESET.replace(n_draws=40, batch_size=128), device='cpu', clock=clock)
+assert set(clock.wall) == {'steps', 'record', 'llc'}           # the two estimates took the time of their own
 llc_rows = with_llc.dropna(subset=['llc'])
 assert llc_rows.step.tolist() == [30, 60, 30, 60] and np.isfinite(llc_rows.llc).all()
 llc_rows[['member', 'step', 'R', 'loss', 'llc']]

@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from fracsgd.core import atomic_path, data_dir
+from fracsgd.core import PhaseClock, atomic_path, data_dir
 from fracsgd.data import DataSourceWarning, flatten
 from fracsgd.datasets.mnist import mnist_subset
 from fracsgd.models import make_mlp
@@ -268,10 +268,11 @@ def run_data(run: MNISTRun) -> MNISTData:
 #   `first_seed + i`;
 # * `train(run, data, nets)`: the nets trained together, the LLC estimated every `llc_every` steps inside the
 #   trainer (the vectorized SGLD of the [LLC chapter](llc.html)); its result is the trajectory table (`run` is the
-#   net's seed), the data source and the training time;
+#   net's seed), the data source and the training time, split by phase (the steps, the recording, the LLC along the
+#   run, the explored volume; a `PhaseClock` of the [core chapter](core.html), wall-clock and CPU seconds);
 # * `evaluate(run, data, nets, trained)`: on the trained nets, each net's test and training loss and accuracy
 #   and, if asked, the LLC at the final weights under the other paper setting and our calibrated one: a table
-#   `nets` with one row per net, and the time of the final-weight LLCs.
+#   `nets` with one row per net, and the time of the final-weight LLCs (with its phases too).
 #
 # The runner places the data and the nets (device and dtype) before `train`, and keeps the trained weights and
 # the trajectory before `evaluate`: nothing here names a device, and what is created along the way follows the
@@ -304,20 +305,30 @@ def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
         if trainer.s.due(step):
             rows.extend(dict(member=m, step=step, **{f'volume/{e:g}': float(len(seen[e][m])) for e in eps})
                         for m in range(n))
-    trainer.record(0)
-    count(0)
+    clock = trainer.clock                                                       # seconds per phase
+    with clock('record'):
+        trainer.record(0)
+    with clock('volume'):
+        count(0)
     for t in range(1, trainer.s.n_steps + 1):
-        loss, out, y = trainer.step()
-        trainer.record(t, loss, out, y)
-        count(t)
-    return trainer.table().merge(pd.DataFrame(rows), on=['member', 'step'], how='left')
+        with clock('steps'):
+            loss, out, y = trainer.step()
+        with clock('record'):
+            trainer.record(t, loss, out, y)
+        with clock('volume'):
+            count(t)
+    with clock('record'):
+        table = trainer.table()
+    with clock('volume'):
+        return table.merge(pd.DataFrame(rows), on=['member', 'step'], how='left')
 
-def _train(nets, train, settings, run) -> pd.DataFrame:
+def _train(nets, train, settings, run, clock: PhaseClock | None = None) -> pd.DataFrame:
     "Train `nets` together on `train` where the data lie; the trajectory table (`member` = index in `nets`)."
     if not run.volume_eps:
-        return train_ensemble(nets, train, 'classification', settings)
+        return train_ensemble(nets, train, 'classification', settings, clock=clock)
     X, y = as_data(train, train[0].device, nets[0], 'classification')
-    trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, X.device)
+    trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, X.device,
+                              clock)
     table = _volume_columns(trainer, run.volume_eps)
     trainer.write_back()
     return table
@@ -384,28 +395,34 @@ class MNISTStudy(Study):
 
     def train(self, run: MNISTRun, data: MNISTData, nets) -> dict:
         """Train the nets together: the trajectory table (`run` = seed; R, R/<layer>, loss, accuracy, llc every
-        `llc_every` steps, volume/<ε>), the data source and the training time."""
-        t0 = time.perf_counter()
-        table = _train(nets, data.train, run.settings(), run)
+        `llc_every` steps, volume/<ε>), the data source, the training time and its phases (`seconds_train_steps`,
+        `_record`, `_llc`, `_volume`; `cpu_seconds_train_*` their CPU time)."""
+        t0, clock = time.perf_counter(), PhaseClock()
+        table = _train(nets, data.train, run.settings(), run, clock)
         seconds_train = time.perf_counter() - t0
         table.insert(0, 'run', table.pop('member') + run.first_seed)
         return dict(trajectory=table, data_source=data.source, data_warning=data.warning,
-                    seconds_train=seconds_train)
+                    seconds_train=seconds_train, **clock.seconds('seconds_train_'))
 
     def evaluate(self, run: MNISTRun, data: MNISTData, nets, trained: dict) -> dict:
         """The trained nets' test and training loss and accuracy, and, if `run.calibrated`, their LLCs at the final
-        weights under the other paper setting and ours: the `nets` table (one row per net) and its time."""
-        per_net = pd.DataFrame([dict(zip(('test_loss', 'test_accuracy'), _evaluate(n, *data.test)),
-                                     **dict(zip(('train_loss', 'train_accuracy'), _evaluate(n, *data.train))))
-                                for n in nets])
+        weights under the other paper setting and ours: the `nets` table (one row per net), the time of the
+        final-weight LLCs, and the phases (`seconds_eval_accuracy`, `_llc_paper`, `_llc_calibrated`, and CPU)."""
+        clock = PhaseClock()
+        with clock('accuracy'):
+            per_net = pd.DataFrame([dict(zip(('test_loss', 'test_accuracy'), _evaluate(n, *data.test)),
+                                         **dict(zip(('train_loss', 'train_accuracy'), _evaluate(n, *data.train))))
+                                    for n in nets])
         per_net.insert(0, 'run', range(run.first_seed, run.first_seed + run.n_nets))
         if not run.calibrated:
-            return dict(nets=per_net, seconds_calibrated=0.0)
+            return dict(nets=per_net, seconds_calibrated=0.0, **clock.seconds('seconds_eval_'))
         t0 = time.perf_counter()                       # the final weights under the other settings too
-        others = other_paper_llcs(nets, data.train, run)
-        cal = calibrated_llc(nets, data.train, run.calibrated, seed=run.first_seed)
+        with clock('llc_paper'):
+            others = other_paper_llcs(nets, data.train, run)
+        with clock('llc_calibrated'):
+            cal = calibrated_llc(nets, data.train, run.calibrated, seed=run.first_seed)
         return dict(nets=pd.concat([per_net, others, cal], axis=1),   # NaN for the nets `cal` skips
-                    seconds_calibrated=time.perf_counter() - t0)
+                    seconds_calibrated=time.perf_counter() - t0, **clock.seconds('seconds_eval_'))
 
 
 # %% [markdown]
@@ -426,6 +443,9 @@ assert sorted(traj.dropna(subset=['llc']).step.unique()) == [20, 40, 60]
 assert (traj.groupby('run')['volume/0.001'].apply(lambda v: v.is_monotonic_increasing)).all()
 assert out['nets'].test_accuracy.between(0, 1).all()
 assert 'llc_calibrated' in out['nets']
+phases = {k: v for k, v in out.items() if k.startswith('seconds_train_')}
+assert set(phases) == {f'seconds_train_{p}' for p in ('steps', 'record', 'llc', 'volume')}
+assert sum(phases.values()) <= out['seconds_train']                  # the phases partition the training loop
 out['nets']
 
 

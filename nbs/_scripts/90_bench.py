@@ -184,6 +184,294 @@ assert set(bench_record_large(200_000, repeats=2).way) == {'fresh tensor', 'reus
 print(bench_record_large().round(3).to_string(index=False))
 
 # %% [markdown]
+# ## Host synchronisations and operator calls
+#
+# Where no GPU is at hand, two counts per step predict how a loop will fare on one. A GPU runs kernels
+# asynchronously: the host queues them and moves on, unless it needs a value back (`.item()`, `float()`, `bool()`
+# of a tensor, `.cpu()`, `.tolist()`, `.numpy()`, or an operator whose output size depends on the data, such as
+# `nonzero`). Each such **host synchronisation** drains the queue, so a step with one per step runs at the speed
+# of its slowest kernel plus the launch latency of all the others. And each **operator call** costs a few
+# microseconds of host time to dispatch and launch, whatever its size; for small nets, those microseconds, not the
+# arithmetic, set the GPU's speed.
+#
+# `count_calls(fn)` runs `fn()` on the CPU under the PyTorch profiler and a `TorchFunctionMode` and returns:
+#
+# * `aten_ops`: every `aten::` operator the profiler records (nested ones included), `top_ops` those not called
+#   from inside another `aten::` operator (what Python and autograd dispatch), and `kernel_ops` the innermost ones
+#   that do arithmetic or move memory (leaves, less the metadata-only views and allocations in `METADATA_OPS`): on a
+#   GPU, about one kernel launch each;
+# * `host_syncs`: the calls above that read a tensor's values on the host, counted only when the tensor is not
+#   already a host copy (a tensor that came from `.cpu()`, from a factory call without `device=`, or from
+#   operators on such tensors): on a GPU, a synchronisation each. `h2d_copies` counts `.to(...)` of a host tensor
+#   onto the device. `by_site` says which function of `fracsgd` made each.
+#
+# On the CPU every tensor lives on the host, so "already a host copy" is tracked by provenance: it is exact for
+# code that moves values with `.cpu()` and `.to(device)`, as this package does. Where the CPU would hand back the
+# same tensor (`.cpu()` of a CPU tensor), the count hands back a copy, as a GPU would.
+
+# %%
+#| export
+from collections import Counter
+import sys, weakref
+
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
+
+HOST_READS = frozenset({'cpu', 'item', 'tolist', 'numpy', '__bool__', '__float__', '__int__', '__index__',
+                        '__array__', 'nonzero', 'masked_select', 'unique'})
+METADATA_OPS = frozenset(f'aten::{n}' for n in (
+    'as_strided view _reshape_alias reshape _unsafe_view expand t transpose permute select slice unsqueeze squeeze '
+    'detach alias resolve_conj resolve_neg empty empty_strided empty_like split unbind narrow lift_fresh unfold '
+    'diagonal result_type set_ is_nonzero _local_scalar_dense').split())
+
+def _site() -> str:
+    "The innermost `fracsgd` function (module:function) on the stack outside this module."
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if '/fracsgd/' in name and not name.endswith('/bench.py'):
+            return f"{name.rsplit('/fracsgd/', 1)[1][:-3].replace('/', '.')}:{f.f_code.co_name}"
+        f = f.f_back
+    return 'outside fracsgd'
+
+class HostCalls(TorchFunctionMode):
+    "Count reads of device tensors on the host (GPU synchronisations) and host-to-device copies, by call site."
+    def __init__(self):
+        super().__init__()
+        self.syncs, self.h2d, self._host = Counter(), Counter(), {}      # host tensors: id -> weak reference
+
+    def _is_host(self, t) -> bool:
+        r = self._host.get(id(t))
+        return r is not None and r() is t
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = getattr(func, '__name__', '')
+        ins = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        host = bool(ins) and all(self._is_host(t) for t in ins)
+        if name == 'to':
+            target = [a for a in (*args[1:], kwargs.get('device')) if isinstance(a, (str, torch.device, torch.Tensor))]
+            moves = any(not (isinstance(a, torch.Tensor) and self._is_host(a)) for a in target)
+            if self._is_host(args[0]) and moves:
+                self.h2d[_site()] += 1
+                host = False
+                out = out.clone() if out is args[0] else out        # a copy, as on a GPU
+        elif name in HOST_READS and not host:
+            self.syncs[(name, _site())] += 1
+            if name == 'cpu' and out is args[0]:                   # a copy, as on a GPU: the original stays
+                out = out.clone()
+        elif not ins:                                          # a factory: on the host unless told otherwise
+            host = kwargs.get('device') is None
+        if host or name == 'cpu':
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    self._host[id(t)] = weakref.ref(t)
+        return out
+
+def count_calls(fn) -> dict:
+    "Operator calls and host synchronisations of `fn()` on the CPU (see above), with the syncs' sites."
+    from torch.profiler import profile, ProfilerActivity
+    mode = HostCalls()
+    with profile(activities=[ProfilerActivity.CPU]) as prof, mode:
+        fn()
+    aten = [e for e in prof.events() if e.name.startswith('aten::')]
+    def inside_aten(e):
+        p = e.cpu_parent
+        while p is not None:
+            if p.name.startswith('aten::'):
+                return True
+            p = p.cpu_parent
+        return False
+    leaves = [e for e in aten if not any(c.name.startswith('aten::') for c in e.cpu_children)]
+    return dict(aten_ops=len(aten), top_ops=sum(not inside_aten(e) for e in aten),
+                kernel_ops=sum(e.name not in METADATA_OPS for e in leaves),
+                host_syncs=sum(mode.syncs.values()), h2d_copies=sum(mode.h2d.values()),
+                by_site={f'{k} in {s}': v for (k, s), v in sorted(mode.syncs.items())})
+
+COUNTS = ('aten_ops', 'top_ops', 'kernel_ops', 'host_syncs', 'h2d_copies')
+
+def per_step(run, n1: int, n2: int) -> dict:
+    """Counts per step: `count_calls(lambda: run(n2))` minus `run(n1)`, over `n2 - n1` (fixed costs cancel); and
+    the fixed costs of one call (`fixed_<count>`: `run(n1)` less `n1` steps)."""
+    a, b = count_calls(lambda: run(n1)), count_calls(lambda: run(n2))
+    out = {k: (b[k] - a[k]) / (n2 - n1) for k in COUNTS}
+    out.update({f'fixed_{k}': a[k] - n1 * out[k] for k in COUNTS})
+    sites = set(a['by_site']) | set(b['by_site'])
+    out['by_site'] = {k: (b['by_site'].get(k, 0) - a['by_site'].get(k, 0)) / (n2 - n1) for k in sorted(sites)}
+    out['by_site'] = {k: v for k, v in out['by_site'].items() if v}
+    return out
+
+
+# %% [markdown]
+# What it must count, on a function whose answer is known: two reads of a tensor computed from the "device" data
+# (`float`, `.cpu()`), none of the host copy that `.cpu()` returned (`.numpy()`, `.tolist()`, `bool` of a
+# comparison made from it), one of a tensor built on the host and moved to the device (a host-to-device copy, then
+# `.item()`), and three arithmetic kernels (`mul`, `sum`, `add`).
+
+# %%
+x_dev = torch.randn(100)
+def known():
+    y = (x_dev * 2).sum()                               # mul, sum: two kernels on the device
+    a = float(y)                                         # sync 1
+    c = y.cpu()                                          # sync 2
+    c.numpy(), c.tolist(), bool(c > 0)                   # reads of the host copy: no sync
+    z = torch.arange(3).to(x_dev.device)                 # built on the host, copied to the device
+    return (z + 1)[0].item()                             # add: a kernel; the read is sync 3
+counts = count_calls(known)
+assert counts['host_syncs'] == 3 and counts['h2d_copies'] == 1, counts
+assert counts['kernel_ops'] >= 3 and counts['aten_ops'] >= counts['top_ops'] >= 5, counts
+assert set(counts['by_site']) == {'__float__ in outside fracsgd', 'cpu in outside fracsgd', 'item in outside fracsgd'}
+counts
+
+# %% [markdown]
+# And per step: a loop whose every step reads one value, every third step another, after a set-up that reads two.
+
+# %%
+def loop(n):
+    float(x_dev.sum()), float(x_dev.max())                             # set-up: 2 syncs
+    for t in range(n):
+        x_dev.mul(2).sum().item()                                      # 1 sync a step
+        if t % 3 == 0:
+            bool(x_dev.min() > 0)                                      # 1 every third step
+c = per_step(loop, 6, 12)
+assert np.isclose(c['host_syncs'], 1 + 1 / 3) and np.isclose(c['fixed_host_syncs'], 2), c
+assert c['by_site'].keys() == {'item in outside fracsgd', '__bool__ in outside fracsgd'}, c
+assert np.isclose(c['by_site']['item in outside fracsgd'], 1) and np.isclose(c['by_site']['__bool__ in outside fracsgd'], 1 / 3)
+
+
+# %% [markdown]
+# ## Where the time of a full MNIST seeds run goes
+#
+# The full preset of the [MNIST seeds study](mnist_seeds.html) trains 50 MLPs 784-128-64-32-10 together for 2,000
+# steps, estimates the LLC of all 50 every 100 steps in the paper's setting (1 chain × 400 draws each), counts the
+# explored-volume cells of 10 of them at two cell sizes at every step, records $R(t)$, loss and accuracy at 246
+# steps, then estimates the LLC at the final weights (the printed $n\beta$ on all 50 nets, our calibrated setting on
+# 10) and writes the report. Here it took 47 + 14 min (its first run, with other jobs on the cores), too long to
+# profile whole, so `tools/profile_mnist_seeds.py phases` measured a faithful slice: the full preset's run for its
+# first 300 steps (3 LLC estimates, the fewest the report accepts), executed in one process as a worker executes it
+# (`run_one` of the [runner](runner.html), then `save_run` and `report_study`), followed by the final-weight LLCs
+# on the 50 trained nets: the printed $n\beta$ on all of them, as the full run does, and the calibrated setting on 2
+# of its 10. The data are the study's own: the 10,000 official MNIST test images, split 50/50 (no stand-in). The
+# run's phases come from its own clocks (`PhaseClock` of the [core chapter](core.html), now kept in every
+# MNIST run's results as `seconds_train_*` and `seconds_eval_*`).
+#
+# Each phase is scaled to the full run by the count of its units, `factor` = full units / slice units: training
+# steps and volume counts ×2,000/300 (×2,001/301 for the counts, which include step 0), LLC estimates ×20/3, recorded
+# steps ×246/72, calibrated nets ×10/2; the accuracy, the printed-$n\beta$ LLC and the runner's set-up are the same
+# work in both (×1). The report of the full run is the slice's report with its analysis replaced by the analysis
+# of the committed full run's trajectories (2.8 s instead of 2.6 s).
+#
+# Measured 2026-11-26 on the shared 2-core x86-64 virtual machine (torch 2.14.1, one thread, `nice -n 10`; load
+# average 2.4–4.4 from other jobs). The process got about a third of a core (455 s of CPU in 1,300 s), so the
+# **CPU seconds are the measurement**: they are what one idle core would take. The wall-clock seconds under that
+# load are in the committed table (`nbs/bench/mnist_seeds_phases.csv`, with `.json` beside it).
+
+# %%
+from pathlib import Path
+bench_dir = Path('bench')
+phases = pd.read_csv(bench_dir / 'mnist_seeds_phases.csv')
+phase_info = json.loads((bench_dir / 'mnist_seeds_phases.json').read_text())
+show = phases[['phase', 'unit', 'units_slice', 'units_full', 'cpu_s_slice', 'factor', 'cpu_s_full', 'cpu_share_full']]
+print(f"{phase_info['slice']}\n{phase_info['machine']}\n"
+      f"full run, estimated: {phases.cpu_s_full.sum() / 60:.1f} min of CPU (one core); under the load of the "
+      f"measurement: {phases.wall_s_full.sum() / 60:.0f} min of wall-clock")
+show.round(3)
+
+# %% [markdown]
+# The table checks itself against the study's configuration: the full run's units are those of
+# `runs(FULL)[0]`, its recorded steps are the trainer's schedule, and every extrapolated phase is its slice times
+# its factor.
+
+# %%
+from fracsgd.studies.mnist_seeds import FULL, runs as seed_runs
+from fracsgd.studies.mnist_runs import CALIBRATED_SETTINGS
+full = seed_runs(FULL)[0]
+fs = full.settings()
+units = phases.set_index('phase').units_full
+assert units['training steps'] == full.n_steps == 2000 and units['LLC along the run'] == full.n_steps // full.llc_every
+assert units['recording'] == sum(fs.due(t) or fs.llc_due(t) for t in range(full.n_steps + 1))
+assert units['final LLC, calibrated'] == CALIBRATED_SETTINGS[full.calibrated]['n_nets'] == 10
+scaled = phases.dropna(subset=['factor'])
+assert np.allclose(scaled.cpu_s_full, scaled.cpu_s_slice * scaled.units_full / scaled.units_slice, rtol=1e-3)
+assert abs(phases.cpu_share_full.sum() - 1) < 1e-3 and phase_info['data']['warning'] == ''
+
+# %% [markdown]
+# **What it says.** On one core the full run would take about 40 min of CPU (the committed runs took 47 + 14 min
+# of wall-clock with other jobs on the machine). **The two LLC phases are 86% of it:**
+#
+# * **The LLC along the run, 63%** (1,500 of 2,380 s). Each of the 20 estimates took 75 s: 400 SGLD steps of all
+#   50 chains, 0.19 s a step with the estimate's set-up (the baseline $L_n(w^*)$ on 5,000 images) included, or 1.5
+#   training steps of the 50 nets (0.126 s): the same forward and backward pass, plus 5.5 million Gaussian numbers
+#   and the update. The run does 8,000 such steps against 2,000 training steps. The sampler is at its floor on this
+#   CPU (see the [LLC benchmarks](bench_llc.html)), so this phase costs what its arithmetic costs.
+# * **The calibrated LLC at the final weights, 22%**: 53 s per net, the 10 nets one after another (each has its own
+#   step size and localization, so they do not share one vectorized chain).
+# * Training steps 11%, the printed-$n\beta$ LLC at the final weights 3%. The explored volume (0.4%), the
+#   recording, the store, the report and the runner (0.1% or less each) are not where the time goes on a CPU.
+#
+# **What would make it faster** (not done here: none of it is small and safe). The goal of 30 min on two cores
+# cannot come from the cheap phases: removing all of them saves 0.7%. The run uses one core; the second could take
+# half of the 10 calibrated LLCs (independent nets: two processes, 530 → about 265 s, the same numbers) and the
+# matrix products of the LLC along the run could use two threads (last digits may change with the thread count).
+# Fewer LLC estimates or draws would change what the study computes.
+
+# %% [markdown]
+# ### Operator calls and host synchronisations per step
+#
+# `tools/profile_mnist_seeds.py counts` counts, with `per_step` above, the study's loops on the CPU: the ensemble
+# trainer's step of the 50 nets (batch 256), then the same loop with the recording (every 10 steps here, so that
+# it amortizes exactly) and with the explored-volume count; and the SGLD step, both the one chain of
+# 784-128-64-10 that the [LLC benchmarks](bench_llc.html) time and the study's 50 chains (the LLC along the run), with
+# the per-step diagnostics (MALA acceptance every 20 steps, the default) and without. The counts are averages over
+# 20 training steps (100 SGLD steps), so a once-per-epoch event (a new permutation of the data, copied to the
+# device) shows as 0.05. Beside them, `host_ms` is the host's time per step of the *same* loop with nets 8 units
+# wide (the same operators, hardly any arithmetic): dispatch, Python and `vmap` alone, the least a step can take on
+# a GPU driven from this CPU; `cpu_ms` is the loop itself with the study's nets, one unprofiled run. Measured the
+# same day and machine as above, one thread.
+
+# %%
+calls = pd.read_csv(bench_dir / 'host_syncs.csv')
+call_info = json.loads((bench_dir / 'host_syncs.json').read_text())
+print(call_info['machine'])
+calls[['workload', 'per', 'top_ops', 'kernel_ops', 'aten_ops', 'host_syncs', 'h2d_copies', 'fixed_host_syncs',
+       'host_ms', 'cpu_ms']].round(2)
+
+# %%
+for name, sites in call_info['by_site'].items():
+    print(f"{name}: {sites or 'none'}")
+
+# %% [markdown]
+# The syncs are where the code says they are: none in a training step; three copies per recorded step (squared
+# distances, loss, accuracy), so 0.3 per step at every 10; one `.cpu()` per cell size per step for the explored
+# volume; per SGLD step, the NaN scan's one `bool` every 50 steps and, with diagnostics, three copies every 20.
+
+# %%
+c = calls.set_index('workload').host_syncs
+step, rec, vol = c.iloc[0], c.iloc[1], c.iloc[2]
+assert step == 0 and np.isclose(rec - step, 3 / 10) and np.isclose(vol - rec, len(FULL.volume_eps))
+for name, v in c.iloc[3:].items():
+    assert np.isclose(v, 1 / 50 + (3 / 20 if 'every 20' in name else 0)), (name, v)
+
+# %% [markdown]
+# **What the counts predict for a GPU.** Host synchronisations are not the problem: a training step of the study
+# makes 2.3 (all but 0.3 of them the explored volume's), an SGLD step 0.02 without diagnostics and 0.17 with them.
+# Operator calls are: about 120 top-level operators and 95 kernels per training step, about 220 top-level operators
+# and 150 kernels per SGLD step of the 50 chains (50 of them the chains' own Gaussian draws, one generator each). The
+# host needs 10.7 ms for a training step and 11.3 ms for an SGLD step of these loops even when the arithmetic
+# vanishes, so a GPU driven from this CPU cannot do the full run faster than about 2,000 × 10.7 ms + 8,400 × 11.4 ms
+# (the 20 estimates along the run and the one at the final weights, 400 steps each) + 100,000 × 0.5 ms (the
+# calibrated LLC's single-chain steps, at the host cost of the benchmark's smaller chain, so at least that) ≈ 21 + 96
+# + 50 s ≈ 2.8 min, above the 2-minute goal before a single kernel runs. The H200 run of issue 24 went about 5 times
+# slower than this bound (800 steps and 8 estimates in 250 s, against 800 × 10.7 ms + 3,200 × 11.4 ms = 45 s), so
+# something that only a GPU shows costs more still; the phase clocks that every MNIST run now keeps will
+# say which phase it is (on a GPU they charge queued kernels to the phase that waits for them). What the counts
+# point to: the SGLD step's host cost (capture it as a CUDA graph, or `torch.compile` it; one batched Gaussian draw
+# for all chains instead of 50 would also help but changes the random numbers), and then the training step's
+# `vmap`. Taking the explored volume's two syncs out of the step (keep the cell indices on the device, copy them at
+# recorded steps) is small and safe but saves little where the host is the bottleneck.
+
+# %% [markdown]
 # ## The GPU check
 #
 # Every study runs on a GPU the way it runs here: the [runner](runner.html) places its models and data, and
