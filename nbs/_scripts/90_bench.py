@@ -212,7 +212,8 @@ print(bench_record_large().round(3).to_string(index=False))
 # %%
 #| export
 from collections import Counter
-import sys, weakref
+import os, sys, weakref
+import fracsgd
 
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
@@ -224,13 +225,16 @@ METADATA_OPS = frozenset(f'aten::{n}' for n in (
     'detach alias resolve_conj resolve_neg empty empty_strided empty_like split unbind narrow lift_fresh unfold '
     'diagonal result_type set_ is_nonzero _local_scalar_dense').split())
 
+_PACKAGE = os.path.dirname(os.path.abspath(fracsgd.__file__)) + os.sep     # the installed package's own folder
+
 def _site() -> str:
-    "The innermost `fracsgd` function (module:function) on the stack outside this module."
+    """The innermost `fracsgd` function (module:function) on the stack outside this module: a frame counts when its
+    file lies in the package's folder (a checkout that is itself named `fracsgd` does not count)."""
     f = sys._getframe(2)
     while f is not None:
-        name = f.f_code.co_filename
-        if '/fracsgd/' in name and not name.endswith('/bench.py'):
-            return f"{name.rsplit('/fracsgd/', 1)[1][:-3].replace('/', '.')}:{f.f_code.co_name}"
+        name = os.path.abspath(f.f_code.co_filename)
+        if name.startswith(_PACKAGE) and not name.endswith(os.sep + 'bench.py'):
+            return f"{name[len(_PACKAGE):-3].replace(os.sep, '.')}:{f.f_code.co_name}"
         f = f.f_back
     return 'outside fracsgd'
 
