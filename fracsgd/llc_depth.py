@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 import fracsgd
+from .core import write_table
 from .dln import aoyagi_dln_lambda, regression_settings
 from .llc import calibrate, estimate_llc
 from .llc_validation import validation_problem
@@ -90,7 +91,7 @@ def run_depth(specs: pd.DataFrame, out=None, setting: str = 'auto', **rules) -> 
                     'reach_used', 'relaxations', 'flagged', 'problems']
             rows.append(dict(base, estimate=d.llc, **{k: d[k] for k in keep if k in d}))
         if out is not None:
-            pd.DataFrame(rows).to_csv(out, index=False)
+            write_table(pd.DataFrame(rows), out)            # whole or not at all
     return pd.DataFrame(rows)
 
 # %% ../nbs/11b_llc_depth.ipynb #44191064
@@ -195,5 +196,5 @@ def run_devinterp(specs: pd.DataFrame, out=None) -> pd.DataFrame:
         rows.append(dict(row.to_dict(), localization=s.localization, step_size=s.step_size, n_beta=s.n_beta,
                          n_burnin=s.n_burnin, n_draws=s.n_draws, **devinterp_llc(model, data, s)))
         if out is not None:
-            pd.DataFrame(rows).to_csv(out, index=False)
+            write_table(pd.DataFrame(rows), out)            # whole or not at all
     return pd.DataFrame(rows)

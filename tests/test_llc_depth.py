@@ -117,3 +117,13 @@ def test_devinterp_samples_the_same_posterior():
     se = math.hypot(ours.llc_se, theirs['llc_chain_sd'] / math.sqrt(s.n_chains))
     assert abs(ours.llc - theirs['llc']) < 5 * se + 0.05 * 4, (ours.llc, theirs)
     assert abs(ours.llc - 4) < 0.15 * 4
+
+
+def test_run_depth_writes_its_table_whole_and_readable(tmp_path):
+    from fracsgd.core import read_table
+    from fracsgd.llc_depth import run_depth
+    specs = depth_set()
+    out = tmp_path / 'rows.csv'
+    rows = run_depth(specs[specs.part == 'held-out'].head(1), out=out, setting='paper')
+    assert read_table(out).net.tolist() == rows.net.tolist() and (out.stat().st_mode & 0o044) == 0o044
+    assert not list(tmp_path.glob('*.tmp*'))                    # no partial file left beside it

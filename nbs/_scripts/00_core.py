@@ -332,6 +332,7 @@ with tempfile.TemporaryDirectory() as d:
     assert sorted(os.listdir(d)) == ['demo.png']                   # no temporary file left behind
 Image(png)
 
+
 # %% [markdown]
 # ## Where the time goes
 #
@@ -393,7 +394,6 @@ real = PhaseClock()
 with real('sleep'):
     time.sleep(0.05)
 assert real.wall['sleep'] >= 0.05 and real.cpu['sleep'] < 0.04           # sleeping takes no CPU time
-
 
 # %%
 #| hide

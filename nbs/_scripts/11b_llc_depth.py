@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 import fracsgd
+from fracsgd.core import write_table
 from fracsgd.dln import aoyagi_dln_lambda, regression_settings
 from fracsgd.llc import calibrate, estimate_llc
 from fracsgd.llc_validation import validation_problem
@@ -208,7 +209,7 @@ def run_depth(specs: pd.DataFrame, out=None, setting: str = 'auto', **rules) -> 
                     'reach_used', 'relaxations', 'flagged', 'problems']
             rows.append(dict(base, estimate=d.llc, **{k: d[k] for k in keep if k in d}))
         if out is not None:
-            pd.DataFrame(rows).to_csv(out, index=False)
+            write_table(pd.DataFrame(rows), out)            # whole or not at all
     return pd.DataFrame(rows)
 
 
@@ -559,7 +560,7 @@ def run_devinterp(specs: pd.DataFrame, out=None) -> pd.DataFrame:
         rows.append(dict(row.to_dict(), localization=s.localization, step_size=s.step_size, n_beta=s.n_beta,
                          n_burnin=s.n_burnin, n_draws=s.n_draws, **devinterp_llc(model, data, s)))
         if out is not None:
-            pd.DataFrame(rows).to_csv(out, index=False)
+            write_table(pd.DataFrame(rows), out)            # whole or not at all
     return pd.DataFrame(rows)
 
 

@@ -328,6 +328,7 @@ assert counts['kernel_ops'] >= 3 and counts['aten_ops'] >= counts['top_ops'] >= 
 assert set(counts['by_site']) == {'__float__ in outside fracsgd', 'cpu in outside fracsgd', 'item in outside fracsgd'}
 counts
 
+
 # %% [markdown]
 # And per step: a loop whose every step reads one value, every third step another, after a set-up that reads two.
 
@@ -342,7 +343,6 @@ c = per_step(loop, 6, 12)
 assert np.isclose(c['host_syncs'], 1 + 1 / 3) and np.isclose(c['fixed_host_syncs'], 2), c
 assert c['by_site'].keys() == {'item in outside fracsgd', '__bool__ in outside fracsgd'}, c
 assert np.isclose(c['by_site']['item in outside fracsgd'], 1) and np.isclose(c['by_site']['__bool__ in outside fracsgd'], 1 / 3)
-
 
 # %% [markdown]
 # ## Where the time of a full MNIST seeds run goes
