@@ -368,7 +368,8 @@ ax.set(xlabel='depth (blue: noiseless, red: noisy; filled: flagged; x: estimate 
        ylabel='estimate / Aoyagi λ', title='held-out networks: estimate and interval')
 ax.legend(fontsize=7, loc='upper left')
 ax = axes[1]
-ax.scatter(noiseless.llc_shift * 100, noiseless.rel_error * 100, c=noiseless.depth, cmap='viridis')
+points = ax.scatter(noiseless.llc_shift * 100, noiseless.rel_error * 100, c=noiseless.depth, cmap='viridis')
+fig.colorbar(points, ax=ax, label='depth')
 ax.axhline(0, color='k', lw=0.8)
 ax.set(xlabel='shift at 3γ (% of the estimate at γ)', ylabel='error of the extrapolated estimate (%)',
        title='noiseless held-out: error against the shift')
