@@ -25,8 +25,8 @@ from .stack import (ModelStack, chain_minibatches, chain_seed, data_device, plac
                            resolve_loss)
 
 # %% auto #0
-__all__ = ['EnsembleSettings', 'StackedOptimizer', 'default_memory_budget', 'member_bytes', 'plan_chunks', 'batched_forward',
-           'member_losses', 'EnsembleTrainer', 'llc_warning', 'train_ensemble']
+__all__ = ['LLC_COLUMNS', 'EnsembleSettings', 'StackedOptimizer', 'default_memory_budget', 'member_bytes', 'plan_chunks',
+           'batched_forward', 'member_losses', 'EnsembleTrainer', 'llc_warning', 'train_ensemble']
 
 # %% ../nbs/12_ensemble.ipynb #ef1f350f
 @dataclass(frozen=True)
@@ -277,7 +277,7 @@ def record(self: EnsembleTrainer, step: int, loss=None, out=None, y=None) -> Non
                                  "the run diverged; lower the learning rate")
     if s.llc_due(step):
         with self.clock('llc'):
-            row['llc'] = self.llc(step)
+            row.update(self.llc(step))
     self.rows.append(row)
 
 @patch
@@ -292,8 +292,9 @@ def table(self: EnsembleTrainer) -> pd.DataFrame:
         cols[f'R/{g}'] = sq[:, :, idx].sum(2).sqrt().reshape(-1).numpy()
     cols['loss'] = torch.stack([r['loss'] for r in rows]).reshape(-1).numpy()
     cols['accuracy'] = torch.stack([r['accuracy'] for r in rows]).reshape(-1).numpy()
-    if any('llc' in r for r in rows):
-        cols['llc'] = np.concatenate([r.get('llc', np.full(M, np.nan)) for r in rows])
+    for c in LLC_COLUMNS:
+        if any(c in r for r in rows):
+            cols[c] = np.concatenate([r.get(c, np.full(M, np.nan)) for r in rows])
     return pd.DataFrame(cols).sort_values(['member', 'step'], kind='stable', ignore_index=True)
 
 # %% ../nbs/12_ensemble.ipynb #d2987448
@@ -311,6 +312,8 @@ def current_models(self: EnsembleTrainer) -> list[nn.Module]:
         out.append(m)
     return out
 
+LLC_COLUMNS = ('llc', 'llc_near_minimum', 'llc_gradient_pull')   # what an LLC step adds to the trajectory
+
 def llc_warning(message: str, members: list, step: int) -> tuple[tuple, str]:
     """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`:
     its kind (member, message without its numbers) and its text naming the ensemble member and the step."""
@@ -320,9 +323,10 @@ def llc_warning(message: str, members: list, step: int) -> tuple[tuple, str]:
     return (member, re.sub(r'\d[\d.e+-]*', '#', text)), f"LLC of ensemble {where} at step {step}: {text}"
 
 @patch
-def llc(self: EnsembleTrainer, step: int) -> np.ndarray:
-    """The LLC [members] of every member at its current weights at training step `step` (`settings.llc`,
-    a fresh seed per call); the estimator's warnings are passed on, each kind once per member."""
+def llc(self: EnsembleTrainer, step: int) -> dict:
+    """The LLC [members] of every member at its current weights at training step `step` (`settings.llc`, a fresh
+    seed per call), with whether each point is near a minimum and the gradient's pull there (`LLC_COLUMNS`, see the
+    [criticality chapter](criticality.html)); the estimator's warnings are passed on, each kind once per member."""
     calls = sum('llc' in r for r in self.rows)
     settings = self.s.llc.replace(seed=self.s.llc.seed + calls)
     with warnings.catch_warnings(record=True) as caught:
@@ -335,7 +339,9 @@ def llc(self: EnsembleTrainer, step: int) -> np.ndarray:
         if kind not in seen:
             seen.add(kind)
             warnings.warn(text, w.category, stacklevel=2)
-    return np.atleast_1d(res.llc)
+    d = res.diagnostics
+    return dict(llc=np.atleast_1d(res.llc), llc_near_minimum=d.near_minimum.to_numpy(float),
+                llc_gradient_pull=d.gradient_pull.to_numpy(float))
 
 # %% ../nbs/12_ensemble.ipynb #783ab4a7
 @patch

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from fracsgd.stack import ModelStack, as_data, batched_loss, full_data_loss, placement, resolve_loss
 from fracsgd.sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta
+from fracsgd.criticality import criticality_problem, full_data_gradient, gradient_drop, gradient_pull_bound
 
 # %%
 import copy, time
@@ -281,9 +282,11 @@ class LLCResult:
 # %%
 #| export
 def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings, single: bool,
-              n_params: int = 0, warn: bool = True) -> LLCResult:
+              n_params: int = 0, warn: bool = True, gradient_sq: np.ndarray | None = None,
+              drops: np.ndarray | None = None) -> LLCResult:
     """One `LLCResult` from the runs of all chunks.
-    Per-draw LLCs, their statistics and one diagnostics row per model (`n_params`: d, for the reach used)."""
+    Per-draw LLCs, their statistics and one diagnostics row per model (`n_params`: d, for the reach used;
+    `gradient_sq`: |grad L_n(w*)|^2 and `drops`: the chains' drop along it, per model, for the test of a minimum)."""
     M, C, n_beta = len(baselines), settings.n_chains, settings.n_beta
     trace = torch.cat([r.trace for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, steps]
     draws = torch.cat([r.draws for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, draws]
@@ -300,11 +303,17 @@ def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings
         relax = used[m].flat_step_size * used[m].localization * used[m].n_steps
         problems = llc_problems(st['llc'], st['llc_se'], acc, st['drift_z'], st['rhat'], st['ess'], reach, relax,
                                 localization_measured=settings.systematic)
+        pull = float(drops[m]) if drops is not None else float('nan')
+        bound = (float(gradient_pull_bound(gradient_sq[m], n_beta, used[m].localization))
+                 if gradient_sq is not None else float('nan'))
+        problems = '; '.join(p for p in (problems, criticality_problem(st['llc'], pull)) if p)
         rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
                          **st, baseline=baselines[m], mala_acceptance=acc,
                          grad_to_noise=float(d.grad_to_noise.mean()) if len(d) else float('nan'),
                          distance=float(d.distance.iloc[-C:].mean()) if len(d) else float('nan'),
-                         reach_used=reach, relaxations=relax, flagged=bool(problems), problems=problems))
+                         reach_used=reach, relaxations=relax, gradient_pull=pull, gradient_pull_bound=bound,
+                         near_minimum=bool(np.isfinite(pull) and not criticality_problem(st['llc'], pull)),
+                         flagged=bool(problems), problems=problems))
     table = pd.DataFrame(rows)
     table['llc_low'], table['llc_high'] = table.llc - Z_INTERVAL * table.llc_se, table.llc + Z_INTERVAL * table.llc_se
     if warn:
@@ -359,12 +368,13 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
             m.eval()                                   # batch norm uses running statistics, dropout is off
         stack = ModelStack(models, device)             # a copy of the weights on `device`; the models stay
         sampler = SGLDSampler(stack, loss_fn, (X, y), settings)
-        runs, baselines = _sample_in_chunks(sampler, chunk_size or max(1, 256 // settings.n_chains), progress,
+        runs, baselines, gradient_sq, drops = _sample_in_chunks(sampler, chunk_size or max(1, 256 // settings.n_chains), progress,
                                              eval_batch)
     finally:
         for m, mode in zip(models, modes):
             m.train(mode)
     res = _assemble(runs, torch.cat(baselines).numpy(), settings, single, stack.flat.shape[1],
+                    gradient_sq=torch.cat(gradient_sq).numpy(), drops=torch.cat(drops).numpy(),
                     warn=not settings.systematic)
     if not settings.systematic:
         return res
@@ -377,10 +387,12 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
     return with_localization_interval(res, stronger)
 
 def _sample_in_chunks(sampler: SGLDSampler, per: int, progress: bool,
-                      eval_batch: int = 4096) -> tuple[list[SGLDRun], list[torch.Tensor]]:
-    "Run the sampler on `per` models at a time; return the runs and each model's full-data loss at w*."
+                      eval_batch: int = 4096) -> tuple[list, list, list, list]:
+    """Run the sampler on `per` models at a time; return the runs, each model's full-data loss at w*, the squared
+    norm of its full-data gradient g there (in slices of a quarter of `eval_batch`: a backward pass holds its
+    activations) and D = -n_beta E[g.(w - w*)] over its chains' draws (the criticality chapter)."""
     stack, s = sampler.stack, sampler.settings
-    runs, baselines = [], []
+    runs, baselines, gradient_sq, drops = [], [], [], []
     desc = f'SGLD, {len(stack)} model(s) x {s.n_chains} chains'
     total = math.ceil(len(stack) / per) * s.n_steps
     with tqdm(total=total, disable=not progress, desc=desc, unit='step') as bar:
@@ -392,9 +404,17 @@ def _sample_in_chunks(sampler: SGLDSampler, per: int, progress: bool,
             if not torch.isfinite(base).all():
                 bad = [ids[i] for i in (~torch.isfinite(base)).nonzero().flatten().tolist()]
                 raise ValueError(f"the loss at w* is not finite for model(s) {bad}")
-            runs.append(sampler.sample(ids, bar))
+            grad = full_data_gradient(sampler.f, stack, stack.flat[ids], buffers, sampler.X, sampler.y,
+                                      max(1, eval_batch // 4))
+            sampler.record = gradient_drop(grad, stack.flat[ids], s.n_chains)
+            run = sampler.sample(ids, bar)
+            along = torch.stack(run.recorded, 1).view(len(ids), -1)      # [models, chains x draws]
+            runs.append(run._replace(recorded=None))
             baselines.append(base.cpu())
-    return runs, baselines
+            gradient_sq.append(grad.pow(2).sum(1).cpu())
+            drops.append(-sampler.n_beta * along.mean(1).cpu())
+    sampler.record = None
+    return runs, baselines, gradient_sq, drops
 
 
 # %% [markdown]
@@ -726,7 +746,7 @@ experiments.round(3)
 # %%
 #| export
 class LLCMeasurement:
-    "A displacement-recorder measurement: `fn(model)`, called every `every` steps, returns the LLC and a flag."
+    "A displacement-recorder measurement: `fn(model)`, called every `every` steps, returns the LLC, a flag and whether the point is near a minimum."
     def __init__(self, data, loss='classification', every: int = 100, details: bool = False,
                  settings: SGLDSettings = PAPER_PRESET, device=None, **changes):
         if isinstance(every, bool) or int(every) != every or every < 1:
@@ -752,7 +772,7 @@ class LLCMeasurement:
         for w in caught:                                      # re-raised with the call they belong to
             warnings.warn(f"LLC measurement {self.calls} (training step ~{self.calls * self.every}): "
                           f"{w.message}", w.category, stacklevel=2)
-        out = dict(llc=float(d.llc), flagged=float(d.flagged))
+        out = dict(llc=float(d.llc), flagged=float(d.flagged), near_minimum=float(d.near_minimum))
         if self.details:
             out.update(se=float(d.llc_se), mala=float(d.mala_acceptance))
         return out

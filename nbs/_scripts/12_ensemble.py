@@ -489,7 +489,7 @@ def record(self: EnsembleTrainer, step: int, loss=None, out=None, y=None) -> Non
                                  "the run diverged; lower the learning rate")
     if s.llc_due(step):
         with self.clock('llc'):
-            row['llc'] = self.llc(step)
+            row.update(self.llc(step))
     self.rows.append(row)
 
 @patch
@@ -504,8 +504,9 @@ def table(self: EnsembleTrainer) -> pd.DataFrame:
         cols[f'R/{g}'] = sq[:, :, idx].sum(2).sqrt().reshape(-1).numpy()
     cols['loss'] = torch.stack([r['loss'] for r in rows]).reshape(-1).numpy()
     cols['accuracy'] = torch.stack([r['accuracy'] for r in rows]).reshape(-1).numpy()
-    if any('llc' in r for r in rows):
-        cols['llc'] = np.concatenate([r.get('llc', np.full(M, np.nan)) for r in rows])
+    for c in LLC_COLUMNS:
+        if any(c in r for r in rows):
+            cols[c] = np.concatenate([r.get(c, np.full(M, np.nan)) for r in rows])
     return pd.DataFrame(cols).sort_values(['member', 'step'], kind='stable', ignore_index=True)
 
 
@@ -538,6 +539,8 @@ def current_models(self: EnsembleTrainer) -> list[nn.Module]:
         out.append(m)
     return out
 
+LLC_COLUMNS = ('llc', 'llc_near_minimum', 'llc_gradient_pull')   # what an LLC step adds to the trajectory
+
 def llc_warning(message: str, members: list, step: int) -> tuple[tuple, str]:
     """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`:
     its kind (member, message without its numbers) and its text naming the ensemble member and the step."""
@@ -547,9 +550,10 @@ def llc_warning(message: str, members: list, step: int) -> tuple[tuple, str]:
     return (member, re.sub(r'\d[\d.e+-]*', '#', text)), f"LLC of ensemble {where} at step {step}: {text}"
 
 @patch
-def llc(self: EnsembleTrainer, step: int) -> np.ndarray:
-    """The LLC [members] of every member at its current weights at training step `step` (`settings.llc`,
-    a fresh seed per call); the estimator's warnings are passed on, each kind once per member."""
+def llc(self: EnsembleTrainer, step: int) -> dict:
+    """The LLC [members] of every member at its current weights at training step `step` (`settings.llc`, a fresh
+    seed per call), with whether each point is near a minimum and the gradient's pull there (`LLC_COLUMNS`, see the
+    [criticality chapter](criticality.html)); the estimator's warnings are passed on, each kind once per member."""
     calls = sum('llc' in r for r in self.rows)
     settings = self.s.llc.replace(seed=self.s.llc.seed + calls)
     with warnings.catch_warnings(record=True) as caught:
@@ -562,7 +566,9 @@ def llc(self: EnsembleTrainer, step: int) -> np.ndarray:
         if kind not in seen:
             seen.add(kind)
             warnings.warn(text, w.category, stacklevel=2)
-    return np.atleast_1d(res.llc)
+    d = res.diagnostics
+    return dict(llc=np.atleast_1d(res.llc), llc_near_minimum=d.near_minimum.to_numpy(float),
+                llc_gradient_pull=d.gradient_pull.to_numpy(float))
 
 
 # %% [markdown]
@@ -704,7 +710,8 @@ chunked.groupby('step')[['R', 'loss', 'accuracy']].mean().tail(3)
 
 # %% [markdown]
 # **With the LLC.** `llc_every=k` adds an `llc` column at every $k$-th step, estimated for all members at
-# once; here with the paper's preset shortened to 40 draws to keep the page fast (its inverse temperature is the
+# once, with `llc_near_minimum` (1 where the [criticality chapter](criticality.html)'s test finds the point near a
+# minimum, 0 where the estimate is a property of the path, not of a minimum) and `llc_gradient_pull` (its $D$); here with the paper's preset shortened to 40 draws to keep the page fast (its inverse temperature is the
 # preset's, $n\beta = n/\ln n$ with $n$ the training samples; the LLC values of this toy run mean nothing else):
 
 # %%
@@ -717,7 +724,7 @@ with warnings.catch_warnings(record=True) as caught:
 assert set(clock.wall) == {'steps', 'record', 'llc'}           # the two estimates took the time of their own
 llc_rows = with_llc.dropna(subset=['llc'])
 assert llc_rows.step.tolist() == [30, 60, 30, 60] and np.isfinite(llc_rows.llc).all()
-llc_rows[['member', 'step', 'R', 'loss', 'llc']]
+llc_rows[['member', 'step', 'R', 'loss', *LLC_COLUMNS]]
 
 # %% [markdown]
 # 40 draws of the paper's preset are too few, so the estimates are flagged, and the warnings say so for each
