@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses, math, os, random, tempfile, time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,7 @@ import torch
 # %% auto #0
 __all__ = ['EXTRAS', 'default_device', 'data_dir', 'results_dir', 'seed_everything', 'require', 'replace_checked', 'check_whole',
            'check_range', 'added_field', 'key_fields', 'shared_mode', 'atomic_path', 'write_table', 'read_table',
-           'save_figures', 'PhaseClock']
+           'save_figures', 'PhaseClock', 'reporting_progress', 'report_progress']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -171,3 +172,20 @@ class PhaseClock:
     def seconds(self, prefix: str = 'seconds_') -> dict:
         "`{prefix + phase: wall seconds}` and `{'cpu_' + prefix + phase: CPU seconds}` of every phase."
         return {**{prefix + k: v for k, v in self.wall.items()}, **{'cpu_' + prefix + k: v for k, v in self.cpu.items()}}
+
+# %% ../nbs/00_core.ipynb #85377468
+_PROGRESS: list = []
+
+@contextmanager
+def reporting_progress(fn: Callable):
+    "Inside the block, `report_progress(done, total, what)` calls `fn(done, total, what)`."
+    _PROGRESS.append(fn)
+    try:
+        yield fn
+    finally:
+        _PROGRESS.remove(fn)
+
+def report_progress(done: int, total: int, what: str = 'step') -> None:
+    "Tell the innermost `reporting_progress` listener, if any, that `done` of `total` `what`s are done."
+    if _PROGRESS:
+        _PROGRESS[-1](done, total, what)

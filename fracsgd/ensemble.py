@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from fastcore.basics import patch
 
-from .core import PhaseClock, check_range, check_whole, replace_checked
+from .core import PhaseClock, check_range, check_whole, replace_checked, report_progress
 from .displacement import parameter_groups
 from .llc import estimate_llc
 from .sgld import PAPER_PRESET, SGLDSettings
@@ -357,6 +357,7 @@ def run(self: EnsembleTrainer, bar=None) -> pd.DataFrame:
             self.record(t, loss, out, y)
         if bar is not None:
             bar.update(len(self.members))
+        report_progress(t, self.s.n_steps, 'training step')
     with clock('record'):
         return self.table()
 

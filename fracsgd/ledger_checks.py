@@ -16,8 +16,9 @@ from .ledger import (COMPACT, LEDGER_DIR, NBETA_NAMES, _fmt, ours_text, paper_te
                             scale_kind, study_presets)
 
 # %% auto #0
-__all__ = ['HALF_D', 'DLN_SOURCE', 'DLN_STAND_IN', 'mlp_parameters', 'parameter_counts', 'model_of', 'half_d_table', 'half_d_row',
-           'median_ci_ranks', 'dln_bias_result', 'study_verdicts', 'study_nbeta']
+__all__ = ['HALF_D', 'DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'mlp_parameters', 'parameter_counts', 'model_of',
+           'half_d_table', 'half_d_row', 'median_ci_ranks', 'dln_bias_result', 'clopper_pearson', 'radius_result',
+           'study_verdicts', 'study_nbeta']
 
 # %% ../nbs/31_ledger_checks.ipynb #4a1d7b56
 HALF_D = 'λ/(d/2), largest over the LLC rows of a result'    # the quantity of claim appD-llc-le-half-d
@@ -120,6 +121,47 @@ def dln_bias_result(source=None, compact_dir=None) -> Path:
                 session=dict(fracsgd=fracsgd.__version__, source=f'nbs/llc_validation/{source.name}',
                              source_sha256=digest, device='cpu', git_commit='',
                              time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')))
+    with atomic_path(dest / 'provenance.json') as tmp:
+        tmp.write_text(json.dumps(prov, indent=1) + '\n')
+    return dest
+
+# %% ../nbs/31_ledger_checks.ipynb #229b493d
+RADIUS_SOURCE = LEDGER_DIR.parent / 'criticality' / 'mnist_radius.csv'
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    "The exact (Clopper-Pearson) interval of a binomial proportion k/n."
+    from scipy.stats import beta
+    a = (1 - level) / 2
+    return (0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1)), 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k)))
+
+def radius_result(source=None, compact_dir=None) -> Path:
+    "Write `compact/llc-domain/mnist-architectures/` (summary and provenance) from `tools/radius_mnist.py`'s table."
+    source = Path(source or RADIUS_SOURCE)
+    t = read_table(source)
+    nets = t.groupby('architecture', sort=False).agg(
+        near=('study_near_minimum', 'first'), fall=('excess_fall', 'first'), noise=('excess_fall_noise', 'first'),
+        llc0=('llc', 'first'), reading=('reading', 'first'), seconds=('seconds', 'first'))
+    k, n = int(nets.near.astype(bool).sum()), len(nets)
+    rel, rel_noise = nets.fall / nets.llc0, nets.noise / nets.llc0
+    consistent = int(nets.reading.str.startswith('consistent').sum())
+    rows = [('final point near a minimum: share of nets', k / n, *clopper_pearson(k, n),
+             f'{k} of {n} nets pass the criticality test at the study setting; Clopper-Pearson 95%'),
+            ('A.1: fall of the excess over the quadratic part, gamma 100 to 1000, relative',
+             float(rel.median()), float((rel - rel_noise).min()), float((rel + rel_noise).max()),
+             f'median over {n} nets; interval: their range widened by 2 se; {consistent} of {n} sweeps read '
+             'consistent, the rest inconclusive'),
+            ('nets', n, n, n, ', '.join(nets.index))]
+    dest = Path(compact_dir or COMPACT) / 'llc-domain' / 'mnist-architectures'
+    write_table(pd.DataFrame(rows, columns=['quantity', 'value', 'ci_low', 'ci_high', 'note']), dest / 'summary.csv')
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    meta = json.loads(source.with_suffix('.json').read_text())
+    prov = dict(study='llc-domain', config='mnist-architectures', config_hash=digest, run_keys=[], stand_in='',
+                preset='mnist-architectures', llc_nbeta=NBETA_NAMES['paper-devinterp-nbeta'],
+                scale=f'reduced: {n} of the 17 table-7 nets of the full run (trained by the paper\'s protocol); '
+                      'the tests are ours, the paper gives no number',
+                run_seconds=round(float(nets.seconds.sum()), 1),
+                session=dict(fracsgd=fracsgd.__version__, source=f'nbs/criticality/{source.name}', source_sha256=digest,
+                             device=meta['machine']['device'], git_commit='', time=meta['date']))
     with atomic_path(dest / 'provenance.json') as tmp:
         tmp.write_text(json.dumps(prov, indent=1) + '\n')
     return dest

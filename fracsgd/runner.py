@@ -4,23 +4,24 @@
 
 # %% ../nbs/13a_runner.ipynb #f2f51858
 from __future__ import annotations
-import dataclasses, importlib, json, os, warnings
+import dataclasses, importlib, json, os, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Callable
 
 import torch
 from torch import nn
 
-from .core import atomic_path, default_device, results_dir, seed_everything
+from .core import atomic_path, default_device, reporting_progress, results_dir, seed_everything
 from .store import read_meta, status, failed_keys, done_keys
-from .sweep import Sweep, run_sweep, run_key, config_record
+from .sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
 # %% auto #0
-__all__ = ['DTYPES', 'STUDIES', 'check_device', 'Placement', 'placement', 'current_placement', 'placed', 'place',
-           'PlacementError', 'check_placed', 'Study', 'get_study', 'trained_path', 'run_one', 'default_folder',
-           'run_study', 'StudyFailed', 'study_config', 'report_study']
+__all__ = ['DTYPES', 'STUDIES', 'PROGRESS_EVERY', 'check_device', 'Placement', 'placement', 'current_placement', 'placed',
+           'place', 'PlacementError', 'check_placed', 'Study', 'get_study', 'trained_path', 'progress_writer',
+           'run_one', 'default_folder', 'run_study', 'StudyFailed', 'study_config', 'report_study']
 
 # %% ../nbs/13a_runner.ipynb #35ffa433
 DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
@@ -204,10 +205,25 @@ def trained_path(folder, key: str) -> Path:
     "Where the trained state of run `key` waits for its evaluation."
     return Path(folder) / 'trained' / f'{key}.pt'
 
+PROGRESS_EVERY = 2.0      # seconds between two progress files of a run
+
+def progress_writer(folder, key: str, every: float = PROGRESS_EVERY) -> Callable:
+    """A `reporting_progress` listener that writes `{key, done, total, what, time}` to `folder/progress/<key>.json`
+    (whole, at most every `every` seconds) for the sweep runner's progress bar, in whatever process the run is."""
+    path, last = Path(folder) / PROGRESS_DIR / f'{key}.json', [0.0]
+    def write(done: int, total: int, what: str):
+        now = time.time()
+        if now - last[0] < every and done < total:
+            return
+        last[0] = now
+        with atomic_path(path) as tmp:
+            tmp.write_text(json.dumps(dict(key=key, done=int(done), total=int(total), what=what, time=now)))
+    return write
+
 def run_one(study, p: Placement, folder, run) -> dict:
     "Train (or reload the trained state of) one run under placement `p`, then evaluate it; its result dict."
     study, key = get_study(study), run_key(run)
-    with placed(p):
+    with placed(p), reporting_progress(progress_writer(folder, key)):
         seed_everything(study.seed(run))
         data = place(study.load_data(run), p)
         models = place(study.build_models(run), p)

@@ -4,12 +4,13 @@
 
 # %% ../nbs/13_sweep.ipynb #8120ac9b
 from __future__ import annotations
-import dataclasses, hashlib, importlib.util, json, math, multiprocessing, os, sys, time, traceback, warnings
+import dataclasses, hashlib, importlib.util, json, math, multiprocessing, os, shutil, sys, threading, time, traceback, warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -21,8 +22,8 @@ from .store import (RESERVED, ConfigChanged, open_study, locked, tidy, plan_chan
                            save_error, done_keys, status, write_runs, split_result)
 
 # %% auto #0
-__all__ = ['config_record', 'run_key', 'unique_runs', 'error_record', 'execute', 'local_pool', 'RayPool', 'Sweep', 'run_sweep',
-           'sweep_status']
+__all__ = ['PROGRESS_DIR', 'config_record', 'run_key', 'unique_runs', 'error_record', 'execute', 'local_pool', 'RayPool', 'Sweep',
+           'ProgressWatcher', 'run_sweep', 'sweep_status']
 
 # %% ../nbs/13_sweep.ipynb #d9b35e4f
 def _canonical(value, where: str):
@@ -206,6 +207,57 @@ def _outcomes(make_pool, fn: Callable, runs: dict, todo: list, limit: int):
         pool.shutdown(wait=True, cancel_futures=True)
 
 # %% ../nbs/13_sweep.ipynb #f7f51b79
+PROGRESS_DIR = 'progress'             # where a run in flight says how far it is (the runner's progress_writer)
+
+class ProgressWatcher:
+    """The sweep's progress bar `bar`: `done` finished runs plus the fraction of each run in flight, read from the
+    progress files in `folder` every `every` seconds by a thread; its postfix names the latest run's step."""
+    def __init__(self, folder, bar, done: int, every: float = 2.0, enabled: bool = True):
+        self.folder, self.bar, self.done, self.lock = Path(folder), bar, done, threading.Lock()
+        shutil.rmtree(self.folder, ignore_errors=True)            # what a stopped sweep left
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, args=(every,), daemon=True) if enabled else None
+        if self.thread:
+            self.thread.start()
+
+    def reports(self) -> list[dict]:
+        out = []
+        for f in self.folder.glob('*.json'):
+            try:
+                out.append(json.loads(f.read_text()))
+            except (OSError, ValueError):                         # gone, or being replaced: next time
+                pass
+        return out
+
+    def show(self) -> None:
+        with self.lock:
+            now = self.reports()
+            self.bar.n = self.done + sum(min(1.0, r['done'] / r['total']) for r in now if r.get('total'))
+            if now:
+                r = max(now, key=lambda r: r['time'])
+                self.bar.set_postfix_str(f"run {r['key'][:8]}: {r['what']} {r['done']:,}/{r['total']:,}"
+                                         + (f' (+{len(now) - 1} more)' if len(now) > 1 else ''), refresh=False)
+            else:
+                self.bar.set_postfix_str('', refresh=False)
+            self.bar.refresh()
+
+    def finished(self, key: str) -> None:
+        with self.lock:
+            self.done += 1
+            (self.folder / f'{key}.json').unlink(missing_ok=True)
+        self.show()
+
+    def _loop(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.show()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.thread:
+            self.thread.join()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+# %% ../nbs/13_sweep.ipynb #f802d702
 def _store(folder, key: str, record: dict, outcome: tuple) -> str:
     "Store one outcome; a result the store cannot write (e.g. a table pyarrow refuses) becomes a failure."
     state, payload, seconds = outcome
@@ -238,14 +290,16 @@ def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None 
         limit = workers or (os.cpu_count() if backend == 'local' else len(todo)) or 1
         bar = tqdm(total=len(runs), initial=counts['skipped'], desc=sweep.name, unit='run',
                    disable=not progress)
+        watcher = ProgressWatcher(Path(folder) / PROGRESS_DIR, bar, counts['skipped'], enabled=progress)
         outcomes = _outcomes(partial(_pool, backend, workers, address, start_method, gpus_per_run), sweep.fn, runs,
                              todo, limit)
         try:
             for key, outcome in outcomes:
                 counts[_store(folder, key, config_record(runs[key]), outcome)] += 1
-                bar.update()
+                watcher.finished(key)
         finally:
             outcomes.close()                             # shuts the pool down now, also on an error
+            watcher.stop()
             bar.close()
         write_runs(folder)
     print(f"{sweep.name}: {counts['done']} done, {counts['failed']} failed, {counts['skipped']} skipped "

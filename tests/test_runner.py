@@ -197,3 +197,34 @@ def test_ray_pool_refuses_a_negative_gpu_count():
     from fracsgd.sweep import RayPool
     with pytest.raises(ValueError, match='gpus per run'):
         RayPool(gpus=-1)
+
+
+def test_a_run_in_flight_reports_its_step_to_the_sweep_bar(tmp_path):
+    # issue 24: the bar shows runs done, the current run's step and a time left that counts the part already done
+    from tqdm.auto import tqdm
+    from fracsgd.core import report_progress, reporting_progress
+    from fracsgd.runner import progress_writer
+    from fracsgd.sweep import PROGRESS_DIR, ProgressWatcher
+    bar = tqdm(total=4, disable=True)
+    watcher = ProgressWatcher(tmp_path / PROGRESS_DIR, bar, done=1, enabled=False)
+    with reporting_progress(progress_writer(tmp_path, 'abcdef0123456789', every=3600)):
+        report_progress(30, 120, 'training step')             # the first report is written at once
+        report_progress(60, 120, 'training step')             # within `every` seconds: not written
+    watcher.show()
+    assert bar.n == 1.25 and 'run abcdef01: training step 30/120' in bar.postfix
+    with reporting_progress(progress_writer(tmp_path, 'abcdef0123456789', every=3600)):
+        report_progress(120, 120, 'training step')            # the last step is always written
+    watcher.show()
+    assert bar.n == 2.0
+    watcher.finished('abcdef0123456789')
+    assert bar.n == 2.0 and not list((tmp_path / PROGRESS_DIR).glob('*.json'))
+    watcher.stop()
+
+
+def test_a_study_run_leaves_no_progress_files(tmp_path):
+    from fracsgd.sweep import PROGRESS_DIR
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        res = run_study('moons-diffusion', 'smoke', tmp_path / 'study', device='cpu', workers=1, progress=True,
+                        report=False)
+    assert res['counts']['done'] > 0 and not (tmp_path / 'study' / PROGRESS_DIR).exists()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses, math, os, random, tempfile, time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -394,6 +395,39 @@ real = PhaseClock()
 with real('sleep'):
     time.sleep(0.05)
 assert real.wall['sleep'] >= 0.05 and real.cpu['sleep'] < 0.04           # sleeping takes no CPU time
+
+# %% [markdown]
+# ### Progress from inside a run
+#
+# A long run should say how far it is, but the code that knows (a training loop) is not the code that shows it
+# (the sweep runner, perhaps in another process). `report_progress(done, total, what)` is the loop's side: it
+# costs a list lookup when nobody listens. `reporting_progress(fn)` is the listener's: inside the block every
+# report goes to `fn`.
+
+# %%
+#| export
+_PROGRESS: list = []
+
+@contextmanager
+def reporting_progress(fn: Callable):
+    "Inside the block, `report_progress(done, total, what)` calls `fn(done, total, what)`."
+    _PROGRESS.append(fn)
+    try:
+        yield fn
+    finally:
+        _PROGRESS.remove(fn)
+
+def report_progress(done: int, total: int, what: str = 'step') -> None:
+    "Tell the innermost `reporting_progress` listener, if any, that `done` of `total` `what`s are done."
+    if _PROGRESS:
+        _PROGRESS[-1](done, total, what)
+
+# %%
+heard = []
+report_progress(1, 10)                                 # nobody listens: nothing happens
+with reporting_progress(lambda *a: heard.append(a)):
+    report_progress(3, 10, 'training step')
+assert heard == [(3, 10, 'training step')] and not _PROGRESS
 
 # %%
 #| hide

@@ -85,6 +85,7 @@ def quadratic_drop(curvatures, gradients, n_beta: float, localization: float) ->
     h, g = np.asarray(curvatures, float), np.asarray(gradients, float)
     return float(np.sum((n_beta * g) ** 2 / (n_beta * h + localization)))
 
+
 # %% [markdown]
 # A check of the algebra on random quadratics: the exact pull, the difference of `quadratic_llc` with and without
 # the gradient, lies between $D/2$ and $D$, and $D$ never exceeds $P$; all three meet when every direction is flat.
@@ -101,6 +102,7 @@ flat_pull = gradient_pull_bound(3e-6, 100, 2.0)
 assert np.isclose(quadratic_llc(np.zeros(3), [1e-3] * 3, 100, 2.0), -flat_pull)
 assert np.isclose(quadratic_drop(np.zeros(3), [1e-3] * 3, 100, 2.0), flat_pull)
 assert np.isclose(quadratic_llc([1.0] * 4, [0] * 4, 1e6, 1e-9), 2.0)      # a regular minimum: d/2
+
 
 # %% [markdown]
 # ### The full-data gradient
@@ -149,6 +151,7 @@ def criticality_problem(llc: float, drop: float, limit: float = CRITICALITY_LIMI
                 f'{drop:.3g} ({drop / llc:.0%} of the estimate > {limit:.0%}); train further, or read the '
                 f'estimate as a property of the path, not of a minimum')
     return ''
+
 
 # %%
 from fracsgd.stack import ModelStack, batched_loss, resolve_loss
@@ -229,6 +232,7 @@ ax.set(xlabel='distance from the minimum', ylabel=r'$\hat\lambda$',
        title=r'Linear regression at $\gamma=100$: the gradient pulls the estimate down')
 ax.legend(fontsize=8);
 
+
 # %% [markdown]
 # ## The ball of app. A.1
 #
@@ -300,6 +304,7 @@ def quadratic_reference(nodes, weights, n_beta: float, localizations) -> np.ndar
     h = np.clip(np.asarray(nodes, float), 0, None)
     return np.array([np.sum(weights * n_beta * h / (2 * (n_beta * h + g))) for g in np.atleast_1d(localizations)])
 
+
 # %% [markdown]
 # A check against a spectrum we know: a symmetric operator of dimension 1,500 with random eigenvectors and
 # curvatures spanning six decades, most of them tiny, as in a trained net. The quadrature's $q(\gamma)$ is within
@@ -367,6 +372,7 @@ def radius_test(model: torch.nn.Module, data, loss='classification', settings=No
                             ' as the ball shrinks; the singular directions\' pull and A.1 are not separable here')
     out.attrs['excess_fall'], out.attrs['excess_fall_noise'] = float(fall), float(noise)
     return out
+
 
 # %% [markdown]
 # A check of `radius_test` itself on a loss that is exactly quadratic, the ill-conditioned regression above at its

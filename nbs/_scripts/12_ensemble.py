@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from fastcore.basics import patch
 
-from fracsgd.core import PhaseClock, check_range, check_whole, replace_checked
+from fracsgd.core import PhaseClock, check_range, check_whole, replace_checked, report_progress
 from fracsgd.displacement import parameter_groups
 from fracsgd.llc import estimate_llc
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
@@ -591,6 +591,7 @@ def run(self: EnsembleTrainer, bar=None) -> pd.DataFrame:
             self.record(t, loss, out, y)
         if bar is not None:
             bar.update(len(self.members))
+        report_progress(t, self.s.n_steps, 'training step')
     with clock('record'):
         return self.table()
 

@@ -495,7 +495,10 @@ def compact_trajectories(traj: pd.DataFrame, n_log: int = 60) -> pd.DataFrame:
 # * **crossover and late slope**: the crossover model of the crossover chapter on all recorded steps
 #   (`detect_crossover`, $t_c$ where the local slope falls below ½), and the log–log slope after it
 #   (`fit_late_exponent`) with its interval; NaN, with a note, when the net's curve has no crossover;
-# * **λ̄ and the final LLC** (`final_llc`, the mean of the last 10);
+# * **λ̄ and the final LLC** (`final_llc`, the mean of the last 10); in runs that record it, the share of the
+#   LLC steps whose point is near a minimum by the [criticality chapter](criticality.html)'s test, over the run
+#   and over the last 10 (`llc_near_minimum_share`, `llc_final_near_minimum_share`): elsewhere an LLC describes
+#   the path, not a minimum;
 # * **$d_s$** by the chosen reading of eq. 17 (`ds_llc`), with the interval the slope's interval gives, and the
 #   check $d_s \le \bar\lambda$ (and $d_s \le \lambda_{final}$);
 # * **$d_s$ from the explored volume** for each recorded ε, `spectral_dimension_from_volume`; marked saturated
@@ -554,6 +557,9 @@ def analyse_net(net: pd.DataFrame, ds_llc: str = 'mean', n_boot: int = 100, seed
                d_s=d_s, d_s_ci_low=ci[0], d_s_ci_high=ci[1], d_s_late=2 * lam_mean * late['late_slope'],
                ds_le_llc_mean=bool(d_s <= lam_mean), ds_le_llc_final=bool(d_s <= lam_final),
                R_final=float(net.R.iloc[-1]))
+    if 'llc_near_minimum' in at:               # the criticality chapter's test, in runs made since it existed
+        near = at.llc_near_minimum.to_numpy(float)
+        row.update(llc_near_minimum_share=float(np.mean(near)), llc_final_near_minimum_share=float(np.mean(near[-10:])))
     for col in [c for c in net.columns if c.startswith('volume/') and net[c].notna().any()]:
         v = pos[col].to_numpy()
         vol = spectral_dimension_from_volume(t[v > 0], v[v > 0], n_boot=n_boot, seed=seed)
