@@ -422,6 +422,7 @@ def report_progress(done: int, total: int, what: str = 'step') -> None:
     if _PROGRESS:
         _PROGRESS[-1](done, total, what)
 
+
 # %%
 heard = []
 report_progress(1, 10)                                 # nobody listens: nothing happens

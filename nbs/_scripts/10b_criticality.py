@@ -333,12 +333,40 @@ pd.DataFrame(dict(localization=gammas, exact=exact_q, lanczos=slq_q))
 #   fall of the estimate is the estimator's pull on the regular directions, and the sweep agrees with A.1;
 # * if it falls, either the LLC beyond second order falls as the ball shrinks (what A.1 rules out for the true
 #   $\lambda$), or the localization holds the singular directions too. The estimator's pull on those is not in
-#   $q$, and nothing we can compute bounds it, so a falling excess is **not** evidence against A.1. A deep linear
-#   network at its minimum, whose $\lambda$ is the same in every ball, shows how far that pull alone goes.
+#   $q$, and nothing we can compute bounds it, so a falling excess is **not** evidence against A.1;
+# * the reference only means something where the loss is at least as steep as its quadratic part wherever the
+#   chains go. Where the estimate lies well **below** $q - D$, the quadratic model with the gradient's largest
+#   pull (by more than the tolerance or two standard errors), the
+#   loss grows more slowly than quadratically at the loss levels the chains reach (at small $n\beta$ they reach
+#   far), $q$ overstates what the estimator can find, and the sweep gives **no reading**.
 
 # %%
 #| export
 RADIUS_TOLERANCE = 0.05     # relative fall of the excess over a sweep that still counts as flat
+
+def radius_reading(sweep: pd.DataFrame, tolerance: float = RADIUS_TOLERANCE) -> tuple[str, float, float]:
+    """What a sweep (rows by increasing gamma: `localization`, `llc`, `llc_se`, `excess`) says of A.1: the reading,
+    the fall of the excess from the first to the last gamma, and its noise (2 se)."""
+    sweep = sweep.sort_values('localization')
+    first, last = sweep.iloc[0], sweep.iloc[-1]
+    fall, noise = float(first.excess - last.excess), float(2 * math.hypot(first.llc_se, last.llc_se))
+    limit = max(tolerance * abs(first.llc), noise)
+    # the quadratic model with the gradient's pull: q - D at least (D/2 <= pull <= D); without D recorded, a point
+    # that passed the criticality test has D <= CRITICALITY_LIMIT * llc, and one that did not is unbounded
+    bound = np.where(sweep.near_minimum.astype(bool), CRITICALITY_LIMIT * sweep.llc.abs(), np.inf)
+    pull = sweep.gradient_pull.fillna(pd.Series(bound, sweep.index)) if 'gradient_pull' in sweep else bound
+    if not np.isfinite(pull).all():
+        return 'no reading: a point is not near a minimum and the gradient\'s pull there was not recorded', fall, noise
+    below = sweep[sweep.excess + pull < -np.maximum(tolerance * sweep.llc.abs(), 2 * sweep.llc_se)]
+    if len(below):
+        return ('no reading: the estimate is below its quadratic part at gamma = '
+                + ', '.join(f'{g:g}' for g in below.localization) + ', even after the gradient\'s pull (the loss '
+                'grows more slowly than quadratically where the chains go, so q is not the estimator\'s pull there)',
+                fall, noise)
+    if fall <= limit:
+        return 'consistent with A.1: the fall is the pull on the regular directions', fall, noise
+    return (f'inconclusive: the excess falls by {fall:.3g} (> {limit:.3g}) as the ball shrinks; the singular '
+            'directions\' pull and A.1 are not separable here', fall, noise)
 
 def radius_test(model: torch.nn.Module, data, loss='classification', settings=None,
                 localizations=(100, 300, 1000), *, n_iter: int = 40, n_probes: int = 4,
@@ -359,18 +387,12 @@ def radius_test(model: torch.nn.Module, data, loss='classification', settings=No
             warnings.simplefilter('ignore')
             d = estimate_llc(model, data, loss, settings.replace(localization=float(gamma), n_beta=n_beta,
                                                                  systematic=False)).diagnostics.iloc[0]
-        rows.append(dict(localization=float(gamma), llc=d.llc, llc_se=d.llc_se, near_minimum=d.near_minimum))
+        rows.append(dict(localization=float(gamma), llc=d.llc, llc_se=d.llc_se, near_minimum=d.near_minimum,
+                         gradient_pull=d.gradient_pull))
     out = pd.DataFrame(rows)
     out['quadratic'] = quadratic_reference(nodes, weights, n_beta, out.localization)
     out['excess'] = out.llc - out.quadratic
-    first, last = out.iloc[0], out.iloc[-1]
-    fall = first.excess - last.excess
-    noise = 2 * math.hypot(first.llc_se, last.llc_se)
-    flat = fall <= max(tolerance * abs(first.llc), noise)
-    out.attrs['reading'] = ('consistent with A.1: the fall is the pull on the regular directions' if flat else
-                            f'inconclusive: the excess falls by {fall:.3g} (> {max(tolerance * abs(first.llc), noise):.3g})'
-                            ' as the ball shrinks; the singular directions\' pull and A.1 are not separable here')
-    out.attrs['excess_fall'], out.attrs['excess_fall_noise'] = float(fall), float(noise)
+    out.attrs['reading'], out.attrs['excess_fall'], out.attrs['excess_fall_noise'] = radius_reading(out, tolerance)
     return out
 
 

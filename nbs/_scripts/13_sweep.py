@@ -419,7 +419,6 @@ few = unique_runs([Toy(0), Toy(1), Toy(0, lr=2.0)])
 got = dict(_outcomes(partial(_pool, 'local', 2, None), toy_run, few, list(few), limit=2))
 assert set(got) == set(few) and sorted(o[0] for o in got.values()) == ['done', 'done', 'failed']
 
-
 # %% [markdown]
 # **Progress.** The bar counts finished runs, and while a run is in flight it shows the run's own step and moves by
 # the fraction done: a run that calls `fracsgd.core.report_progress` (the ensemble trainer does at every step)
@@ -478,6 +477,7 @@ class ProgressWatcher:
         if self.thread:
             self.thread.join()
         shutil.rmtree(self.folder, ignore_errors=True)
+
 
 # %%
 #| export
