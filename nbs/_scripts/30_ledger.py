@@ -77,10 +77,14 @@ decisive = _t[_t.verdict.isin(['reproduced', 'not reproduced'])]
 assert set(decisive.index[decisive.verdict == 'reproduced']) == {
     'fig4b-sgd-prefers-c1', 'fig18-r2', 'appD-llc-le-half-d', 'fig1-early-long', 'fig1-late-long'}
 assert set(decisive.index[decisive.verdict == 'not reproduced']) == {
-    'fig2a-ds-le-llc', 'tab8-ds-le-llc', 'fig21-ds-le-mean-llc', 'fig1-late-1000ep'}
+    'fig2a-ds-le-llc', 'tab8-ds-le-llc', 'fig21-ds-le-mean-llc', 'fig1-late-1000ep', 'tab7-ds-le-llc'}
 assert by_scale.loc[['reduced', 'stand-in'], ['reproduced', 'not reproduced']].sum().sum() == 0
-assert by_scale.claims.to_dict() == {'paper scale': 19, 'extended': 3, 'assumed': 3, 'reduced': 34, 'stand-in': 45,
-                                     'no number': 53} and by_scale.claims.sum() == len(_t) == 157
+assert by_scale.claims.to_dict() == {'paper scale': 54, 'extended': 3, 'assumed': 3, 'reduced': 25, 'stand-in': 45,
+                                     'no number': 27} and by_scale.claims.sum() == len(_t) == 157
+_arch = read_table(Path(fracsgd.__file__).resolve().parents[1] / 'nbs/ledger/compact/mnist-architectures/full/summary.csv')
+_arch = _arch.set_index('quantity')
+assert [round(x, 3) for x in _arch.loc['max d_s / final LLC', ['value', 'ci_low', 'ci_high']]] == [1.155, 1.098, 1.212]
+assert round(_arch.value["Spearman rho, our final LLC vs the paper's"], 3) == 0.985
 _root = Path(fracsgd.__file__).resolve().parents[1] / 'nbs/ledger/compact'
 _seeds = read_table(_root / 'mnist-seeds/full/summary.csv').set_index('quantity').value
 assert round(_seeds['mean eq.-17 slope (whole run)'], 3) == 0.657 and round(_seeds['max d_s / final LLC'], 2) == 1.25
@@ -90,16 +94,16 @@ _r = lambda c, cfg, k=3: [round(x, k) for x in _l.loc[(c, cfg), ['value', 'ci_lo
 assert _r('fig1-early-long', 'custom') == [0.932, 0.929, 0.935] and _r('fig1-late-long', 'custom') == [0.433, 0.431, 0.435]
 assert _r('fig1-late-1000ep', 'custom') == [0.542, 0.54, 0.545]
 assert 'rises above 1/2 after about 2,100 steps' in _t.note['fig1-late-long'] and '1.30 decades' in _t.note['fig1-late-long']
-assert _r('appD-llc-le-half-d', 'full', 4)[2] < 0.001 and _l.ci_high.xs('appD-llc-le-half-d').max() < 0.001
+assert _l.ci_high.xs('appD-llc-le-half-d').max() < 0.002
 assert [round(x, 2) for x in _l.loc[('tab3-llc-settings', 'held-out-stand-in'), ['value', 'ci_low', 'ci_high']]] == [0.51, 0.36, 0.64]
 
 
 # %% [markdown]
-# Of the 157 claims, 22 have a number from the paper's protocol or from it trained longer: 19 from the 50 MNIST
-# seeds, the 500 moons posterior nets and the 500 moons diffusion nets (fig. 1 on the paper's 800 steps holds by
-# construction as measured), and 3 from the moons protocol trained five times longer (1,000 epochs), which count
-# only for the claims written about them. 79 have numbers only from reduced runs (34) or stand-ins (45), which
-# cannot decide them, and 53 have no number yet. Three, Theorems 3.1 and 3.2, which the paper states without an
+# Of the 157 claims, 57 have a number from the paper's protocol or from it trained longer: 54 from the 50 MNIST
+# seeds, the 17 table-7 MNIST architectures, the 500 moons posterior nets and the 500 moons diffusion nets (fig. 1
+# on the paper's 800 steps holds by construction as measured), and 3 from the moons protocol trained five times
+# longer (1,000 epochs), which count only for the claims written about them. 70 have numbers only from reduced runs
+# (25) or stand-ins (45), which cannot decide them, and 27 have no number yet. Three, Theorems 3.1 and 3.2, which the paper states without an
 # experiment, are measured on potentials with exact λ ([λ against the walk](known_lambda.html)) at an `assumed`
 # scale.
 #
@@ -111,11 +115,13 @@ assert [round(x, 2) for x in _l.loc[('tab3-llc-settings', 'held-out-stand-in'), 
 #   than SGD on SGD's largest moons cluster (−0.29 [−0.35, −0.22], partly built into how C1 is chosen); eq. 17's
 #   power law fits each MNIST displacement curve with median r² 0.9993, as a log–log line through any smooth
 #   monotone curve would; and every LLC we report lies far below the bound $d/2$ of appendix D.3 (at paper scale
-#   λ/(d/2) ≤ 0.0006), a check of our estimates rather than of the paper.
+#   λ/(d/2) ≤ 0.0017), a check of our estimates rather than of the paper.
 # * **What fails at paper scale** is the displacement exponent. The 50 MNIST seeds move with a whole-run eq.-17
 #   slope of 0.657, above ½, so $d_s \le \lambda$ read through eq. 17 fails: max $d_s/\lambda_\text{final}$ is
 #   1.25 [1.23, 1.27] (fig. 2a; table 8's row is the same measurement) and max $d_s/\bar\lambda$ 1.38 (fig. 21).
-#   These test the slope, not Lemma 3.4 with an independent $d_s$. The moons nets trained to convergence are not
+#   The 17 architectures of table 7, trained by the same protocol, all move faster than ½ over the whole run
+#   (slopes 0.515–0.732), so their max $d_s/\lambda_\text{final}$ is 1.155 [1.098, 1.212] where table 7 implies at
+#   most 0.68. These test the slope, not Lemma 3.4 with an independent $d_s$. The moons nets trained to convergence are not
 #   sub-diffusive late: their last half-decade has slope 0.542 [0.540, 0.545].
 # * **What cannot be judged here**, and why. Every LLC-valued number: at the MNIST end points the two $n\beta$
 #   readings the paper allows and our calibrated estimator give +35.9, −96.6 and −100.3, a spread larger than any
@@ -124,8 +130,11 @@ assert [round(x, 2) for x in _l.loc[('tab3-llc-settings', 'held-out-stand-in'), 
 #   exact λ, every estimate flagged (a stand-in for the paper's models, so not decisive). Every moons LLC is flagged by its diagnostics, and table 2, fig. 3 and
 #   fig. 4's tempering depend on them (the rule alone would call table 2 not reproduced, and tempering moves SGD
 #   away from the posterior: +0.039 [+0.011, +0.069]). Fig. 1 on the paper's 800 steps holds by construction as
-#   measured. Table 7 and appendix H ran only at reduced scale, and table 8's seed-to-seed sd of $d_s$ (4.34) is as
-#   large as most of table 7's differences. Tables 1 and 4–6 ran only on stand-ins.
+#   measured. Table 7's 34 per-architecture rows are not decisive, since the estimator's systematic error is not
+#   measured at these nets. Our final LLCs there are 1.4–2.3 times the paper's, yet they order the architectures as
+#   the paper does (Spearman ρ 0.985 [0.89, 1]); our $d_s$ are 2.4–20 times the paper's. Appendix H ran only at
+#   reduced scale (its full run is under way), and table 8's seed-to-seed sd of $d_s$ (4.34) is as large as most
+#   of table 7's differences. Tables 1 and 4–6 ran only on stand-ins.
 
 # %% [markdown]
 # ## The claims
