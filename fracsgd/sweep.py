@@ -288,8 +288,8 @@ def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None 
         todo = [k for k in runs if k not in finished]
         counts = dict(done=0, failed=0, skipped=len(runs) - len(todo))
         limit = workers or (os.cpu_count() if backend == 'local' else len(todo)) or 1
-        bar = tqdm(total=len(runs), initial=counts['skipped'], desc=sweep.name, unit='run',
-                   disable=not progress)
+        bar = tqdm(total=len(runs), initial=counts['skipped'], desc=sweep.name, unit='run', disable=not progress,
+                   bar_format='{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total} runs [{elapsed}<{remaining}{postfix}]')
         watcher = ProgressWatcher(Path(folder) / PROGRESS_DIR, bar, counts['skipped'], enabled=progress)
         outcomes = _outcomes(partial(_pool, backend, workers, address, start_method, gpus_per_run), sweep.fn, runs,
                              todo, limit)

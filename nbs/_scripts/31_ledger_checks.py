@@ -342,6 +342,7 @@ for ax, name in zip(axes[0], names):
 axes[0][0].set_ylabel('LLC'); axes[0][0].legend(fontsize=7)
 plt.tight_layout();
 
+
 # %% [markdown]
 # What the three nets say (784-256-128-64, 784-128-64-128-64, 784-128-64-32-64-32-64, the first three of the full
 # run to finish):
