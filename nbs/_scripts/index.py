@@ -86,8 +86,11 @@
 # | [The model stack](stack.html) | `fracsgd.stack` | many same-architecture models as one tensor, batched loss |
 # | [SGLD](sgld.html) | `fracsgd.sgld` | `SGLDSettings`, the sampler, divergence, MALA acceptance, back-off |
 # | [LLC](llc.html) | `fracsgd.llc` | the LLC estimate, its error and diagnostics, calibration, recorder hook |
+# | [Localization](localization.html) | `fracsgd.localization` | the localization's systematic error measured with every automatic estimate, the sweep, the plateau |
+# | [Near a minimum?](criticality.html) | `fracsgd.criticality` | the gradient's pull on an LLC estimate, the test every estimate gets, the ball of app. A.1 |
 # | [Deep linear networks](dln.html) | `fracsgd.dln` | Aoyagi's exact λ and the estimator's error on DLNs |
 # | [LLC validation](llc_validation.html) | `fracsgd.llc_validation` | 40 random DLNs, a tuning/held-out split, the exact MALA reference, the experiment table (SGLD, RMSprop-SGLD, long chains, MALA), localization sensitivity that flags every estimate off by more than 15% |
+# | [LLC at depth](llc_depth.html) | `fracsgd.llc_depth` | a depth-covering set of resolved DLNs, the default's held-out error and coverage, devinterp beside it |
 # | [Ensembles](ensemble.html) | `fracsgd.ensemble` | many nets of one architecture trained at once, recorded per member |
 # | [Sweeps](sweep.html) | `fracsgd.sweep` | resumable sweeps of run configurations on a process pool or Ray |
 # | [Runner](runner.html) | `fracsgd.runner` | the study protocol; placement, seeds, presets, trained state kept before analysis |
