@@ -63,6 +63,15 @@ assert full.set_index('claim').verdict['tab7-ds-le-llc'] == 'not reproduced'
 assert set(full.verdict) == {'inconclusive', 'not reproduced'}
 found.drop(columns='what')
 
+# %%
+from fracsgd.core import read_table as _read_table
+from fracsgd.ledger import COMPACT as _COMPACT
+from fracsgd.studies.mnist_architectures import plot_architectures as _plot
+_full = _COMPACT / 'mnist-architectures' / 'full'
+if (_full / 'per_architecture.csv').exists():     # the full run's figure: R(t) per architecture, ours beside table 7
+    plt.show(_plot(_read_table(_full / 'per_architecture.csv'), _read_table(_full / 'trajectory_compact.parquet'),
+                   'FULL: table 7, 17 architectures x 5,000 steps'))
+
 # %% [markdown]
 # **What the paper did** (appendix G.1 and table 7 of the ICLR version): nets "which vary in depth and layer
 # widths", trained for 250 epochs with every other setting as in the [seeds study](mnist_seeds.html) (SGD, lr 0.001,
