@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 import fracsgd
-from fracsgd.core import read_table, write_table
+from fracsgd.core import atomic_path, read_table, write_table
 from fracsgd.criticality import radius_test
 from fracsgd.llc import estimate_llc, top_hessian_eigenvalue
 from fracsgd.studies.mnist_architectures import STUDY, architecture_name
@@ -61,14 +61,15 @@ new = pd.DataFrame(rows)
 if previous is not None and 'sweep_nbeta_reading' in previous:      # keep the other readings' rows
     new = pd.concat([previous[previous.sweep_nbeta_reading != reading], new], ignore_index=True)
 write_table(new, out / 'mnist_radius.csv')
-(out / 'mnist_radius.json').write_text(json.dumps(dict(
-    what='criticality test at the study setting and radius_test (localization sweep beside the quadratic '
-         'reference from stochastic Lanczos quadrature, 40 steps x 4 probes) at the final weights of the '
-         'mnist-architectures FULL nets (5,000 SGD steps)', nets=used, sweep_settings=dict(
-        n_chains=4, n_draws=1000, n_burnin='1000 (2000 where n_beta > 100)',
-        step_size='min(3e-5, 0.1/(n_beta*top_curvature))',
-        n_beta="per row: 'paper-devinterp-nbeta' 256/ln 256 with gamma 100, 300, 1000; 'paper' n/ln n (n = 5000) with gamma 300, 1000, 3000"),
-    data=str(data.source) if hasattr(data, 'source') else '', seconds=round(time.time() - t0, 1),
-    machine=dict(cpu=platform.machine(), cores=os.cpu_count(), torch=torch.__version__, device='cpu',
-                 note='shared 2-core VM, a full study running beside it'),
-    date=time.strftime('%Y-%m-%d'), fracsgd=fracsgd.__version__), indent=1))
+with atomic_path(out / 'mnist_radius.json') as tmp:
+      tmp.write_text(json.dumps(dict(
+        what='criticality test at the study setting and radius_test (localization sweep beside the quadratic '
+             'reference from stochastic Lanczos quadrature, 40 steps x 4 probes) at the final weights of the '
+             'mnist-architectures FULL nets (5,000 SGD steps)', nets=used, sweep_settings=dict(
+            n_chains=4, n_draws=1000, n_burnin='1000 (2000 where n_beta > 100)',
+            step_size='min(3e-5, 0.1/(n_beta*top_curvature))',
+            n_beta="per row: 'paper-devinterp-nbeta' 256/ln 256 with gamma 100, 300, 1000; 'paper' n/ln n (n = 5000) with gamma 300, 1000, 3000"),
+        data=str(data.source) if hasattr(data, 'source') else '', seconds=round(time.time() - t0, 1),
+        machine=dict(cpu=platform.machine(), cores=os.cpu_count(), torch=torch.__version__, device='cpu',
+                     note='shared 2-core VM, a full study running beside it'),
+        date=time.strftime('%Y-%m-%d'), fracsgd=fracsgd.__version__), indent=1))

@@ -258,19 +258,24 @@ ax.legend(fontsize=8);
 #| export
 def hessian_vector_product(model: torch.nn.Module, data, loss='classification', eval_batch: int = 4096) -> Callable:
     """`hvp(v)`: the Hessian of the mean loss on all of `data` at the model's weights times `v` [params] (float64),
-    the model in evaluation mode (batch norm uses its running statistics)."""
+    in slices of `eval_batch` samples (unlike `top_hessian_eigenvalue`'s one graph, the memory does not grow with
+    the data), the model in evaluation mode during each call (batch norm uses its running statistics)."""
     X, y = as_data(data)
     loss_fn, params = resolve_loss(loss), [p for p in model.parameters() if p.requires_grad]
     sizes = [p.numel() for p in params]
-    model.eval()
     def hvp(v: torch.Tensor) -> torch.Tensor:
         out = torch.zeros(sum(sizes), dtype=torch.float64, device=v.device)
         vs = [piece.view_as(p).to(p.dtype) for piece, p in zip(v.split(sizes), params)]
-        for s in range(0, len(X), eval_batch):
-            total = loss_fn(model(X[s:s + eval_batch]), y[s:s + eval_batch]).sum() / len(X)
-            grads = torch.autograd.grad(total, params, create_graph=True)
-            dot = sum((g * w).sum() for g, w in zip(grads, vs))
-            out += torch.cat([h.reshape(-1) for h in torch.autograd.grad(dot, params)]).double()
+        was_training = model.training
+        try:
+            model.eval()
+            for s in range(0, len(X), eval_batch):
+                total = loss_fn(model(X[s:s + eval_batch]), y[s:s + eval_batch]).sum() / len(X)
+                grads = torch.autograd.grad(total, params, create_graph=True)
+                dot = sum((g * w).sum() for g, w in zip(grads, vs))
+                out += torch.cat([h.reshape(-1) for h in torch.autograd.grad(dot, params)]).double()
+        finally:
+            model.train(was_training)
         return out
     return hvp
 
@@ -323,7 +328,8 @@ slq_q = quadratic_reference(nodes, wts, 500.0, gammas)
 assert np.isclose(wts.sum(), 1500) and np.allclose(slq_q, exact_q, rtol=0.05), (slq_q, exact_q)
 reg_hvp = hessian_vector_product(reg, (X_ill, y_ill), 'regression')
 v = torch.randn(30, generator=torch.Generator().manual_seed(0)).double()
-assert torch.allclose(reg_hvp(v), hess @ v, atol=1e-5)
+reg.train()
+assert torch.allclose(reg_hvp(v), hess @ v, atol=1e-5) and reg.training      # the caller's mode is kept
 pd.DataFrame(dict(localization=gammas, exact=exact_q, lanczos=slq_q))
 
 # %% [markdown]
