@@ -192,32 +192,11 @@ def train_with_increments(models, data, loss='classification', settings=None, *,
                           window: float = 0.2, device=None, **changes) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train `models` as `train_ensemble` does (same chunks, streams and table), recording their increments at
     `ages` and `lags`: (trajectory table, increments table with `member` = index in the ensemble)."""
-    from fracsgd.ensemble import (EnsembleSettings, EnsembleTrainer, default_memory_budget, member_bytes,
-                                  plan_chunks)
-    from fracsgd.stack import placement, resolve_loss
-    models = list(models)
-    device, X, y = placement(models, data, device, loss)
+    from fracsgd.ensemble import EnsembleSettings, PerChunk, train_ensemble
     s = (settings or EnsembleSettings()).replace(**changes)
-    loss_fn = resolve_loss(loss)
-    budget = s.memory_budget or default_memory_budget(device)
-    chunks = plan_chunks(len(models), member_bytes(models[0], X[:min(s.batch_size, len(X))], s), budget)
-    tables, increments = [], []
-    for chunk in chunks:
-        trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device)
-        rec = IncrementRecorder(ages, lags, s.n_steps, per_age, window)
-        trainer.record(0)
-        rec.update(0, trainer.w)
-        for t in range(1, s.n_steps + 1):
-            step_loss, out, yb = trainer.step()
-            trainer.record(t, step_loss, out, yb)
-            rec.update(t, trainer.w)
-        tables.append(trainer.table())
-        increments.append(rec.table().assign(member=lambda d: np.asarray(chunk)[d.member.to_numpy(int)]))
-        trainer.write_back()
-        del trainer
-    for m in models:
-        m.train()
-    return pd.concat(tables, ignore_index=True), pd.concat(increments, ignore_index=True)
+    increments = PerChunk(lambda: IncrementRecorder(ages, lags, s.n_steps, per_age, window))
+    table = train_ensemble(models, data, loss, s, device=device, observers=[increments])
+    return table, increments.table()
 
 # %% ../nbs/05a_ageing.ipynb #9a752581
 def _slope(t, y) -> float:

@@ -26,7 +26,7 @@ from .stack import (ModelStack, chain_minibatches, chain_seed, data_device, plac
 
 # %% auto #0
 __all__ = ['LLC_COLUMNS', 'EnsembleSettings', 'StackedOptimizer', 'default_memory_budget', 'member_bytes', 'plan_chunks',
-           'batched_forward', 'member_losses', 'EnsembleTrainer', 'llc_warning', 'train_ensemble']
+           'batched_forward', 'member_losses', 'EnsembleTrainer', 'llc_warning', 'train_ensemble', 'PerChunk']
 
 # %% ../nbs/12_ensemble.ipynb #ef1f350f
 @dataclass(frozen=True)
@@ -345,16 +345,26 @@ def llc(self: EnsembleTrainer, step: int) -> dict:
 
 # %% ../nbs/12_ensemble.ipynb #783ab4a7
 @patch
-def run(self: EnsembleTrainer, bar=None) -> pd.DataFrame:
-    "Train for `settings.n_steps` steps; the trajectory table. `clock` holds the seconds of steps, record and llc."
+def _observe(self: EnsembleTrainer, observers: Sequence, step: int) -> None:
+    if observers:
+        with self.clock('observe'):
+            for ob in observers:
+                ob.observe(self, step)
+
+@patch
+def run(self: EnsembleTrainer, bar=None, observers: Sequence = ()) -> pd.DataFrame:
+    """Train for `settings.n_steps` steps; the trajectory table. `clock` holds the seconds of steps, record and llc.
+    Each observer's `observe(trainer, step)` is called after step 0 and after every step (phase `observe`)."""
     clock = self.clock
     with clock('record'):
         self.record(0)
+    self._observe(observers, 0)
     for t in range(1, self.s.n_steps + 1):
         with clock('steps'):
             loss, out, y = self.step()
         with clock('record'):
             self.record(t, loss, out, y)
+        self._observe(observers, t)
         if bar is not None:
             bar.update(len(self.members))
         report_progress(t, self.s.n_steps, 'training step')
@@ -374,9 +384,10 @@ def write_back(self: EnsembleTrainer) -> None:
 # %% ../nbs/12_ensemble.ipynb #3454b167
 def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
                    settings: EnsembleSettings | None = None, *, device=None, progress: bool = False,
-                   clock: PhaseClock | None = None, **changes) -> pd.DataFrame:
+                   clock: PhaseClock | None = None, observers: Sequence = (), **changes) -> pd.DataFrame:
     """Train same-architecture `models` together under `settings` (default `EnsembleSettings()`, with keyword
-    `changes`), in place; their trajectory table with a `member` column. A `clock` collects the seconds per phase."""
+    `changes`), in place; their trajectory table with a `member` column. A `clock` collects the seconds per phase;
+    `observers` (e.g. `PerChunk`) see every chunk's trainer after every step."""
     models = list(models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
@@ -391,9 +402,24 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
               desc=f'{len(models)} members in {len(chunks)} chunk(s)') as bar:
         for chunk in chunks:
             trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device, clock)
-            tables.append(trainer.run(bar))
+            tables.append(trainer.run(bar, observers))
             trainer.write_back()
             del trainer
     for m in models:
         m.train()
     return pd.concat(tables, ignore_index=True)
+
+# %% ../nbs/12_ensemble.ipynb #22a77a41
+class PerChunk:
+    "An observer for `train_ensemble`: a recorder `make()` per chunk, fed each step's weights; `table()` joins them."
+    def __init__(self, make: Callable):
+        self.make, self.recorders = make, {}
+    def observe(self, trainer: EnsembleTrainer, step: int) -> None:
+        key = tuple(trainer.members)
+        if step == 0:
+            self.recorders[key] = self.make()
+        self.recorders[key].update(step, trainer.w)
+    def table(self) -> pd.DataFrame:
+        "The recorders' tables, `member` = index in the ensemble."
+        return pd.concat([rec.table().assign(member=lambda d, k=k: np.asarray(k)[d.member.to_numpy(int)])
+                          for k, rec in self.recorders.items()], ignore_index=True)

@@ -394,7 +394,7 @@ plt.show()
 # %% [markdown]
 # ## While an ensemble trains
 #
-# `train_with_increments` is `train_ensemble` of the [ensemble chapter](ensemble.html) with the recorder attached:
+# `train_with_increments` is `train_ensemble` of the [ensemble chapter](ensemble.html) with the recorder attached (a `PerChunk` observer):
 # the same chunks of members, the same minibatch streams, the same trajectory table (`train_ensemble`'s, to the
 # last digit), and beside it the increments table, whose `member` is the member's index in the whole ensemble.
 # The moons diffusion study calls it; the MNIST studies build the same `EnsembleTrainer` and can call it the same
@@ -412,32 +412,11 @@ def train_with_increments(models, data, loss='classification', settings=None, *,
                           window: float = 0.2, device=None, **changes) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train `models` as `train_ensemble` does (same chunks, streams and table), recording their increments at
     `ages` and `lags`: (trajectory table, increments table with `member` = index in the ensemble)."""
-    from fracsgd.ensemble import (EnsembleSettings, EnsembleTrainer, default_memory_budget, member_bytes,
-                                  plan_chunks)
-    from fracsgd.stack import placement, resolve_loss
-    models = list(models)
-    device, X, y = placement(models, data, device, loss)
+    from fracsgd.ensemble import EnsembleSettings, PerChunk, train_ensemble
     s = (settings or EnsembleSettings()).replace(**changes)
-    loss_fn = resolve_loss(loss)
-    budget = s.memory_budget or default_memory_budget(device)
-    chunks = plan_chunks(len(models), member_bytes(models[0], X[:min(s.batch_size, len(X))], s), budget)
-    tables, increments = [], []
-    for chunk in chunks:
-        trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device)
-        rec = IncrementRecorder(ages, lags, s.n_steps, per_age, window)
-        trainer.record(0)
-        rec.update(0, trainer.w)
-        for t in range(1, s.n_steps + 1):
-            step_loss, out, yb = trainer.step()
-            trainer.record(t, step_loss, out, yb)
-            rec.update(t, trainer.w)
-        tables.append(trainer.table())
-        increments.append(rec.table().assign(member=lambda d: np.asarray(chunk)[d.member.to_numpy(int)]))
-        trainer.write_back()
-        del trainer
-    for m in models:
-        m.train()
-    return pd.concat(tables, ignore_index=True), pd.concat(increments, ignore_index=True)
+    increments = PerChunk(lambda: IncrementRecorder(ages, lags, s.n_steps, per_age, window))
+    table = train_ensemble(models, data, loss, s, device=device, observers=[increments])
+    return table, increments.table()
 
 
 # %%

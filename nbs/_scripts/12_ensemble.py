@@ -579,16 +579,26 @@ def llc(self: EnsembleTrainer, step: int) -> dict:
 # %%
 #| export
 @patch
-def run(self: EnsembleTrainer, bar=None) -> pd.DataFrame:
-    "Train for `settings.n_steps` steps; the trajectory table. `clock` holds the seconds of steps, record and llc."
+def _observe(self: EnsembleTrainer, observers: Sequence, step: int) -> None:
+    if observers:
+        with self.clock('observe'):
+            for ob in observers:
+                ob.observe(self, step)
+
+@patch
+def run(self: EnsembleTrainer, bar=None, observers: Sequence = ()) -> pd.DataFrame:
+    """Train for `settings.n_steps` steps; the trajectory table. `clock` holds the seconds of steps, record and llc.
+    Each observer's `observe(trainer, step)` is called after step 0 and after every step (phase `observe`)."""
     clock = self.clock
     with clock('record'):
         self.record(0)
+    self._observe(observers, 0)
     for t in range(1, self.s.n_steps + 1):
         with clock('steps'):
             loss, out, y = self.step()
         with clock('record'):
             self.record(t, loss, out, y)
+        self._observe(observers, t)
         if bar is not None:
             bar.update(len(self.members))
         report_progress(t, self.s.n_steps, 'training step')
@@ -637,9 +647,10 @@ tab.head()
 #| export
 def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
                    settings: EnsembleSettings | None = None, *, device=None, progress: bool = False,
-                   clock: PhaseClock | None = None, **changes) -> pd.DataFrame:
+                   clock: PhaseClock | None = None, observers: Sequence = (), **changes) -> pd.DataFrame:
     """Train same-architecture `models` together under `settings` (default `EnsembleSettings()`, with keyword
-    `changes`), in place; their trajectory table with a `member` column. A `clock` collects the seconds per phase."""
+    `changes`), in place; their trajectory table with a `member` column. A `clock` collects the seconds per phase;
+    `observers` (e.g. `PerChunk`) see every chunk's trainer after every step."""
     models = list(models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
@@ -654,12 +665,57 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
               desc=f'{len(models)} members in {len(chunks)} chunk(s)') as bar:
         for chunk in chunks:
             trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device, clock)
-            tables.append(trainer.run(bar))
+            tables.append(trainer.run(bar, observers))
             trainer.write_back()
             del trainer
     for m in models:
         m.train()
     return pd.concat(tables, ignore_index=True)
+
+
+# %% [markdown]
+# **Watching the weights.** Some measurements need more than the recorded steps: increments at chosen ages (the
+# [ageing chapter](ageing.html)) or a projection of the whole path (the [returns chapter](return_probability.html)).
+# They plug in as observers. A recorder has `update(step, w)`, fed the weights `w` [members, params] of one chunk
+# after step 0 and after every step, and `table()` with a `member` column indexing its chunk; `PerChunk` gives
+# each chunk a fresh recorder and joins their tables with `member` renumbered in the whole ensemble.
+
+# %%
+#| export
+class PerChunk:
+    "An observer for `train_ensemble`: a recorder `make()` per chunk, fed each step's weights; `table()` joins them."
+    def __init__(self, make: Callable):
+        self.make, self.recorders = make, {}
+    def observe(self, trainer: EnsembleTrainer, step: int) -> None:
+        key = tuple(trainer.members)
+        if step == 0:
+            self.recorders[key] = self.make()
+        self.recorders[key].update(step, trainer.w)
+    def table(self) -> pd.DataFrame:
+        "The recorders' tables, `member` = index in the ensemble."
+        return pd.concat([rec.table().assign(member=lambda d, k=k: np.asarray(k)[d.member.to_numpy(int)])
+                          for k, rec in self.recorders.items()], ignore_index=True)
+
+
+# %% [markdown]
+# A recorder that keeps ‖w_t − w_0‖ of every member at every step must agree with the trajectory table's $R$ at
+# the recorded steps, also when a small memory budget splits the ensemble into chunks:
+
+# %%
+class DistanceRecorder:
+    def update(self, step, w):
+        if step == 0:
+            self.w0, self.rows = w.clone(), []
+        self.rows += [dict(member=m, step=step, R_seen=float(r)) for m, r in enumerate((w - self.w0).norm(dim=1))]
+    def table(self): return pd.DataFrame(self.rows)
+
+seen = PerChunk(DistanceRecorder)
+tab = train_ensemble([make_mlp([3, 8, 2], seed=i) for i in range(5)], (X_toy, y_toy), 'classification',
+                     toy_settings, observers=[seen], memory_budget=1)
+assert len(seen.recorders) == 5                                   # one member per chunk at a 1-byte budget
+both = tab.merge(seen.table(), on=['member', 'step'])
+assert len(both) == len(tab) and np.allclose(both.R, both.R_seen, rtol=1e-5)
+assert len(seen.table()) == 5 * (toy_settings.n_steps + 1)         # every step, not only the recorded ones
 
 
 # %% [markdown]
