@@ -15,7 +15,8 @@ from .walks import Graph, _check_nodes, _check_steps
 # %% auto #0
 __all__ = ['ReturnCurves', 'lag_grid', 'return_curves', 'gaussian_walks', 'gaussian_return_probability', 'ReturnFit',
            'spectral_dimension_from_returns', 'graph_walk_positions', 'distinct_cells', 'lattice_return_probability',
-           'pairs_needed']
+           'pairs_needed', 'ProjectedPath', 'projected_paths', 'gaussian_equivalent_dimension', 'return_table',
+           'curves_from_table']
 
 # %% ../nbs/07a_return_probability.ipynb #935143e2
 @dataclass(frozen=True, eq=False)
@@ -197,3 +198,86 @@ def pairs_needed(d_s: float, max_bias: float = 0.03, min_hits: int = 100, min_de
     "Pairs per lag that `spectral_dimension_from_returns` needs for a Gaussian-like walk of spectral dimension d_s."
     a = d_s / 2
     return float(min_hits * math.gamma(a + 1) * 10 ** (a * min_decades) / (d_s * max_bias / 2) ** a)
+
+# %% ../nbs/07a_return_probability.ipynb #dbc21ed4
+class ProjectedPath:
+    "A recorder for `PerChunk`: each member's w_t − w_0 on `dim` Gaussian directions, every `stride` steps from `start`."
+    def __init__(self, dim: int = 256, start: int = 0, stride: int = 1, seed: int = 0):
+        for name, v, low in (('dim', dim, 1), ('start', start, 0), ('stride', stride, 1)):
+            if int(v) != v or v < low:
+                raise ValueError(f"{name} must be an integer ≥ {low}, got {v!r}")
+        self.dim, self.start, self.stride, self.seed = int(dim), int(start), int(stride), seed
+        self.steps, self.points, self.w0 = [], [], None
+
+    def update(self, step: int, w) -> None:
+        "Weights `w` [members, params] after step `step` (step 0 first)."
+        import torch
+        with torch.no_grad():
+            w = w.detach()
+            if step == 0:
+                g = torch.Generator().manual_seed(self.seed)
+                self.w0 = w.clone()
+                self.P = torch.randn(w.shape[1], self.dim, generator=g, dtype=torch.float64).div_(
+                    math.sqrt(self.dim)).to(w)
+            if self.w0 is None:
+                raise ValueError("feed the initial weights first: update(0, w0)")
+            if step >= self.start and (step - self.start) % self.stride == 0:
+                self.steps.append(step)
+                self.points.append(((w - self.w0) @ self.P).double().cpu().numpy())   # [members, dim]
+
+    def paths(self) -> np.ndarray:
+        "The recorded projections, [members, recorded steps, dim]."
+        return np.stack(self.points, 1)
+
+    def table(self):
+        "member, step, R_projected = ‖P(w_t − w_0)‖ (an estimate of R(t) at a relative s.d. ≈ 1/√(2 dim))."
+        import pandas as pd
+        x = np.linalg.norm(self.paths(), axis=2)                                       # [members, steps]
+        return pd.DataFrame({'member': np.repeat(np.arange(len(x)), x.shape[1]),
+                             'step': np.tile(self.steps, len(x)), 'R_projected': x.reshape(-1)})
+
+def projected_paths(observer) -> tuple[np.ndarray, np.ndarray]:
+    "The steps and the paths [members, steps, dim] of a `PerChunk` of `ProjectedPath`s, members in ensemble order."
+    recs = sorted(observer.recorders.items())
+    steps = recs[0][1].steps
+    if any(r.steps != steps for _, r in recs):
+        raise ValueError("the chunks recorded different steps")
+    return np.asarray(steps), np.concatenate([r.paths() for _, r in recs])
+
+# %% ../nbs/07a_return_probability.ipynb #a83a959d
+def gaussian_equivalent_dimension(curves: ReturnCurves, j: int = 0, level: float = 0.95,
+                                  max_dim: float = 1e6) -> np.ndarray:
+    """Per lag, the dimension d at which a Gaussian walk with the measured MSD(τ) returns within ε (number `j`) as
+    often as observed; with no return, the d at which it would return at the `level` upper bound (a lower bound)."""
+    from scipy.optimize import brentq
+    from scipy.stats import chi2
+    e2 = curves.eps[j] ** 2
+    hits, pairs = curves.hits[:, j].sum(0), curves.pairs.sum(0)
+    rate = np.where(hits > 0, hits / pairs, -np.log(1 - level) / pairs)         # zero: the Poisson upper bound
+    out = np.full(curves.tau.size, np.nan)
+    for k, (p, m) in enumerate(zip(rate, curves.msd)):
+        f = lambda d: chi2.logcdf(d * e2 / m, d) - math.log(p)
+        if m > e2 and f(1e-3) > 0 > f(max_dim):                                  # a decreasing F in d: one root
+            out[k] = brentq(f, 1e-3, max_dim, xtol=1e-6, rtol=1e-6)
+    return out
+
+# %% ../nbs/07a_return_probability.ipynb #b7051d05
+def return_table(curves: ReturnCurves):
+    "One row per unit, ε and lag: unit, eps, tau, hits, pairs, msd (the pooled MSD of the lag)."
+    import pandas as pd
+    U, E, T = curves.hits.shape
+    return pd.DataFrame({'unit': np.repeat(np.arange(U), E * T), 'eps': np.tile(np.repeat(curves.eps, T), U),
+                         'tau': np.tile(curves.tau, U * E), 'hits': curves.hits.reshape(-1),
+                         'pairs': np.repeat(curves.pairs[:, None, :], E, 1).reshape(-1),
+                         'msd': np.tile(curves.msd, U * E)})
+
+def curves_from_table(table, unit: str = 'walkers') -> ReturnCurves:
+    "The `ReturnCurves` of a `return_table`."
+    t = table.sort_values(['unit', 'eps', 'tau'])
+    units, eps, tau = (np.unique(t[c].to_numpy()) for c in ('unit', 'eps', 'tau'))
+    if len(t) != units.size * eps.size * tau.size:
+        raise ValueError("the table is not one row per unit, eps and tau")
+    hits = t.hits.to_numpy(float).reshape(units.size, eps.size, tau.size)
+    pairs = t.pairs.to_numpy(float).reshape(units.size, eps.size, tau.size)[:, 0]
+    msd = t.msd.to_numpy(float).reshape(units.size, eps.size, tau.size)[0, 0]
+    return ReturnCurves(tau.astype(np.int64), eps.astype(float), hits, pairs, msd, unit)

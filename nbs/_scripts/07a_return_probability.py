@@ -590,19 +590,160 @@ plt.show()
 # %% [markdown]
 # ## Using it on training runs
 #
-# The estimator wants the trajectory itself, `[steps, params]` per run (or `[runs, steps, params]`), recorded at a
-# fixed stride. None of the committed study results keeps weights along training (they keep $R(t)$, losses and the
-# LLC), so applying it to the moons and MNIST runs needs those runs recorded again with their weight vectors; at
-# the MNIST size (109,184 weights) a run of 2,000 recorded steps is 1.7 GB in float64, so record a stride or a
-# random projection (distances are preserved to a relative $O(1/\sqrt k)$ by $k$ Gaussian projections). Before
-# trusting a value, check it against `pairs_needed`: one run of $10^4$ recorded steps can confirm $d_s$ up to about 2,
-# ten such runs up to about 3.
-#
-# ```python
-# from fracsgd.return_probability import return_curves, spectral_dimension_from_returns
-# curves = return_curves(weights, eps=[0.01, 0.03, 0.1])      # weights: [steps, params], one run
-# fits = [spectral_dimension_from_returns(curves, e) for e in curves.eps]
-# ```
+# The estimator wants the trajectory itself, recorded at a fixed stride. A net's weights are too many to keep at
+# every step (10⁵ per MNIST net), so `ProjectedPath` keeps a Gaussian projection of each member's displacement,
+# $P(w_t - w_0)$ with $P$ a `dim` × params matrix of N(0, 1/`dim`) entries drawn once from `seed`. It preserves every
+# distance between recorded points to a relative $O(1/\sqrt{\texttt{dim}})$ (the squared distance is the true one
+# times $\chi^2_\text{dim}/\text{dim}$, 9% s.d. at 256), so $P_\varepsilon(\tau)$ is measured at an ε blurred by
+# about 4%, which moves the curve along ε but not its slope. It is a recorder for `PerChunk`, the observer of the
+# [ensemble trainer](ensemble.html): `update(step, w)` after every step and a `table()` with the norm of each
+# recorded projection, which estimates $R(t)$ and so checks the projection against the trajectory table;
+# `projected_paths` joins the chunks in member order.
+
+# %%
+#| export
+class ProjectedPath:
+    "A recorder for `PerChunk`: each member's w_t − w_0 on `dim` Gaussian directions, every `stride` steps from `start`."
+    def __init__(self, dim: int = 256, start: int = 0, stride: int = 1, seed: int = 0):
+        for name, v, low in (('dim', dim, 1), ('start', start, 0), ('stride', stride, 1)):
+            if int(v) != v or v < low:
+                raise ValueError(f"{name} must be an integer ≥ {low}, got {v!r}")
+        self.dim, self.start, self.stride, self.seed = int(dim), int(start), int(stride), seed
+        self.steps, self.points, self.w0 = [], [], None
+
+    def update(self, step: int, w) -> None:
+        "Weights `w` [members, params] after step `step` (step 0 first)."
+        import torch
+        with torch.no_grad():
+            w = w.detach()
+            if step == 0:
+                g = torch.Generator().manual_seed(self.seed)
+                self.w0 = w.clone()
+                self.P = torch.randn(w.shape[1], self.dim, generator=g, dtype=torch.float64).div_(
+                    math.sqrt(self.dim)).to(w)
+            if self.w0 is None:
+                raise ValueError("feed the initial weights first: update(0, w0)")
+            if step >= self.start and (step - self.start) % self.stride == 0:
+                self.steps.append(step)
+                self.points.append(((w - self.w0) @ self.P).double().cpu().numpy())   # [members, dim]
+
+    def paths(self) -> np.ndarray:
+        "The recorded projections, [members, recorded steps, dim]."
+        return np.stack(self.points, 1)
+
+    def table(self):
+        "member, step, R_projected = ‖P(w_t − w_0)‖ (an estimate of R(t) at a relative s.d. ≈ 1/√(2 dim))."
+        import pandas as pd
+        x = np.linalg.norm(self.paths(), axis=2)                                       # [members, steps]
+        return pd.DataFrame({'member': np.repeat(np.arange(len(x)), x.shape[1]),
+                             'step': np.tile(self.steps, len(x)), 'R_projected': x.reshape(-1)})
+
+def projected_paths(observer) -> tuple[np.ndarray, np.ndarray]:
+    "The steps and the paths [members, steps, dim] of a `PerChunk` of `ProjectedPath`s, members in ensemble order."
+    recs = sorted(observer.recorders.items())
+    steps = recs[0][1].steps
+    if any(r.steps != steps for _, r in recs):
+        raise ValueError("the chunks recorded different steps")
+    return np.asarray(steps), np.concatenate([r.paths() for _, r in recs])
+
+
+# %% [markdown]
+# A check that needs no training: a walk that lives in a plane of a 2,000-dimensional space (a 2-D Gaussian walk
+# turned by a random orthogonal map) read through a 64-dimensional projection must still read $d_s = 2$, and the
+# projected norm must track the true distance from the start:
+
+# %%
+import torch
+rng = np.random.default_rng(3)
+flat = gaussian_walks(100, 3000, 2, seed=11)                                  # [walkers, steps, 2]
+Q = np.linalg.qr(rng.standard_normal((2000, 2)))[0]                           # 2 orthonormal columns in R^2000
+rec = ProjectedPath(dim=64, seed=5)
+for t in range(flat.shape[1]):
+    rec.update(t, torch.as_tensor(flat[:, t] @ Q.T))
+proj = rec.paths()
+true_R = np.linalg.norm(flat - flat[:, :1], axis=2)
+assert proj.shape == (100, 3001, 64) and np.allclose(rec.table().R_projected.to_numpy(), true_R.reshape(-1), rtol=0.6)
+assert abs(np.median(rec.table().R_projected.to_numpy()[true_R.reshape(-1) > 0] / true_R.reshape(-1)[true_R.reshape(-1) > 0]) - 1) < 0.2
+seen = return_curves(proj, [1.0, 3.0], n_tau=20)
+read = [spectral_dimension_from_returns(seen, e, n_boot=100) for e in seen.eps]
+assert all(f.ci_low <= 2 <= f.ci_high for f in read if not math.isnan(f.d_s)) and not math.isnan(read[0].d_s), read
+pd.DataFrame([f.as_dict() for f in read])[['eps', 'd_s', 'ci_low', 'ci_high', 'tau_min', 'tau_max', 'min_returns']].round(3)
+
+
+# %% [markdown]
+# **When nothing comes back.** On a net the fit will often decline: `pairs_needed` grows like $10^{d/4}$, and a walk
+# that moves in many directions at once returns to an ε-ball almost never. Zero returns still say something. A
+# Gaussian walk in $\mathbb R^d$ with the measured $\mathrm{MSD}(\tau)$ returns with probability
+# $F_{\chi^2_d}(d\,\varepsilon^2/\mathrm{MSD}(\tau))$, which falls as $d$ grows; the **Gaussian-equivalent dimension**
+# at lag τ is the $d$ at which it equals the observed rate. With no return in $N$ pairs the rate is below
+# $3/N$ (95%), which gives a lower bound on $d$. It is a reading of the walk's isotropy, not its $d_s$: a walk on a
+# fractal of spectral dimension $d_s$ is not Gaussian. For a Gaussian walk in $\mathbb R^d$ it reads $d$ at every lag
+# (checked below; where nothing returns it gives bounds, the strongest at the shortest lags), and a walk whose returns fall short of those of a Gaussian walk of dimension $d$ cannot have
+# returns decaying like $\tau^{-d/2}$ from the same start. We use it to say how far from measurable the nets'
+# $d_s$ is, and never as $d_s$.
+
+# %%
+#| export
+def gaussian_equivalent_dimension(curves: ReturnCurves, j: int = 0, level: float = 0.95,
+                                  max_dim: float = 1e6) -> np.ndarray:
+    """Per lag, the dimension d at which a Gaussian walk with the measured MSD(τ) returns within ε (number `j`) as
+    often as observed; with no return, the d at which it would return at the `level` upper bound (a lower bound)."""
+    from scipy.optimize import brentq
+    from scipy.stats import chi2
+    e2 = curves.eps[j] ** 2
+    hits, pairs = curves.hits[:, j].sum(0), curves.pairs.sum(0)
+    rate = np.where(hits > 0, hits / pairs, -np.log(1 - level) / pairs)         # zero: the Poisson upper bound
+    out = np.full(curves.tau.size, np.nan)
+    for k, (p, m) in enumerate(zip(rate, curves.msd)):
+        f = lambda d: chi2.logcdf(d * e2 / m, d) - math.log(p)
+        if m > e2 and f(1e-3) > 0 > f(max_dim):                                  # a decreasing F in d: one root
+            out[k] = brentq(f, 1e-3, max_dim, xtol=1e-6, rtol=1e-6)
+    return out
+
+
+# %%
+for d in (2, 5, 12):
+    c = return_curves(gaussian_walks(50, 4000, d, seed=d), [2.0 * math.sqrt(d)], n_tau=15)
+    ged = gaussian_equivalent_dimension(c)
+    ok = (c.hits[:, 0].sum(0) >= 100) & np.isfinite(ged)
+    assert ok.sum() >= 3 and np.all(np.abs(ged[ok] / d - 1) < 0.15), (d, ged)
+none = ReturnCurves(np.array([10, 100]), np.array([1.0]), np.zeros((4, 1, 2)), np.full((4, 2), 1e4),
+                    np.array([1e3, 1e4]), 'walkers')
+low = gaussian_equivalent_dimension(none)                                        # no return in 4·10⁴ pairs per lag
+assert np.allclose(stats.chi2.cdf(low * 1.0 / none.msd, low), -math.log(0.05) / 4e4, rtol=1e-4), low
+assert low[1] < low[0]          # further out, where even low-dimensional walks seldom return, the bound is weaker
+
+
+# %% [markdown]
+# `return_table` and `curves_from_table` turn curves into a tidy table and back, so a study can store the counts
+# of a run beside its trajectory table and fit them later (training produces tables; the analysis reads them):
+
+# %%
+#| export
+def return_table(curves: ReturnCurves):
+    "One row per unit, ε and lag: unit, eps, tau, hits, pairs, msd (the pooled MSD of the lag)."
+    import pandas as pd
+    U, E, T = curves.hits.shape
+    return pd.DataFrame({'unit': np.repeat(np.arange(U), E * T), 'eps': np.tile(np.repeat(curves.eps, T), U),
+                         'tau': np.tile(curves.tau, U * E), 'hits': curves.hits.reshape(-1),
+                         'pairs': np.repeat(curves.pairs[:, None, :], E, 1).reshape(-1),
+                         'msd': np.tile(curves.msd, U * E)})
+
+def curves_from_table(table, unit: str = 'walkers') -> ReturnCurves:
+    "The `ReturnCurves` of a `return_table`."
+    t = table.sort_values(['unit', 'eps', 'tau'])
+    units, eps, tau = (np.unique(t[c].to_numpy()) for c in ('unit', 'eps', 'tau'))
+    if len(t) != units.size * eps.size * tau.size:
+        raise ValueError("the table is not one row per unit, eps and tau")
+    hits = t.hits.to_numpy(float).reshape(units.size, eps.size, tau.size)
+    pairs = t.pairs.to_numpy(float).reshape(units.size, eps.size, tau.size)[:, 0]
+    msd = t.msd.to_numpy(float).reshape(units.size, eps.size, tau.size)[0, 0]
+    return ReturnCurves(tau.astype(np.int64), eps.astype(float), hits, pairs, msd, unit)
+
+
+# %%
+back = curves_from_table(return_table(seen))
+assert all(np.array_equal(getattr(back, k), getattr(seen, k)) for k in ('tau', 'eps', 'hits', 'pairs', 'msd'))
 
 # %%
 #| hide

@@ -717,7 +717,6 @@ both = tab.merge(seen.table(), on=['member', 'step'])
 assert len(both) == len(tab) and np.allclose(both.R, both.R_seen, rtol=1e-5)
 assert len(seen.table()) == 5 * (toy_settings.n_steps + 1)         # every step, not only the recorded ones
 
-
 # %% [markdown]
 # Three moons-sized nets in one call, against the same three trained one at a time with `torch.optim` and the
 # displacement `Recorder` on the same minibatches (each member's stream, re-created from its seed). The tables
