@@ -13,10 +13,10 @@ from .spectral import fit_power_law, _interval_quantiles, _loglog_ols
 from .walks import Graph, _check_nodes, _check_steps
 
 # %% auto #0
-__all__ = ['ReturnCurves', 'lag_grid', 'return_curves', 'gaussian_walks', 'gaussian_return_probability', 'ReturnFit',
-           'spectral_dimension_from_returns', 'graph_walk_positions', 'distinct_cells', 'lattice_return_probability',
-           'pairs_needed', 'ProjectedPath', 'projected_paths', 'gaussian_equivalent_dimension', 'return_table',
-           'curves_from_table']
+__all__ = ['RETURN_EPS', 'ReturnCurves', 'lag_grid', 'return_curves', 'gaussian_walks', 'gaussian_return_probability',
+           'ReturnFit', 'spectral_dimension_from_returns', 'graph_walk_positions', 'distinct_cells',
+           'lattice_return_probability', 'pairs_needed', 'ProjectedPath', 'projected_paths',
+           'gaussian_equivalent_dimension', 'return_table', 'curves_from_table', 'path_returns', 'returns_summary']
 
 # %% ../nbs/07a_return_probability.ipynb #935143e2
 @dataclass(frozen=True, eq=False)
@@ -281,3 +281,32 @@ def curves_from_table(table, unit: str = 'walkers') -> ReturnCurves:
     pairs = t.pairs.to_numpy(float).reshape(units.size, eps.size, tau.size)[:, 0]
     msd = t.msd.to_numpy(float).reshape(units.size, eps.size, tau.size)[0, 0]
     return ReturnCurves(tau.astype(np.int64), eps.astype(float), hits, pairs, msd, unit)
+
+# %% ../nbs/07a_return_probability.ipynb #05c51daf
+RETURN_EPS = (0.25, 0.5, 1.0, 2.0, 4.0)                 # ε in units of the root mean squared one-step increment
+
+def path_returns(paths, eps_factors=RETURN_EPS, n_tau: int = 30):
+    "Return counts (`return_table`, unit = member) of `paths` [members, steps, dim], ε = factor × one-step length."
+    x = _as_walks(paths)
+    step = math.sqrt(float(((x[:, 1:] - x[:, :-1]) ** 2).sum(-1).mean()))
+    if not step > 0:
+        raise ValueError("the paths do not move: no step length to measure ε in")
+    table = return_table(return_curves(x, np.asarray(eps_factors, float) * step, n_tau=n_tau))
+    table['eps_factor'] = np.round(table.eps / step, 6)
+    return table
+
+def returns_summary(table, max_bias: float = 0.03, n_boot: int = 200, seed: int = 0):
+    "One row per ε of a `return_table`: d_s from returns (or why not), returns where MSD ≥ ε²/max_bias, Gaussian-equivalent d."
+    import pandas as pd
+    curves = curves_from_table(table.drop(columns=[c for c in ('eps_factor',) if c in table]))
+    factor = dict(zip(table.eps, table.eps_factor)) if 'eps_factor' in table else {}
+    rows = []
+    for j, e in enumerate(curves.eps):
+        f = spectral_dimension_from_returns(curves, e, max_bias=max_bias, n_boot=n_boot, seed=seed)
+        far = curves.msd >= e ** 2 / max_bias
+        ged = gaussian_equivalent_dimension(curves, j)[far]
+        rows.append(dict(eps=e, eps_factor=factor.get(e, np.nan), d_s=f.d_s, ci_low=f.ci_low, ci_high=f.ci_high,
+                         reason=f.reason, lags_far=int(far.sum()), returns_far=float(curves.hits[:, j, far].sum()),
+                         pairs_far=float(curves.pairs[:, far].sum()),
+                         gaussian_equivalent_d=float(np.nanmax(ged)) if np.isfinite(ged).any() else np.nan))
+    return pd.DataFrame(rows)

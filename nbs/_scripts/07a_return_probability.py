@@ -745,6 +745,55 @@ def curves_from_table(table, unit: str = 'walkers') -> ReturnCurves:
 back = curves_from_table(return_table(seen))
 assert all(np.array_equal(getattr(back, k), getattr(seen, k)) for k in ('tau', 'eps', 'hits', 'pairs', 'msd'))
 
+
+# %% [markdown]
+# For a training run the natural length is the step itself. `path_returns` counts returns of recorded paths at
+# ε = ¼ … 4 times the root mean squared one-step increment (the walk's own step length, so that the same factors mean
+# the same thing on any net), and `returns_summary` reads one line per ε: the fit (or the reason it declines), the
+# returns counted at the lags where the law may hold (MSD ≥ ε²/`max_bias`), and the largest Gaussian-equivalent
+# dimension there (a lower bound where nothing returned).
+
+# %%
+#| export
+RETURN_EPS = (0.25, 0.5, 1.0, 2.0, 4.0)                 # ε in units of the root mean squared one-step increment
+
+def path_returns(paths, eps_factors=RETURN_EPS, n_tau: int = 30):
+    "Return counts (`return_table`, unit = member) of `paths` [members, steps, dim], ε = factor × one-step length."
+    x = _as_walks(paths)
+    step = math.sqrt(float(((x[:, 1:] - x[:, :-1]) ** 2).sum(-1).mean()))
+    if not step > 0:
+        raise ValueError("the paths do not move: no step length to measure ε in")
+    table = return_table(return_curves(x, np.asarray(eps_factors, float) * step, n_tau=n_tau))
+    table['eps_factor'] = np.round(table.eps / step, 6)
+    return table
+
+def returns_summary(table, max_bias: float = 0.03, n_boot: int = 200, seed: int = 0):
+    "One row per ε of a `return_table`: d_s from returns (or why not), returns where MSD ≥ ε²/max_bias, Gaussian-equivalent d."
+    import pandas as pd
+    curves = curves_from_table(table.drop(columns=[c for c in ('eps_factor',) if c in table]))
+    factor = dict(zip(table.eps, table.eps_factor)) if 'eps_factor' in table else {}
+    rows = []
+    for j, e in enumerate(curves.eps):
+        f = spectral_dimension_from_returns(curves, e, max_bias=max_bias, n_boot=n_boot, seed=seed)
+        far = curves.msd >= e ** 2 / max_bias
+        ged = gaussian_equivalent_dimension(curves, j)[far]
+        rows.append(dict(eps=e, eps_factor=factor.get(e, np.nan), d_s=f.d_s, ci_low=f.ci_low, ci_high=f.ci_high,
+                         reason=f.reason, lags_far=int(far.sum()), returns_far=float(curves.hits[:, j, far].sum()),
+                         pairs_far=float(curves.pairs[:, far].sum()),
+                         gaussian_equivalent_d=float(np.nanmax(ged)) if np.isfinite(ged).any() else np.nan))
+    return pd.DataFrame(rows)
+
+
+# %%
+summ = returns_summary(path_returns(gaussian_walks(40, 3000, 2, seed=21)), n_boot=100)
+ok = summ.dropna(subset=['d_s'])
+assert len(ok) >= 3 and ((ok.ci_low <= 2) & (2 <= ok.ci_high)).all(), summ
+assert np.allclose(summ.eps_factor, RETURN_EPS)
+high = returns_summary(path_returns(gaussian_walks(40, 3000, 30, seed=21)), n_boot=0)   # d = 30: nothing returns
+assert high.d_s.isna().all() and (high.returns_far == 0).all()
+assert (high.gaussian_equivalent_d > 4).all() and (high.gaussian_equivalent_d <= 30).all()   # a bound, below the truth
+pd.concat([summ.assign(d=2), high.assign(d=30)]).drop(columns='reason').round(3)
+
 # %%
 #| hide
 import nbdev
