@@ -532,31 +532,44 @@ def analyse_returns(table: pd.DataFrame, returns: pd.DataFrame, late_slope, n_bo
                  f'steps {", ".join(map(str, steps))}; {len(llc)} nets; interval over nets only'),
             _row('d_s by eq. 17 from the late slope and λ̄, 2 λ̄ s', 2 * lam * s, 2 * lam_lo * s_lo, 2 * lam_hi * s_hi,
                  'what Theorem 3.1 predicts for the returns')]
+    from scipy.stats import chi2
     for r in reads.itertuples():
         rows.append(_row(f'd_s from returns, ε = {r.eps_factor:g} step', r.d_s, r.ci_low, r.ci_high,
                          r.reason or f'{r.returns_far:.0f} returns in {r.pairs_far:.3g} pairs'))
+        k, n = r.returns_far, r.pairs_far                              # Garwood's exact Poisson interval, per pair
+        rows.append(_row(f'return rate at the fit lags, ε = {r.eps_factor:g} step', k / n,
+                         chi2.ppf(0.025, 2 * k) / 2 / n if k else 0.0, chi2.ppf(0.975, 2 * k + 2) / 2 / n,
+                         f'{k:.0f} returns in {n:.3g} pairs at the {r.lags_far} lags where MSD ≥ 33 ε²'))
         rows.append(_row(f'Gaussian-equivalent dimension at the fit lags, ε = {r.eps_factor:g} step',
                          r.gaussian_equivalent_d, note=f'{r.returns_far:.0f} returns in {r.pairs_far:.3g} pairs; '
                          'a lower bound where none returned; not d_s'))
+    lag = returns.groupby('tau').msd.first()
+    far = lag[lag.index >= 100]
+    rows.append(_row('increment MSD exponent at lags ≥ 100 steps', np.polyfit(np.log(far.index), np.log(far), 1)[0],
+                     note=f'lags {far.index.min()}–{far.index.max()} after step {RETURNS_START}; 2: ballistic (drift); '
+                          '2/d_walk for a walk'))
     return dict(summary=pd.DataFrame(rows), reads=reads, llc=llc)
 
 def plot_returns(returns: pd.DataFrame, d_s_eq17: float):
-    "P_ε(τ) of the pooled nets for each ε, with the slope −d_s/2 that eq. 17's d_s predicts."
+    """P_ε(τ) of the pooled nets for each ε; the slope −d_s/2 of eq. 17's d_s drawn from the ε = 1 step curve at
+    τ = 1, and the 95% bound on the rate where nothing returned."""
     from fracsgd.return_probability import curves_from_table
     c = curves_from_table(returns.rename(columns={'run': 'unit'}).drop(columns='eps_factor'))
     factor = dict(zip(returns.eps, returns.eps_factor))
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4))
     P = c.probability
     for j, e in enumerate(c.eps):
         ok = P[j] > 0
         ax.loglog(c.tau[ok], P[j, ok], 'o-', ms=3, label=f'ε = {factor[e]:g} step')
-    t0 = c.tau[P[0] > 0][0] if (P[0] > 0).any() else c.tau[0]
-    p0 = P[0][P[0] > 0][0] if (P[0] > 0).any() else 1.0
-    grid = np.geomspace(t0, c.tau.max(), 20)
-    ax.loglog(grid, p0 * (grid / t0) ** (-d_s_eq17 / 2), 'k--', lw=1, label=f'slope −{d_s_eq17 / 2:.2f} (eq. 17)')
-    ax.set(xlabel='lag τ (steps)', ylabel='P(‖w(s+τ) − w(s)‖ < ε)', ylim=(max(P[P > 0].min() / 3, 1e-7) if (P > 0).any() else 1e-7, 1.5),
-           title='Returns of the moons nets after step 400')
-    ax.legend(fontsize=7)
+    j = int(np.argmin(np.abs(np.log([factor[e] for e in c.eps]))))           # ε = 1 step
+    grid = np.geomspace(1, c.tau.max(), 30)
+    ax.loglog(grid, P[j, 0] * grid ** (-d_s_eq17 / 2), 'k--', lw=1,
+              label=f'τ^(−d_s/2), d_s = {d_s_eq17:.2f} (eq. 17), from ε = 1 step at τ = 1')
+    bound = -np.log(0.05) / c.pairs.sum(0)
+    ax.loglog(c.tau, bound, ':', color='0.5', label='95% bound where none returned')
+    ax.set(xlabel='lag τ (steps)', ylabel='P(‖w(s+τ) − w(s)‖ < ε)', ylim=(bound.min() / 3, 1.5),
+           title=f'Returns of the moons nets after step {RETURNS_START}')
+    ax.legend(fontsize=7, loc='center right')
     plt.tight_layout()
     return fig
 
