@@ -188,3 +188,27 @@ def test_analyse_controls_recovers_known_exponents():
     assert abs(s['ageing exponent, full-batch GD, τ = 10, ages ≥ t_c'] + 0.5) < 0.1
     assert np.isclose(s['ageing exponent predicted by eq. 4 from the late SGD slope, 2 s − 1'], -0.1)
     assert res['late_ages'] == [200, 400, 800, 1600] and set(res['msd'].optimizer) == {'sgd', 'gd'}
+
+
+def test_returns_preset_measures_slope_llc_and_returns_apart(tmp_path, monkeypatch):
+    """A small returns run: the projected paths give return counts (never more than pairs), the LLC is taken at
+    the LLC steps only, and eq. 17's d_s in the summary is 2 λ̄ s of the same run's numbers."""
+    import warnings
+    monkeypatch.setattr(study, 'LLC_EVERY', 50)                 # the runs carry them as fields
+    monkeypatch.setattr(study, 'RETURNS_START', 20)
+    cfg = replace(study.RETURNS, n_models=3, nets_per_run=3, epochs=30, n_boot=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        res = run_study(study.STUDY, config=cfg, folder=tmp_path, workers=1, progress=False)
+    stored = load_study(tmp_path)
+    ret = stored.tables['returns']
+    assert set(ret.run) == {0, 1, 2} and (ret.hits <= ret.pairs).all() and (ret.hits >= 0).all()
+    from fracsgd.return_probability import RETURN_EPS
+    assert sorted(ret.eps_factor.unique()) == sorted(RETURN_EPS)
+    assert ret.query('tau == 1').pairs.iloc[0] == cfg.epochs * 4 - study.RETURNS_START   # recorded steps − 1
+    llc_steps = stored.trajectories.dropna(subset=['llc']).step.unique()
+    assert sorted(llc_steps) == [50, 100]
+    v = res['summary'].set_index('quantity').value
+    lam = stored.trajectories.dropna(subset=['llc']).groupby('run').llc.mean().mean()
+    assert abs(v['mean LLC along the late run, λ̄ (paper table-3 setting)'] - lam) < 1e-12
+    assert abs(v['d_s by eq. 17 from the late slope and λ̄, 2 λ̄ s'] - 2 * lam * v['late exponent 1/d_walk']) < 1e-12

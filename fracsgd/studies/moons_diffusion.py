@@ -390,7 +390,8 @@ def analyse_returns(table: pd.DataFrame, returns: pd.DataFrame, late_slope, n_bo
                          'a lower bound where none returned; not d_s'))
     lag = returns.groupby('tau').msd.first()
     far = lag[lag.index >= 100]
-    rows.append(_row('increment MSD exponent at lags ≥ 100 steps', np.polyfit(np.log(far.index), np.log(far), 1)[0],
+    rows.append(_row('increment MSD exponent at lags ≥ 100 steps',
+                     np.polyfit(np.log(far.index), np.log(far), 1)[0] if len(far) >= 2 else np.nan,
                      note=f'lags {far.index.min()}–{far.index.max()} after step {RETURNS_START}; 2: ballistic (drift); '
                           '2/d_walk for a walk'))
     return dict(summary=pd.DataFrame(rows), reads=reads, llc=llc)
