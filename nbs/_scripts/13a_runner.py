@@ -425,9 +425,41 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
 #
 # A killed driver is resumed by running the same command again: finished runs are stored once, under their
 # key, whichever backend ran them. Small models leave most of a card idle, so a fraction (`--gpus-per-run 0.25`)
-# packs several runs onto it. What each study costs is on the [benchmarks page](bench.html) where it was
-# measured; no multi-GPU timing has been measured by this project yet (no GPU was lent to the sessions that
-# wrote this).
+# packs several runs onto it.
+#
+# **What each costs.** The table below lists the worker time of every full-scale result the ledger keeps. It is
+# read from the `timing.json` beside each compact result, measured on the shared 2-core development CPU, often
+# with other jobs running. Runs are independent, so on several devices the wall time is about the longest single
+# run once there are as many workers as runs. The mnist-seeds study is a single run of 50 nets, so it cannot be
+# spread this way. GPU numbers are few:
+# - on one H200 (an early version of the code), 16 of mnist-architectures' 17 runs trained their 5,000 steps in
+#   290 s with six workers;
+# - on the same H200, mnist-seeds `--full` reached step 800 of 2,000 in 250 s.
+#
+# No multi-GPU run has been timed by this project: no device was lent to the sessions that wrote this page. The
+# per-phase profile of mnist-seeds is on the [benchmarks page](bench.html).
+
+# %%
+import pandas as pd
+from fracsgd.ledger import COMPACT
+_rows = []
+for prov_file in sorted(COMPACT.glob('*/*/provenance.json')):
+    prov, timing = json.loads(prov_file.read_text()), prov_file.with_name('timing.json')
+    if not timing.exists() or not prov.get('scale', '').startswith(('paper scale', 'extended')):
+        continue
+    _rows.append(dict(study=prov['study'], preset=prov['preset'], scale=prov['scale'].split(':')[0],
+                      runs=len(prov.get('run_keys', [])),
+                      worker_minutes=round(json.loads(timing.read_text())['seconds'] / 60, 1),
+                      device=prov.get('session', {}).get('device') or 'cpu',
+                      date=(prov.get('session', {}).get('time') or '')[:10]))
+_post = pd.read_csv(COMPACT.parents[1] / 'moons_posterior/full/timing.csv').set_index('what').seconds   # kept apart
+_rows.append(dict(study='moons-posterior', preset='full', scale='paper scale', runs=10,
+                  worker_minutes=round((_post.filter(like='runs in total').sum() + _post.filter(like='stage 2').sum()) / 60, 1),
+                  device='cpu', date=''))
+costs = pd.DataFrame(_rows)
+assert {'mnist-seeds', 'mnist-architectures', 'moons-diffusion', 'moons-posterior'} <= set(costs.study), costs
+assert (costs.worker_minutes > 0).all() and (costs.runs >= 1).all()
+costs
 
 # %% [markdown]
 # `report_study` reads everything it needs from the folder: the study and its configuration from `meta.json`,
