@@ -11,6 +11,8 @@ import math
 import numpy as np
 import pytest
 
+import fracsgd.return_probability as rp
+
 from fracsgd.return_probability import (ReturnCurves, gaussian_return_probability, gaussian_walks,
                                         graph_walk_positions, lattice_return_probability, pairs_needed,
                                         return_curves, spectral_dimension_from_returns, distinct_cells)
@@ -123,3 +125,37 @@ def test_bad_input_is_refused(bad, message):
         return_curves(bad, 1.0)
     with pytest.raises(ValueError, match='eps'):
         return_curves(np.zeros((10, 2)), -1.0)
+
+
+def test_projection_keeps_the_spectral_dimension_of_a_walk_in_a_plane():
+    """A 2-D Gaussian walk turned into R^500 and read through a 48-dimensional ProjectedPath still reads d_s = 2,
+    and PerChunk gives each chunk its own recorder and puts the members back in ensemble order."""
+    import torch
+    from fracsgd.ensemble import PerChunk
+    from fracsgd.return_probability import ProjectedPath, projected_paths
+    flat = rp.gaussian_walks(60, 2000, 2, seed=4)
+    Q = np.linalg.qr(np.random.default_rng(0).standard_normal((500, 2)))[0]
+    obs = PerChunk(lambda: ProjectedPath(dim=48, seed=1))
+    class Chunk:                                               # what PerChunk reads of a trainer
+        def __init__(self, members): self.members = members
+    for members in (range(0, 30), range(30, 60)):
+        trainer = Chunk(list(members))
+        for t in range(flat.shape[1]):
+            trainer.w = torch.as_tensor(flat[list(members), t] @ Q.T)
+            obs.observe(trainer, t)
+    steps, paths = projected_paths(obs)
+    assert paths.shape == (60, 2001, 48) and steps[-1] == 2000
+    assert set(obs.table().member) == set(range(60))
+    fit = rp.spectral_dimension_from_returns(rp.return_curves(paths, 1.0, n_tau=15), n_boot=100)
+    assert fit.ci_low <= 2 <= fit.ci_high, fit
+
+
+def test_gaussian_equivalent_dimension_reads_d_and_bounds_it_from_below():
+    for d in (3, 8):
+        c = rp.return_curves(rp.gaussian_walks(40, 3000, d, seed=d), [1.5 * np.sqrt(d)], n_tau=15)
+        ged = rp.gaussian_equivalent_dimension(c)
+        counted = (c.hits[:, 0].sum(0) >= 200) & np.isfinite(ged)
+        assert counted.sum() >= 2 and np.all(np.abs(ged[counted] / d - 1) < 0.15), (d, ged)
+    high = rp.returns_summary(rp.path_returns(rp.gaussian_walks(30, 2000, 40, seed=2)), n_boot=0)
+    bound = high.gaussian_equivalent_d.dropna()                       # NaN where no lag has MSD ≥ ε²/0.03
+    assert (high.returns_far == 0).all() and len(bound) >= 3 and (bound > 4).all() and (bound <= 40).all()
