@@ -587,6 +587,7 @@ ax[1].legend(fontsize=8)
 plt.tight_layout()
 plt.show()
 
+
 # %% [markdown]
 # ## Using it on training runs
 #
@@ -744,7 +745,6 @@ def curves_from_table(table, unit: str = 'walkers') -> ReturnCurves:
 # %%
 back = curves_from_table(return_table(seen))
 assert all(np.array_equal(getattr(back, k), getattr(seen, k)) for k in ('tau', 'eps', 'hits', 'pairs', 'msd'))
-
 
 # %% [markdown]
 # For a training run the natural length is the step itself. `path_returns` counts returns of recorded paths at

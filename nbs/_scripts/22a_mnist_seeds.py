@@ -90,24 +90,42 @@ class MNISTSeedsConfig:
     llc_every: int = 100
     batch_size: int = 256
     n_images: int = 10_000                  # the subset of MNIST, half of it held out
+    controls: bool = False                  # also full-batch GD from the same inits; increments and returns
+    ages: tuple = ()                        # with controls: ages of the increment MSD (MNISTRun.ages)
+    late_start: int = 0                     # with controls: the late window's first step; the returns start there
+    returns_dim: int = 0                    # with controls: Gaussian directions of the projected paths
 
 QUICK = MNISTSeedsConfig()
 FULL = replace(QUICK, n_models=50, epochs=100, calibrated='10nets-1x5000', n_boot=200)
 SMOKE = replace(QUICK, n_models=3, nets_per_run=2, hidden=(16,), epochs=3, llc='smoke', calibrated='smoke',
                 volume_eps=(0.01,), n_boot=20, llc_every=4, batch_size=16, n_images=100)
+CONTROL_AGES = (25, 50, 100, 200, 400, 800, 1600)          # ages s of the increment MSD (steps); 1.2 × 1600 < 2,000
+CONTROLS = replace(FULL, n_models=10, nets_per_run=10, calibrated='', volume_eps=(), controls=True,
+                   ages=CONTROL_AGES, late_start=200, returns_dim=256)
+CONTROLS_SMOKE = replace(SMOKE, n_models=2, epochs=10, calibrated='', volume_eps=(), controls=True,
+                         ages=(2, 4, 8, 16), late_start=4, returns_dim=8, n_boot=10)
 
 def runs(cfg: MNISTSeedsConfig) -> list[MNISTRun]:
-    "The runs: `cfg.n_models` nets with seeds 0, 1, ... in groups of `cfg.nets_per_run`."
+    """The runs: `cfg.n_models` nets with seeds 0, 1, ... in groups of `cfg.nets_per_run`; with `controls`, the same
+    nets again by full-batch GD (no LLC), both recording increments at `ages` and returns from `late_start`."""
     shared = dict(hidden=tuple(cfg.hidden), epochs=cfg.epochs, llc=cfg.llc, calibrated=cfg.calibrated,
                   volume_eps=tuple(cfg.volume_eps), llc_every=cfg.llc_every, batch_size=cfg.batch_size,
                   n_images=cfg.n_images)
-    return [MNISTRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s))
-            for s in range(0, cfg.n_models, cfg.nets_per_run)]
+    if cfg.controls:
+        shared.update(ages=tuple(cfg.ages), returns_dim=cfg.returns_dim, returns_start=cfg.late_start)
+    return [MNISTRun(**{**shared, **(dict(llc_every=0) if gd else {})}, first_seed=s,
+                     n_nets=min(cfg.nets_per_run, cfg.n_models - s), full_batch=gd)
+            for gd in ((False, True) if cfg.controls else (False,)) for s in range(0, cfg.n_models, cfg.nets_per_run)]
 
 
 # %%
 assert [(r.first_seed, r.n_nets, r.n_steps) for r in runs(FULL)] == [(0, 50, 2000)]
 assert runs(FULL)[0].llc_every == 100 and runs(FULL)[0].lr == 1e-3 and runs(FULL)[0].batch_size == 256
+sgd_ctl, gd_ctl = runs(CONTROLS)
+assert (sgd_ctl.n_nets, sgd_ctl.first_seed, sgd_ctl.llc, sgd_ctl.llc_every) == (10, 0, FULL.llc, 100) and not sgd_ctl.full_batch
+assert gd_ctl.full_batch and gd_ctl.llc_every == 0 and gd_ctl.n_steps == sgd_ctl.n_steps == 2000
+assert gd_ctl.settings().batch_size == 5000 and sgd_ctl.settings().batch_size == 256
+assert max(CONTROL_AGES) * 1.2 < sgd_ctl.n_steps and sgd_ctl.returns_start == 200 and sgd_ctl.returns_dim == 256
 
 # %% [markdown]
 # ## Table 8 as printed
@@ -335,7 +353,8 @@ def report(folder, cfg: MNISTSeedsConfig) -> dict:
 
 class MNISTSeeds(MNISTStudy):
     "The MNIST seeds study (paper table 8), for the runner."
-    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL, controls=CONTROLS,
+                                        **{'controls-smoke': CONTROLS_SMOKE})
     keep = ('per_net.csv', 'trajectory_compact.parquet')
     def runs(self, cfg): return runs(cfg)
     def report(self, folder, cfg): return report(folder, cfg)
