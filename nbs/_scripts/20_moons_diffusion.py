@@ -44,12 +44,14 @@ from fracsgd.core import added_field, save_figures, write_table
 from fracsgd.datasets.moons import load_moons
 from fracsgd.models import make_mlp
 from fracsgd.displacement import runs_matrix
-from fracsgd.ensemble import EnsembleSettings, train_ensemble
+from fracsgd.ensemble import EnsembleSettings, PerChunk, train_ensemble
+from fracsgd.sgld import PAPER_PRESET
 from fracsgd.runner import Study, run_one, placement
 from fracsgd.store import load_study
 from fracsgd.spectral import fit_power_law, compare_growth_laws, diffusion_regime
 from fracsgd.crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
-from fracsgd.ageing import aged_msd, paired_ageing, paired_excess, paired_late_slopes, train_with_increments
+from fracsgd.ageing import IncrementRecorder, aged_msd, paired_ageing, paired_excess, paired_late_slopes
+from fracsgd.return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
 
 
 # %% [markdown]
@@ -95,17 +97,21 @@ class MoonsDiffusionConfig:
     record_every: int = 1                   # 1: every step; n > 1: every n-th step and LOG_POINTS log-spaced ones
     crossover: str = 'slope'                # detect_crossover's method; analysis only (see Analysis)
     controls: bool = False                  # also full-batch GD from the same inits; increments at CONTROL_AGES
+    returns: bool = False                   # record projected paths from RETURNS_START and the LLC every LLC_EVERY
 
 QUICK = MoonsDiffusionConfig()
 FULL = replace(QUICK, n_models=500, n_boot=500)
 SMOKE = replace(QUICK, n_models=4, nets_per_run=2, n_boot=2)
 LONG = replace(FULL, epochs=1000, record_every=10, crossover='auto')
 CONTROLS = replace(LONG, n_models=50, n_boot=200, controls=True)
+RETURNS = replace(LONG, n_models=50, n_boot=200, returns=True)
 LOG_POINTS = 100
 CONTROL_AGES = (25, 50, 100, 200, 400, 800, 1600)          # ages s of the increment MSD (steps)
 CONTROL_LAGS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000)   # lags τ (steps)
 AGEING_LAG = 10                                             # the lag of the ageing exponent: τ ≪ every late age
 NOISE_LAGS = (1, 2, 3, 5, 10)                               # lags of the noise part M_SGD − M_GD (τ ≪ every late age)
+RETURNS_DIM, RETURNS_START = 256, 400                      # projected path: dimensions, first step (2 t_c of the long run)
+LLC_EVERY = 1000                                           # the LLC (the paper's table-3 setting) at steps 1,000 … 4,000
 
 
 # %% [markdown]
@@ -138,6 +144,9 @@ class MoonsRun:
     record_every: int = added_field(1)    # out of the key at 1: the quick and full runs were stored without it
     full_batch: bool = added_field(False)  # gradient descent on all n_samples points, as many steps as SGD takes
     ages: tuple = added_field(())          # record the increment MSD at these ages (and CONTROL_LAGS)
+    returns_dim: int = added_field(0)      # > 0: a projected path of each net from `returns_start` (return counts)
+    returns_start: int = added_field(0)
+    llc_every: int = added_field(0)        # > 0: the LLC (PAPER_PRESET) every this many steps
     RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
 def runs(cfg: MoonsDiffusionConfig) -> list[MoonsRun]:
@@ -146,6 +155,8 @@ def runs(cfg: MoonsDiffusionConfig) -> list[MoonsRun]:
                   batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed, record_every=cfg.record_every)
     if cfg.controls:
         shared['ages'] = CONTROL_AGES
+    if cfg.returns:
+        shared.update(returns_dim=RETURNS_DIM, returns_start=RETURNS_START, llc_every=LLC_EVERY)
     starts = range(0, cfg.n_models, cfg.nets_per_run)
     return [MoonsRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s), full_batch=gd)
             for gd in ((False, True) if cfg.controls else (False,)) for s in starts]
@@ -159,19 +170,29 @@ def record_steps(n_steps: int, every: int = 1, log_points: int = LOG_POINTS):
 
 def train_run(run: MoonsRun, data, nets) -> dict:
     """Train the nets of one run as an ensemble on `data`; their trajectory table (`run` = the net's seed), and
-    with `run.ages` their increments table and an `optimizer` column ('sgd', or 'gd' for `full_batch`)."""
+    with `run.ages` their increments table and an `optimizer` column ('sgd', or 'gd' for `full_batch`), with
+    `run.returns_dim` their return counts (`path_returns`, `run` = the net's seed) and with `run.llc_every` an LLC column."""
     n_steps = run.epochs * math.ceil(run.n_samples / run.batch_size)      # as many steps as SGD takes, also for GD
     settings = EnsembleSettings(optimizer='sgd', lr=run.lr, seed=run.first_seed, n_steps=n_steps,
                                 batch_size=run.n_samples if run.full_batch else run.batch_size,
-                                every=record_steps(n_steps, run.record_every), groups='top')
+                                every=record_steps(n_steps, run.record_every), groups='top',
+                                llc_every=run.llc_every, llc=PAPER_PRESET)
+    watch = {}
+    if run.ages:
+        watch['increments'] = PerChunk(lambda: IncrementRecorder(run.ages, CONTROL_LAGS, n_steps))
+    if run.returns_dim:
+        watch['returns'] = PerChunk(lambda: ProjectedPath(run.returns_dim, start=run.returns_start))
+    table = train_ensemble(nets, data, 'classification', settings, observers=list(watch.values()))
+    table.insert(0, 'run', table.pop('member') + run.first_seed)
     out = {}
     if run.ages:
-        table, inc = train_with_increments(nets, data, 'classification', settings, ages=run.ages, lags=CONTROL_LAGS)
+        inc = watch['increments'].table()
         inc.insert(0, 'run', inc.pop('member') + run.first_seed)
         out['increments'] = inc.assign(optimizer='gd' if run.full_batch else 'sgd')
-    else:
-        table = train_ensemble(nets, data, 'classification', settings)
-    table.insert(0, 'run', table.pop('member') + run.first_seed)
+    if run.returns_dim:
+        ret = path_returns(projected_paths(watch['returns'])[1])
+        ret.insert(0, 'run', ret.pop('unit') + run.first_seed)
+        out['returns'] = ret
     if run.ages or run.full_batch:
         table['optimizer'] = 'gd' if run.full_batch else 'sgd'
     final = table[table.step == table.step.max()]
@@ -180,7 +201,8 @@ def train_run(run: MoonsRun, data, nets) -> dict:
 
 class MoonsDiffusion(Study):
     "The moons anomalous-diffusion study, for the runner."
-    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG, controls=CONTROLS)
+    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG, controls=CONTROLS,
+                                            returns=RETURNS)
     keep = ('growth_laws.csv', 'mean_displacement.csv', 'crossover_readings.csv')
     def runs(self, cfg): return runs(cfg)
     def load_data(self, run): return tuple(load_moons(run.n_samples, run.noise, seed=run.data_seed)[:2])
@@ -485,6 +507,61 @@ def plot_noise(noise: pd.DataFrame):
 
 
 # %% [markdown]
+# ## Returns: a spectral dimension without the LLC (returns preset)
+#
+# Theorem 3.1 (eq. 12) ties three numbers together: $d_\text{walk} = 2\lambda/d_s$, so with $R \sim t^{1/d_\text{walk}}$
+# the late slope $s$ gives $d_s = 2\lambda s$ (eq. 17). Computed that way, $d_s$ agrees with the theorem by
+# definition. The returns preset measures all three apart (issue 25, item 1): the slope from $R(t)$, λ from the
+# LLC along the run (the paper's table-3 setting at steps 1,000 … 4,000), and $d_s$ from how often each net comes
+# back near where it was, read from a 256-dimensional Gaussian projection of its path after step 400 ([returns
+# chapter](return_probability.html)). `analyse_returns` puts them side by side.
+
+# %%
+#| export
+def analyse_returns(table: pd.DataFrame, returns: pd.DataFrame, late_slope, n_boot: int = 200, seed: int = 0) -> dict:
+    """Theorem 3.1 with three independent measurements: the LLC along the run (`llc` column of `table`), the late
+    slope (value, low, high) and the return counts (`path_returns` tables, `run` = net); the summary rows."""
+    llc = table.dropna(subset=['llc']).groupby('run').llc.mean()                  # λ̄ per net over the LLC steps
+    rng = np.random.default_rng(seed)
+    boots = [llc.to_numpy()[rng.integers(0, len(llc), len(llc))].mean() for _ in range(n_boot)]
+    lam, lam_lo, lam_hi = llc.mean(), *np.quantile(boots, [0.025, 0.975])
+    s, s_lo, s_hi = late_slope
+    reads = returns_summary(returns.rename(columns={'run': 'unit'}), n_boot=n_boot, seed=seed)
+    steps = sorted(table.dropna(subset=['llc']).step.unique())
+    rows = [_row('mean LLC along the late run, λ̄ (paper table-3 setting)', lam, lam_lo, lam_hi,
+                 f'steps {", ".join(map(str, steps))}; {len(llc)} nets; interval over nets only'),
+            _row('d_s by eq. 17 from the late slope and λ̄, 2 λ̄ s', 2 * lam * s, 2 * lam_lo * s_lo, 2 * lam_hi * s_hi,
+                 'what Theorem 3.1 predicts for the returns')]
+    for r in reads.itertuples():
+        rows.append(_row(f'd_s from returns, ε = {r.eps_factor:g} step', r.d_s, r.ci_low, r.ci_high,
+                         r.reason or f'{r.returns_far:.0f} returns in {r.pairs_far:.3g} pairs'))
+        rows.append(_row(f'Gaussian-equivalent dimension at the fit lags, ε = {r.eps_factor:g} step',
+                         r.gaussian_equivalent_d, note=f'{r.returns_far:.0f} returns in {r.pairs_far:.3g} pairs; '
+                         'a lower bound where none returned; not d_s'))
+    return dict(summary=pd.DataFrame(rows), reads=reads, llc=llc)
+
+def plot_returns(returns: pd.DataFrame, d_s_eq17: float):
+    "P_ε(τ) of the pooled nets for each ε, with the slope −d_s/2 that eq. 17's d_s predicts."
+    from fracsgd.return_probability import curves_from_table
+    c = curves_from_table(returns.rename(columns={'run': 'unit'}).drop(columns='eps_factor'))
+    factor = dict(zip(returns.eps, returns.eps_factor))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    P = c.probability
+    for j, e in enumerate(c.eps):
+        ok = P[j] > 0
+        ax.loglog(c.tau[ok], P[j, ok], 'o-', ms=3, label=f'ε = {factor[e]:g} step')
+    t0 = c.tau[P[0] > 0][0] if (P[0] > 0).any() else c.tau[0]
+    p0 = P[0][P[0] > 0][0] if (P[0] > 0).any() else 1.0
+    grid = np.geomspace(t0, c.tau.max(), 20)
+    ax.loglog(grid, p0 * (grid / t0) ** (-d_s_eq17 / 2), 'k--', lw=1, label=f'slope −{d_s_eq17 / 2:.2f} (eq. 17)')
+    ax.set(xlabel='lag τ (steps)', ylabel='P(‖w(s+τ) − w(s)‖ < ε)', ylim=(max(P[P > 0].min() / 3, 1e-7) if (P > 0).any() else 1e-7, 1.5),
+           title='Returns of the moons nets after step 400')
+    ax.legend(fontsize=7)
+    plt.tight_layout()
+    return fig
+
+
+# %% [markdown]
 # ## One function runs the study
 #
 # The [runner](runner.html)'s `run_study('moons-diffusion', 'quick', folder)` runs the sweep (or resumes it)
@@ -517,6 +594,15 @@ def report(folder, cfg: MoonsDiffusionConfig) -> dict:
         figures.update(controls=plot_controls(ctl['curves'], ctl['t_c']), ageing=plot_ageing(ctl['msd']),
                        noise=plot_noise(ctl['noise']['table']))
         res['controls'] = ctl
+    if cfg.returns:
+        late = res['late']
+        ret = stored.tables['returns'].drop(columns='key')
+        got = analyse_returns(table, ret, (late.slope, late.ci_low, late.ci_high), n_boot=cfg.n_boot)
+        res['summary'] = pd.concat([res['summary'], got['summary']], ignore_index=True)
+        write_table(ret, out / 'returns.csv')
+        d_s = got['summary'].set_index('quantity').value['d_s by eq. 17 from the late slope and λ̄, 2 λ̄ s']
+        figures['returns'] = plot_returns(ret, d_s)
+        res['returns'] = got
     write_table(res['summary'], out / 'summary.csv')
     write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
     write_table(mean_curve(res['t'], res['R']), out / 'mean_displacement.csv')
