@@ -493,7 +493,6 @@ assert set(phases) == {f'seconds_train_{p}' for p in ('steps', 'record', 'llc', 
 assert sum(phases.values()) <= out['seconds_train']                  # the phases partition the training loop
 out['nets']
 
-
 # %% [markdown]
 # **The controls' recorders.** A run can also be trained by full-batch gradient descent (`full_batch`: every step
 # on all `n_train` images, the same learning rate and as many steps as SGD takes), record the increment MSD at
