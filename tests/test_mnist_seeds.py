@@ -138,10 +138,11 @@ def test_controls_preset_trains_the_first_ten_full_nets_by_sgd_and_by_full_batch
     import dataclasses
     sgd, gd = STUDY.runs(study.CONTROLS)
     full = STUDY.runs(study.FULL)[0]
-    same = dict(n_nets=10, calibrated='', volume_eps=(), ages=(), returns_dim=0, returns_start=0)
-    assert dataclasses.replace(sgd, **same) == dataclasses.replace(full, **same)      # seeds, lr, batch, steps, LLC
-    assert dataclasses.replace(gd, full_batch=False, llc_every=full.llc_every) == sgd
-    assert gd.full_batch and gd.llc_every == 0 and gd.n_steps == sgd.n_steps == 2000
+    same = dict(n_nets=10, calibrated='', volume_eps=(), ages=(), returns_dim=0, returns_start=0, llc_every=0)
+    assert dataclasses.replace(sgd, **same) == dataclasses.replace(full, **same)      # seeds, lr, batch, steps
+    assert dataclasses.replace(gd, full_batch=False) == sgd
+    assert gd.full_batch and gd.llc_every == sgd.llc_every == 0 and gd.n_steps == sgd.n_steps == 2000
+    assert study.CONTROLS.llc_source == 'mnist-seeds/full'          # λ: the full run's LLC of the same nets
     assert sgd.returns_dim == 256 and sgd.returns_start == 200 and max(sgd.ages) * 1.2 < sgd.n_steps
     # the added fields stay out of the keys of the runs stored before them
     assert run_key(full) == run_key(dataclasses.replace(full, full_batch=False, ages=(), returns_dim=0))

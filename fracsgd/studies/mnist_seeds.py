@@ -26,9 +26,10 @@ from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectorie
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'CONTROL_AGES', 'CONTROLS', 'CONTROLS_SMOKE', 'PAPER_TABLE8', 'CONTROL_AGEING_LAG',
-           'CONTROL_NOISE_LAGS', 'CONTROL_FILES', 'STUDY', 'MNISTSeedsConfig', 'runs', 'per_net', 'bootstrap_interval',
-           'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2', 'plot_trajectories', 'plot_layers',
-           'theorem31', 'analyse_controls', 'plot_sgd_gd', 'plot_theorem31', 'report', 'MNISTSeeds']
+           'CONTROL_NOISE_LAGS', 'CONTROL_FILES', 'STUDY', 'MNISTSeedsConfig', 'runs', 'borrow_llc', 'per_net',
+           'bootstrap_interval', 'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2',
+           'plot_trajectories', 'plot_layers', 'theorem31', 'analyse_controls', 'plot_sgd_gd', 'plot_theorem31',
+           'report', 'MNISTSeeds']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
 @dataclass(frozen=True)
@@ -87,6 +88,23 @@ PAPER_TABLE8 = pd.DataFrame(np.array([
     (14.258, 21.386), (15.516, 23.590)]), columns=['d_s', 'llc'])
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #592acc51
+def borrow_llc(traj: pd.DataFrame, source: str, rtol: float = 1e-5) -> pd.DataFrame:
+    """`traj` with the `llc` column of the compact result `source` (a folder under COMPACT), refused unless R(t)
+    agrees at every shared (run, step); `attrs['llc_check']`: the shared pairs and the largest relative difference."""
+    ref = read_table(COMPACT / source / 'trajectory_compact.parquet')
+    m = traj[['run', 'step', 'R']].merge(ref[['run', 'step', 'R']], on=['run', 'step'], suffixes=('', '_ref'))
+    m = m[m.step > 0]
+    worst = float((m.R / m.R_ref - 1).abs().max()) if len(m) else np.inf
+    if not len(m) or set(m.run) != set(traj.run) or worst > rtol:
+        raise ValueError(f"{source}: not the same nets ({len(m)} shared (run, step) pairs, R differs by up to "
+                         f"{worst:.2g} relative): its LLC does not belong to these trajectories")
+    llc = ref.dropna(subset=['llc'])[['run', 'step', 'llc']]
+    out = traj.drop(columns=[c for c in ('llc',) if c in traj]).merge(llc, on=['run', 'step'], how='left')
+    out.attrs['llc_check'] = dict(source=source, shared=len(m), max_relative_difference=worst,
+                                  estimates=int(out.llc.notna().sum()))
+    return out
+
+# %% ../../nbs/22a_mnist_seeds.ipynb #737df923
 def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One row per net (analysis, test accuracy, calibrated LLC), and the trajectory table, of the study in `folder`
     (with the controls: the SGD nets' rows, and both optimizers' trajectories)."""
@@ -97,6 +115,11 @@ def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     if 'optimizer' in traj:                       # the controls: the SGD nets are the study's nets (GD has no LLC)
         sgd = traj[traj.optimizer == 'sgd'].drop(columns='optimizer')
         nets = nets[nets.optimizer == 'sgd'].drop(columns='optimizer')
+        if cfg.llc_source:
+            sgd = borrow_llc(sgd, cfg.llc_source)
+            gd = traj[traj.optimizer == 'gd'].drop(columns=[c for c in ('llc',) if c in traj])
+            traj = pd.concat([sgd.assign(optimizer='sgd'), gd], ignore_index=True)
+            traj.attrs['llc_check'] = sgd.attrs['llc_check']
     rows = analyse_nets(sgd, ds_llc=cfg.ds_llc, n_boot=cfg.n_boot).assign(llc_setting=cfg.llc)
     return rows.merge(nets, on='run', how='left'), traj
 
@@ -354,7 +377,14 @@ def _report_controls(out: Path, cfg, nets, everything) -> dict:
     traj = everything[everything.optimizer == 'sgd'].drop(columns='optimizer')
     ctl = analyse_controls(everything, stored.tables['increments'].drop(columns='key'),
                            stored.tables['returns'].drop(columns='key'), cfg)
-    summary = pd.concat([pd.DataFrame(summarize(nets, cfg.n_boot)), ctl['summary']], ignore_index=True)
+    extra = []
+    if 'llc_check' in everything.attrs:
+        c = everything.attrs['llc_check']
+        extra.append(summary_row('SGD R(t) against the run the LLC comes from: largest relative difference',
+                                 c['max_relative_difference'], note=f"{c['shared']} shared (net, step) pairs with "
+                                 f"{c['source']}; its {c['estimates']} LLC estimates along training are these nets'"))
+    summary = pd.concat([pd.DataFrame(summarize(nets, cfg.n_boot)), ctl['summary'], pd.DataFrame(extra)],
+                        ignore_index=True)
     files = dict(summary=summary, per_net=nets, controls=ctl['curves'], ageing=ctl['msd'], noise=ctl['noise']['table'],
                  returns_summary=ctl['returns'], theorem31=ctl['theorem31'])
     for name, table in files.items():

@@ -597,6 +597,7 @@ pd.DataFrame({'drift + Brownian': [bm_ex['ageing']['value'], bm_ex['lags']['valu
               'drift + fluctuation in a well (k = ½)': [ou_ex['ageing']['value'], ou_ex['lags']['value']]},
              index=['ageing exponent of the excess, τ = 1', 'lag exponent of the excess, τ = 1–10'])
 
+
 # %% [markdown]
 # ## The controls of a study, in one table
 #

@@ -52,12 +52,13 @@ torch.set_num_threads(1)   # two cores shared with other work
 from fracsgd.ledger_checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('mnist-seeds').items():
     print(f'LLC estimates along training, {label}: {nbeta}')
-found = study_verdicts('mnist-seeds').set_index('claim')
+found_all = study_verdicts('mnist-seeds')
+found = found_all[found_all.config == 'full'].set_index('claim')          # the controls' rows: see Controls below
 assert set(found.index[found.verdict == 'not reproduced']) == {'fig2a-ds-le-llc', 'fig21-ds-le-mean-llc', 'tab8-ds-le-llc'}
 assert set(found.index[found.verdict == 'reproduced']) == {'fig18-r2', 'appD-llc-le-half-d'}
 assert (found.verdict[['tab8-llc-mean', 'tab8-ds-mean']] == 'inconclusive').all()
 assert (found.scale == 'paper scale').all() and found.loc['tab8-llc-mean', 'nβ'].startswith('nβ = 256/ln 256')
-found.drop(columns='what').reset_index()
+found_all.drop(columns='what')
 
 
 # %% [markdown]
@@ -169,6 +170,43 @@ PAPER_TABLE8.describe().loc[['mean', 'std', 'min', 'max']].round(3)
 # every run goes into the folder's `meta.json` (`record_data_source` of the protocol chapter), with a warning when
 # it is not the real MNIST test set.
 
+# %% [markdown]
+# A study may take the LLC along training from an earlier result on the same nets instead of estimating it again
+# (the controls preset does, below): `borrow_llc` copies the `llc` column of a committed compact trajectory table,
+# and refuses unless the two runs' $R(t)$ agree at every (net, step) they share, to within float rounding.
+
+# %%
+#| export
+def borrow_llc(traj: pd.DataFrame, source: str, rtol: float = 1e-5) -> pd.DataFrame:
+    """`traj` with the `llc` column of the compact result `source` (a folder under COMPACT), refused unless R(t)
+    agrees at every shared (run, step); `attrs['llc_check']`: the shared pairs and the largest relative difference."""
+    ref = read_table(COMPACT / source / 'trajectory_compact.parquet')
+    m = traj[['run', 'step', 'R']].merge(ref[['run', 'step', 'R']], on=['run', 'step'], suffixes=('', '_ref'))
+    m = m[m.step > 0]
+    worst = float((m.R / m.R_ref - 1).abs().max()) if len(m) else np.inf
+    if not len(m) or set(m.run) != set(traj.run) or worst > rtol:
+        raise ValueError(f"{source}: not the same nets ({len(m)} shared (run, step) pairs, R differs by up to "
+                         f"{worst:.2g} relative): its LLC does not belong to these trajectories")
+    llc = ref.dropna(subset=['llc'])[['run', 'step', 'llc']]
+    out = traj.drop(columns=[c for c in ('llc',) if c in traj]).merge(llc, on=['run', 'step'], how='left')
+    out.attrs['llc_check'] = dict(source=source, shared=len(m), max_relative_difference=worst,
+                                  estimates=int(out.llc.notna().sum()))
+    return out
+
+
+# %%
+_full = read_table(COMPACT / 'mnist-seeds' / 'full' / 'trajectory_compact.parquet')
+_first10 = _full[_full.run < 10]
+_back = borrow_llc(_first10.drop(columns='llc'), 'mnist-seeds/full')
+assert np.array_equal(_back.llc.to_numpy(), _first10.llc.to_numpy(), equal_nan=True) and _back.attrs['llc_check']['max_relative_difference'] == 0
+try:
+    borrow_llc(_first10.assign(R=_first10.R * 1.001), 'mnist-seeds/full')          # other nets: refused
+    raise AssertionError('not refused')
+except ValueError as e:
+    assert 'not the same nets' in str(e)
+_back.attrs['llc_check']
+
+
 # %%
 #| export
 def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -181,6 +219,11 @@ def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     if 'optimizer' in traj:                       # the controls: the SGD nets are the study's nets (GD has no LLC)
         sgd = traj[traj.optimizer == 'sgd'].drop(columns='optimizer')
         nets = nets[nets.optimizer == 'sgd'].drop(columns='optimizer')
+        if cfg.llc_source:
+            sgd = borrow_llc(sgd, cfg.llc_source)
+            gd = traj[traj.optimizer == 'gd'].drop(columns=[c for c in ('llc',) if c in traj])
+            traj = pd.concat([sgd.assign(optimizer='sgd'), gd], ignore_index=True)
+            traj.attrs['llc_check'] = sgd.attrs['llc_check']
     rows = analyse_nets(sgd, ds_llc=cfg.ds_llc, n_boot=cfg.n_boot).assign(llc_setting=cfg.llc)
     return rows.merge(nets, on='run', how='left'), traj
 
@@ -510,7 +553,14 @@ def _report_controls(out: Path, cfg, nets, everything) -> dict:
     traj = everything[everything.optimizer == 'sgd'].drop(columns='optimizer')
     ctl = analyse_controls(everything, stored.tables['increments'].drop(columns='key'),
                            stored.tables['returns'].drop(columns='key'), cfg)
-    summary = pd.concat([pd.DataFrame(summarize(nets, cfg.n_boot)), ctl['summary']], ignore_index=True)
+    extra = []
+    if 'llc_check' in everything.attrs:
+        c = everything.attrs['llc_check']
+        extra.append(summary_row('SGD R(t) against the run the LLC comes from: largest relative difference',
+                                 c['max_relative_difference'], note=f"{c['shared']} shared (net, step) pairs with "
+                                 f"{c['source']}; its {c['estimates']} LLC estimates along training are these nets'"))
+    summary = pd.concat([pd.DataFrame(summarize(nets, cfg.n_boot)), ctl['summary'], pd.DataFrame(extra)],
+                        ignore_index=True)
     files = dict(summary=summary, per_net=nets, controls=ctl['curves'], ageing=ctl['msd'], noise=ctl['noise']['table'],
                  returns_summary=ctl['returns'], theorem31=ctl['theorem31'])
     for name, table in files.items():
@@ -616,6 +666,59 @@ if have_full:
     assert 30 < fs['mean d_s'] < 40 and fs['nets with negative d_s'] == 0 and 30 < fs['mean final LLC'] < 35
     assert fs['max d_s / final LLC'] > 1 and fs['max d_s / time-averaged LLC'] > 1
     assert fs['mean LLC at the final weights, paper'] < -50 and fs['mean LLC at the final weights, calibrated'] < -50
+
+# %% [markdown]
+# ## Controls: drift or diffusion, and Theorem 3.1 with three measurements (controls preset)
+#
+# The controls preset (section *Controls* above) ran through the runner with
+# `FRACSGD_DATA=… fracsgd run mnist-seeds --preset controls --workers 1` on the shared 2-core development CPU (one
+# worker, one thread, `nice 5`, beside three other helpers' jobs). Its SGD nets are the full run's nets 0–9 to the
+# last bit: their $R(t)$ equals the committed full trajectories at every shared (net, step), so the LLC along
+# training is taken from the full run (`borrow_llc`) instead of being estimated a second time (on this CPU, under
+# load, that alone would have taken about two hours). `keep_results` kept the summary, the mean curves, $M(s,\tau)$,
+# the noise part, the returns and the Theorem 3.1 table per net in the compact folder this section reads.
+
+# %%
+ctl_dirs = [p.parent for p in sorted((COMPACT / 'mnist-seeds').glob('*/provenance.json'))
+            if json.loads(p.read_text()).get('preset') == 'controls']
+have_controls = bool(ctl_dirs)
+if have_controls:
+    ctl_dir = ctl_dirs[0]
+    ctl_prov = json.loads((ctl_dir / 'provenance.json').read_text())
+    ctl_timing = json.loads((ctl_dir / 'timing.json').read_text())
+    cs = read_table(ctl_dir / 'summary.csv').set_index('quantity')
+    ctl_t = {name: read_table(ctl_dir / f'{name}.csv') for name in
+             ('controls', 'ageing', 'noise', 'returns_summary', 'theorem31')}
+    print(f"{ctl_dir.name}: {int(cs.value['nets'])} nets by SGD and by full-batch GD; {ctl_prov['scale']}; "
+          f"{ctl_timing['seconds'] / 60:.0f} min of worker time ({ctl_prov['session']['device']}, "
+          f"{ctl_prov['session']['time'][:16]})")
+    control_rows = [q for q in cs.index if 'GD' in q or 'ageing' in q or 'noise part' in q or 'relative difference' in q]
+    display(cs.loc[control_rows, ['value', 'ci_low', 'ci_high', 'note']])
+else:
+    print("The controls preset has not been run into this repository yet: FRACSGD_DATA=/path/to/data fracsgd run "
+          "mnist-seeds --preset controls --out results/mnist-seeds-controls, then "
+          "fracsgd.ledger.keep_results(folder, files=CONTROL_FILES)")
+
+# %%
+if have_controls:
+    from fracsgd.studies.moons_diffusion import plot_ageing, plot_noise
+    for fig in (plot_sgd_gd(ctl_t['controls'], CONTROLS.late_start), plot_ageing(ctl_t['ageing'], CONTROL_AGEING_LAG),
+                plot_noise(ctl_t['noise'])):
+        plt.show()
+
+# %% [markdown]
+# CONTROLS_READING_PLACEHOLDER
+
+# %%
+if have_controls:
+    display(ctl_t['returns_summary'].drop(columns=['eps']).round(3))
+    display(ctl_t['theorem31'].round(3))
+    plot_theorem31(ctl_t['theorem31'])
+    plt.show()
+
+# %% [markdown]
+# RETURNS_READING_PLACEHOLDER
+
 
 # %% [markdown]
 # ## Results of the quick configuration (computed here)
