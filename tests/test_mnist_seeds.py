@@ -163,10 +163,11 @@ def test_controls_smoke_run_and_report(tmp_path, mnist_files):
                                                         on=['run', 'step', 'optimizer'])
     assert len(joined) and np.allclose(joined.sq_end, joined.R ** 2, rtol=1e-9)
     t31 = res['controls']['theorem31']
-    assert np.allclose(t31.d_s_eq17, 2 * t31.llc_late * t31.late_slope) and np.allclose(t31.rho, t31.returns_value / t31.d_s_eq17)
+    assert np.allclose(t31.d_s_eq17, 2 * t31.llc_late * t31.late_slope) and np.allclose(t31.rho.fillna(t31.rho_bound), t31.returns_value / t31.d_s_eq17)
     s = res['summary'].set_index('quantity')
     assert {'late exponent, SGD minus full-batch GD, t ≥ t_c (paired)', 'ageing exponent, SGD, τ = 10, ages ≥ t_c',
             'Theorem 3.1: returns reading over eq.-17 d_s, ρ (median over nets)'} <= set(s.index)
-    assert s.value['nets'] == 2
+    assert s.value['nets'] == 2 and s.value['nets with a d_s from returns'] == t31.rho.notna().sum()
+    assert t31.rho.isna().sum() == t31.rho_bound.notna().sum()           # a net has one reading or the other
     for name in study.CONTROL_FILES:
         assert (folder / name).exists(), name
