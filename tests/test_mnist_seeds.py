@@ -171,3 +171,8 @@ def test_controls_smoke_run_and_report(tmp_path, mnist_files):
     assert t31.rho.isna().sum() == t31.rho_bound.notna().sum()           # a net has one reading or the other
     for name in study.CONTROL_FILES:
         assert (folder / name).exists(), name
+
+
+def test_run_keys_of_the_committed_controls_result():
+    prov = json.loads((COMPACT / 'mnist-seeds' / 'custom-a16ed3fd8d0f094e' / 'provenance.json').read_text())
+    assert prov['preset'] == 'controls' and sorted(unique_runs(STUDY.runs(study.CONTROLS))) == prov['run_keys']

@@ -686,9 +686,11 @@ if have_full:
 # %% [markdown]
 # ## Controls: drift or diffusion, and Theorem 3.1 with three measurements (controls preset)
 #
-# The controls preset (section *Controls* above) ran through the runner with
-# `FRACSGD_DATA=… fracsgd run mnist-seeds --preset controls --workers 1` on the shared 2-core development CPU (one
-# worker, one thread, `nice 5`, beside three other helpers' jobs). Its SGD nets are the full run's nets 0–9 to the
+# The controls preset (section *Controls* above) ran through the runner, `run_study(STUDY, 'controls', folder,
+# workers=1, threads=1)`, on 2026-11-26 on the shared 2-core development CPU (torch 2.14.1, float32; one worker with
+# one thread at `nice 5`, beside three other helpers' jobs): 2.5 min for the SGD run and 21 min for the full-batch
+# run, 24 min wall in all, the report 12 s. (The command line's default of two threads for a single worker was about
+# three times slower on the loaded machine, and was stopped.) Its SGD nets are the full run's nets 0–9 to the
 # last bit: their $R(t)$ equals the committed full trajectories at every shared (net, step), so the LLC along
 # training is taken from the full run (`borrow_llc`) instead of being estimated a second time (on this CPU, under
 # load, that alone would have taken about two hours). `keep_results` kept the summary, the mean curves, $M(s,\tau)$,
@@ -707,7 +709,8 @@ if have_controls:
              ('controls', 'ageing', 'noise', 'returns_summary', 'theorem31')}
     print(f"{ctl_dir.name}: {int(cs.value['nets'])} nets by SGD and by full-batch GD; {ctl_prov['scale']}; "
           f"{ctl_timing['seconds'] / 60:.0f} min of worker time ({ctl_prov['session']['device']}, "
-          f"{ctl_prov['session']['time'][:16]})")
+          f"{ctl_prov['session']['time'][:16]}): SGD {ctl_timing['seconds_sgd_run'] / 60:.1f} min, full-batch GD "
+          f"{ctl_timing['seconds_gd_run'] / 60:.1f} min")
     control_rows = [q for q in cs.index if 'GD' in q or 'ageing' in q or 'noise part' in q or 'relative difference' in q]
     display(cs.loc[control_rows, ['value', 'ci_low', 'ci_high', 'note']])
 else:
