@@ -16,7 +16,7 @@ from scipy.special import gamma as _gamma
 # %% auto #0
 __all__ = ['age_starts', 'IncrementRecorder', 'record_paths', 'aged_msd', 'ageing_exponent', 'brownian_walks', 'ctrw_walks',
            'ou_walks', 'brownian_aged_msd', 'ctrw_aged_msd', 'ou_aged_msd', 'expected_msd', 'train_with_increments',
-           'paired_late_slopes', 'paired_ageing', 'paired_excess']
+           'paired_late_slopes', 'paired_ageing', 'paired_excess', 'sgd_gd_controls']
 
 # %% ../nbs/05a_ageing.ipynb #d8db108d
 def age_starts(ages: Iterable[int], per_age: int = 5, window: float = 0.2) -> dict[int, list[int]]:
@@ -283,3 +283,62 @@ def paired_excess(inc_a: pd.DataFrame, inc_b: pd.DataFrame, ages, lags, lag: int
     pick = lambda n: dict(value=float(value[n]), ci_low=float(lo[n]), ci_high=float(hi[n]))
     return dict(table=table, ageing=pick(k) | dict(lag=lag, ages=ages), lags=pick(k + 1) | dict(lags=lags, ages=ages),
                 failed_resamples=int(failed), pairs=len(A))
+
+# %% ../nbs/05a_ageing.ipynb #94587525
+def _band(R) -> dict:
+    return dict(mean=R.mean(0), q10=np.quantile(R, .1, axis=0), q90=np.quantile(R, .9, axis=0))
+
+def _summary_row(quantity, value, lo=np.nan, hi=np.nan, note=''):
+    return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi, note=note)
+
+def sgd_gd_controls(table: pd.DataFrame, increments: pd.DataFrame, t_c: float, late_slope, *, ages, ageing_lag: int,
+                    noise_lags, n_boot: int = 200, seed: int = 0, start: str = 't_c') -> dict:
+    """SGD against full-batch GD from the same initialisations (the `optimizer` column, 'sgd' or 'gd', of `table`
+    [run, step, R] and `increments` [run, age, start, lag, sq, ...]): late slopes from `t_c`, R(T), ageing exponents
+    at `ageing_lag` over the `ages` ≥ t_c, M(s, τ), the noise part at `noise_lags`; the summary rows. `late_slope`
+    is SGD's late exponent (value, low, high), for eq. 4's prediction β = 2 s − 1; `start` names t_c in the notes."""
+    from fracsgd.displacement import runs_matrix
+    R = {}
+    for opt in ('sgd', 'gd'):
+        steps, M = runs_matrix(table[table.optimizer == opt].drop(columns='optimizer'), 'R')
+        R[opt] = M[:, steps > 0]
+    t = steps[steps > 0].astype(float)
+    if R['sgd'].shape != R['gd'].shape:
+        raise ValueError(f"SGD and GD must have the same nets and steps: {R['sgd'].shape} and {R['gd'].shape}")
+    names = ('SGD', 'full-batch GD')
+    late = paired_late_slopes(t, R['sgd'], R['gd'], t_min=t_c, names=names, n_boot=n_boot, seed=seed)
+    early = paired_late_slopes(t, R['sgd'], R['gd'], t_min=t.min(), t_max=t_c, names=names, n_boot=n_boot, seed=seed)
+    n, rng = len(R['sgd']), np.random.default_rng(seed)
+    end = lambda i: R['gd'][i, -1].mean() / R['sgd'][i, -1].mean()
+    ends = [end(rng.integers(0, n, n)) for _ in range(n_boot)]
+    inc = {opt: increments[increments.optimizer == opt].rename(columns={'run': 'member'}) for opt in ('sgd', 'gd')}
+    late_ages = [a for a in ages if a >= t_c]
+    ageing = paired_ageing(inc['sgd'], inc['gd'], ageing_lag, late_ages, names, n_boot=n_boot, seed=seed)
+    msd = pd.concat([aged_msd(inc[opt], n_boot=n_boot, seed=seed).assign(optimizer=opt) for opt in ('sgd', 'gd')])
+    noise = paired_excess(inc['sgd'], inc['gd'], late_ages, noise_lags, lag=noise_lags[0], n_boot=n_boot, seed=seed)
+    failed = f"; {noise['failed_resamples']} of {n_boot} resamples not positive everywhere: no exponent" if noise['failed_resamples'] else ''
+    window = f"t from {late.t_min[0]:.0f} ({start}) to {late.t_max[0]:.0f}, {late.decades[0]:.2f} decades; {n} nets in pairs"
+    at_ages = f"ages {' '.join(map(str, late_ages))} (≥ t_c), 5 starts each in [s, 1.2 s); {n} nets in pairs"
+    s, s_lo, s_hi = late_slope
+    rows = [('late exponent, SGD, t ≥ t_c (paired with GD)', late.iloc[0], window),
+            ('late exponent, full-batch GD from the same initialisations, t ≥ t_c', late.iloc[1], window),
+            ('late exponent, SGD minus full-batch GD, t ≥ t_c (paired)', late.iloc[2],
+             window + '; above 0: minibatch noise steepens the late growth; 0: the late exponent is drift'),
+            ('early exponent, full-batch GD, t < t_c', early.iloc[1], f't up to {start} = {t_c:.0f}'),
+            (f'ageing exponent, SGD, τ = {ageing_lag}, ages ≥ t_c', ageing.iloc[0],
+             at_ages + '; below 0: M(s, τ) falls with the age s'),
+            (f'ageing exponent, full-batch GD, τ = {ageing_lag}, ages ≥ t_c', ageing.iloc[1], at_ages),
+            (f'ageing exponent, SGD minus full-batch GD, τ = {ageing_lag}, ages ≥ t_c', ageing.iloc[2], at_ages),
+            (f'noise part M_SGD − M_GD: ageing exponent, τ = {noise_lags[0]}, ages ≥ t_c', pd.Series(noise['ageing']),
+             at_ages + f'; eq. 4: α − 1 < 0; Brownian noise: 0{failed}'),
+            (f'noise part M_SGD − M_GD: lag exponent, τ = {noise_lags[0]}–{noise_lags[-1]}, ages ≥ t_c',
+             pd.Series(noise['lags']), at_ages + f'; 1: a free walk (aged or not, τ ≪ s); 0: a fluctuation held around '
+             f'the drift\'s path{failed}')]
+    summary = pd.DataFrame([_summary_row(q, r.value, r.ci_low, r.ci_high, note) for q, r, note in rows] + [
+        _summary_row('ageing exponent predicted by eq. 4 from the late SGD slope, 2 s − 1', 2 * s - 1, 2 * s_lo - 1,
+                     2 * s_hi - 1, 'α = 2 s (free time-fractional walk, τ ≪ s); 0 for Brownian motion'),
+        _summary_row('R(T) of full-batch GD over R(T) of SGD (mean over nets)', end(np.arange(n)),
+                     *np.quantile(ends, [0.025, 0.975]), f'T = {t.max():.0f} steps; 1: GD travels as far as SGD')])
+    curves = pd.DataFrame({'t': t, **{f'{o}_{k}': v for o in ('sgd', 'gd') for k, v in _band(R[o]).items()}})
+    return dict(summary=summary, late=late, early=early, ageing=ageing, msd=msd, curves=curves, t_c=t_c,
+                late_ages=late_ages, noise=noise)

@@ -557,7 +557,9 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
     claims_table = read_claims(claims)
     rows = read_ledger(ledger, claims_table)
     rank = rows.scale.map(lambda x: SCALES.index(scale_kind(x))) * 10 + rows.config.map({'full': 0, 'quick': 1}).fillna(2)
-    best = rows.assign(rank=rank).sort_values('rank', kind='stable').drop_duplicates('claim_id').set_index('claim_id')
+    decisive = rows.verdict.isin(['reproduced', 'not reproduced']).astype(int)     # among equals: undecided first
+    best = (rows.assign(rank=rank, decisive=decisive).sort_values(['rank', 'decisive', 'source'], kind='stable')
+            .drop_duplicates('claim_id').set_index('claim_id'))
     out = []
     for c in claims_table.itertuples():
         r = best.loc[c.claim_id] if c.claim_id in best.index else None

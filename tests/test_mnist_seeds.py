@@ -132,3 +132,47 @@ def test_fallback_data_is_recorded_in_meta(tmp_path, monkeypatch):
     with pytest.warns(DataSourceWarning, match='not from the real MNIST test set'):
         record_data_source(folder, runs)
     assert read_meta(folder)['data']['warnings'] == [data.warning]
+
+
+def test_controls_preset_trains_the_first_ten_full_nets_by_sgd_and_by_full_batch_gd():
+    import dataclasses
+    sgd, gd = STUDY.runs(study.CONTROLS)
+    full = STUDY.runs(study.FULL)[0]
+    same = dict(n_nets=10, calibrated='', volume_eps=(), ages=(), returns_dim=0, returns_start=0, llc_every=0)
+    assert dataclasses.replace(sgd, **same) == dataclasses.replace(full, **same)      # seeds, lr, batch, steps
+    assert dataclasses.replace(gd, full_batch=False) == sgd
+    assert gd.full_batch and gd.llc_every == sgd.llc_every == 0 and gd.n_steps == sgd.n_steps == 2000
+    assert study.CONTROLS.llc_source == 'mnist-seeds/full'          # λ: the full run's LLC of the same nets
+    assert sgd.returns_dim == 256 and sgd.returns_start == 200 and max(sgd.ages) * 1.2 < sgd.n_steps
+    # the added fields stay out of the keys of the runs stored before them
+    assert run_key(full) == run_key(dataclasses.replace(full, full_batch=False, ages=(), returns_dim=0))
+
+
+def test_controls_smoke_run_and_report(tmp_path, mnist_files):
+    folder = tmp_path / 'controls'
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        res = run_study(STUDY, 'controls-smoke', folder, device='cpu', dtype='float64', progress=False)
+    assert res['counts'] == dict(done=2, failed=0, skipped=0)
+    stored = load_study(folder)
+    traj, inc, ret = stored.trajectories, stored.tables['increments'], stored.tables['returns']
+    assert set(traj.optimizer) == set(inc.optimizer) == set(ret.optimizer) == {'sgd', 'gd'}
+    assert traj[traj.optimizer == 'gd'].llc.isna().all() and traj[traj.optimizer == 'sgd'].llc.notna().any()
+    # the increments' ‖w_{t+τ} − w_0‖² is the trajectory's R(t+τ)², for both optimizers
+    joined = inc.assign(step=inc.start + inc.lag).merge(traj[['run', 'step', 'optimizer', 'R']],
+                                                        on=['run', 'step', 'optimizer'])
+    assert len(joined) and np.allclose(joined.sq_end, joined.R ** 2, rtol=1e-9)
+    t31 = res['controls']['theorem31']
+    assert np.allclose(t31.d_s_eq17, 2 * t31.llc_late * t31.late_slope) and np.allclose(t31.rho.fillna(t31.rho_bound), t31.returns_value / t31.d_s_eq17)
+    s = res['summary'].set_index('quantity')
+    assert {'late exponent, SGD minus full-batch GD, t ≥ t_c (paired)', 'ageing exponent, SGD, τ = 10, ages ≥ t_c',
+            'Theorem 3.1: returns reading over eq.-17 d_s, ρ (median over nets)'} <= set(s.index)
+    assert s.value['nets'] == 2 and s.value['nets with a d_s from returns'] == t31.rho.notna().sum()
+    assert t31.rho.isna().sum() == t31.rho_bound.notna().sum()           # a net has one reading or the other
+    for name in study.CONTROL_FILES:
+        assert (folder / name).exists(), name
+
+
+def test_run_keys_of_the_committed_controls_result():
+    prov = json.loads((COMPACT / 'mnist-seeds' / 'custom-a16ed3fd8d0f094e' / 'provenance.json').read_text())
+    assert prov['preset'] == 'controls' and sorted(unique_runs(STUDY.runs(study.CONTROLS))) == prov['run_keys']

@@ -14,11 +14,13 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core import PhaseClock, atomic_path, data_dir
+from ..core import PhaseClock, added_field, atomic_path, data_dir
 from ..data import DataSourceWarning, flatten
 from ..datasets.mnist import mnist_subset
 from ..models import make_mlp
-from ..ensemble import EnsembleSettings, EnsembleTrainer, train_ensemble
+from ..ensemble import EnsembleSettings, EnsembleTrainer, PerChunk, train_ensemble
+from ..ageing import IncrementRecorder
+from ..return_probability import ProjectedPath, path_returns, projected_paths
 from ..stack import as_data, resolve_loss
 from ..sgld import PAPER_PRESET, SGLDSettings
 from ..llc import calibrate, estimate_llc, final_llc
@@ -29,9 +31,10 @@ from ..runner import Study
 from ..store import read_meta
 
 # %% auto #0
-__all__ = ['LLC_SETTINGS', 'PAPER_LLC_SETTINGS', 'CALIBRATED_SETTINGS', 'VOLUME_NETS', 'N_PIXELS', 'DS_READINGS', 'llc_setting',
-           'MNISTRun', 'MNISTData', 'run_data', 'calibrated_llc', 'other_paper_llcs', 'MNISTStudy',
-           'record_data_source', 'compact_trajectories', 'analyse_net', 'analyse_nets']
+__all__ = ['LLC_SETTINGS', 'PAPER_LLC_SETTINGS', 'CALIBRATED_SETTINGS', 'VOLUME_NETS', 'INCREMENT_LAGS', 'RETURNS_SEED',
+           'N_PIXELS', 'DS_READINGS', 'llc_setting', 'MNISTRun', 'MNISTData', 'run_data', 'calibrated_llc',
+           'other_paper_llcs', 'MNISTStudy', 'record_data_source', 'compact_trajectories', 'analyse_net',
+           'analyse_nets']
 
 # %% ../../nbs/22_mnist_runs.ipynb #142672c7
 LLC_SETTINGS = {'paper': PAPER_PRESET,
@@ -75,11 +78,21 @@ class MNISTRun:
     n_images: int = 10_000
     test_fraction: float = 0.5
     data_seed: int = 0
+    full_batch: bool = added_field(False)  # gradient descent on all n_train images, as many steps as SGD takes
+    ages: tuple = added_field(())          # record the increment MSD at these ages (and INCREMENT_LAGS)
+    returns_dim: int = added_field(0)      # 0: off; else each net's path on this many Gaussian directions, and its returns
+    returns_start: int = added_field(0)    # the step the projected path starts at
     RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
         object.__setattr__(self, 'hidden', tuple(int(h) for h in self.hidden))
         object.__setattr__(self, 'volume_eps', tuple(float(e) for e in self.volume_eps))
+        object.__setattr__(self, 'ages', tuple(int(a) for a in self.ages))
+        if self.volume_eps and (self.ages or self.returns_dim):
+            raise ValueError("the explored-volume count drives the trainer itself: record volume_eps in a run of its "
+                             "own, not with ages or returns_dim")
+        if self.returns_dim and not 0 <= self.returns_start < self.n_steps - 2:
+            raise ValueError(f"returns_start must lie in 0..{self.n_steps - 3}, got {self.returns_start}")
         if self.steps_per_epoch not in ('ceil', 'floor'):
             raise ValueError(f"steps_per_epoch must be 'ceil' or 'floor', got {self.steps_per_epoch!r}")
         llc_setting(self.llc)
@@ -93,7 +106,7 @@ class MNISTRun:
 
     @property
     def n_steps(self) -> int:
-        "SGD steps: `epochs` × steps per epoch."
+        "SGD steps: `epochs` × steps per epoch of batch `batch_size` (full-batch GD takes as many)."
         per = (math.ceil if self.steps_per_epoch == 'ceil' else math.floor)(self.n_train / self.batch_size)
         return self.epochs * max(per, 1)
 
@@ -102,7 +115,8 @@ class MNISTRun:
         every = frozenset(set(range(0, self.n_steps + 1, self.record_every)) |
                           {int(s) for s in np.unique(np.geomspace(1, self.n_steps, 60).astype(int))})
         return EnsembleSettings(optimizer=self.optimizer, lr=self.lr, momentum=self.momentum,
-                                weight_decay=self.weight_decay, batch_size=self.batch_size, n_steps=self.n_steps,
+                                weight_decay=self.weight_decay, n_steps=self.n_steps,
+                                batch_size=self.n_train if self.full_batch else self.batch_size,
                                 seed=self.first_seed, every=every, groups='layer', llc_every=self.llc_every,
                                 llc=llc_setting(self.llc))
 
@@ -185,16 +199,37 @@ def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
     with clock('volume'):
         return table.merge(pd.DataFrame(rows), on=['member', 'step'], how='left')
 
-def _train(nets, train, settings, run, clock: PhaseClock | None = None) -> pd.DataFrame:
-    "Train `nets` together on `train` where the data lie; the trajectory table (`member` = index in `nets`)."
+INCREMENT_LAGS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000)   # lags τ of the increment MSD (steps)
+RETURNS_SEED = 0                            # the projection's directions: the same for every run, SGD and GD alike
+
+def _observers(run) -> dict:
+    "The recorders `run` asks for, one `PerChunk` each: `increments` (at `run.ages`), `paths` (`run.returns_dim`)."
+    out = {}
+    if run.ages:
+        out['increments'] = PerChunk(lambda: IncrementRecorder(run.ages, INCREMENT_LAGS, run.n_steps))
+    if run.returns_dim:
+        out['paths'] = PerChunk(lambda: ProjectedPath(run.returns_dim, run.returns_start, 1, seed=RETURNS_SEED))
+    return out
+
+def _train(nets, train, settings, run, clock: PhaseClock | None = None) -> tuple[pd.DataFrame, dict]:
+    """Train `nets` together on `train` where the data lie; the trajectory table (`member` = index in `nets`) and
+    the tables of the observers the run asks for (`increments`; `returns`, `path_returns` of the projected paths,
+    unit = member)."""
     if not run.volume_eps:
-        return train_ensemble(nets, train, 'classification', settings, clock=clock)
+        observers = _observers(run)
+        table = train_ensemble(nets, train, 'classification', settings, clock=clock, observers=list(observers.values()))
+        extra = {}
+        if 'increments' in observers:
+            extra['increments'] = observers['increments'].table()
+        if 'paths' in observers:
+            extra['returns'] = path_returns(projected_paths(observers['paths'])[1])
+        return table, extra
     X, y = as_data(train, train[0].device, nets[0], 'classification')
     trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, X.device,
                               clock)
     table = _volume_columns(trainer, run.volume_eps)
     trainer.write_back()
-    return table
+    return table, {}
 
 # %% ../../nbs/22_mnist_runs.ipynb #e028a3fe
 @torch.no_grad()
@@ -255,13 +290,22 @@ class MNISTStudy(Study):
     def train(self, run: MNISTRun, data: MNISTData, nets) -> dict:
         """Train the nets together: the trajectory table (`run` = seed; R, R/<layer>, loss, accuracy, llc every
         `llc_every` steps, volume/<ε>), the data source, the training time and its phases (`seconds_train_steps`,
-        `_record`, `_llc`, `_volume`; `cpu_seconds_train_*` their CPU time)."""
+        `_record`, `_llc`, `_volume`, `_observe`; `cpu_seconds_train_*` their CPU time); with `ages` the increments
+        table, with `returns_dim` the return counts (`run` = seed, `unit` = index in the run), and in both cases, or
+        with `full_batch`, an `optimizer` column ('sgd' or 'gd') in every table."""
         t0, clock = time.perf_counter(), PhaseClock()
-        table = _train(nets, data.train, run.settings(), run, clock)
+        table, extra = _train(nets, data.train, run.settings(), run, clock)
         seconds_train = time.perf_counter() - t0
         table.insert(0, 'run', table.pop('member') + run.first_seed)
+        if 'increments' in extra:
+            extra['increments'].insert(0, 'run', extra['increments'].pop('member') + run.first_seed)
+        if 'returns' in extra:
+            extra['returns'].insert(0, 'run', extra['returns'].unit + run.first_seed)
+        if run.full_batch or extra:                     # the controls: SGD and GD runs of the same nets
+            for t in (table, *extra.values()):
+                t['optimizer'] = 'gd' if run.full_batch else 'sgd'
         return dict(trajectory=table, data_source=data.source, data_warning=data.warning,
-                    seconds_train=seconds_train, **clock.seconds('seconds_train_'))
+                    seconds_train=seconds_train, **extra, **clock.seconds('seconds_train_'))
 
     def evaluate(self, run: MNISTRun, data: MNISTData, nets, trained: dict) -> dict:
         """The trained nets' test and training loss and accuracy, and, if `run.calibrated`, their LLCs at the final
@@ -273,6 +317,8 @@ class MNISTStudy(Study):
                                          **dict(zip(('train_loss', 'train_accuracy'), _evaluate(n, *data.train))))
                                     for n in nets])
         per_net.insert(0, 'run', range(run.first_seed, run.first_seed + run.n_nets))
+        if run.full_batch or run.ages or run.returns_dim:
+            per_net['optimizer'] = 'gd' if run.full_batch else 'sgd'
         if not run.calibrated:
             return dict(nets=per_net, seconds_calibrated=0.0, **clock.seconds('seconds_eval_'))
         t0 = time.perf_counter()                       # the final weights under the other settings too

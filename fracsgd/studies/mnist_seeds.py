@@ -13,6 +13,10 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from ..core import read_table, write_table, save_figures
+from ..ageing import sgd_gd_controls
+from ..spectral import fit_power_law
+from ..crossover import local_slope
+from ..return_probability import returns_summary
 from ..data import DataSourceWarning
 from ..displacement import runs_matrix
 from ..ledger import COMPACT, record_claims
@@ -21,8 +25,10 @@ from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectorie
                                         record_data_source)
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'SMOKE', 'PAPER_TABLE8', 'STUDY', 'MNISTSeedsConfig', 'runs', 'per_net', 'bootstrap_interval',
-           'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2', 'plot_trajectories', 'plot_layers',
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'CONTROL_AGES', 'CONTROLS', 'CONTROLS_SMOKE', 'PAPER_TABLE8', 'CONTROL_AGEING_LAG',
+           'CONTROL_NOISE_LAGS', 'CONTROL_FILES', 'STUDY', 'MNISTSeedsConfig', 'runs', 'borrow_llc', 'per_net',
+           'bootstrap_interval', 'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2',
+           'plot_trajectories', 'plot_layers', 'theorem31', 'analyse_controls', 'plot_sgd_gd', 'plot_theorem31',
            'report', 'MNISTSeeds']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
@@ -41,19 +47,33 @@ class MNISTSeedsConfig:
     llc_every: int = 100
     batch_size: int = 256
     n_images: int = 10_000                  # the subset of MNIST, half of it held out
+    controls: bool = False                  # also full-batch GD from the same inits; increments and returns
+    ages: tuple = ()                        # with controls: ages of the increment MSD (MNISTRun.ages)
+    late_start: int = 0                     # with controls: the late window's first step; the returns start there
+    returns_dim: int = 0                    # with controls: Gaussian directions of the projected paths
+    llc_source: str = ''                    # with controls: a compact result (under COMPACT) whose LLC column the SGD nets take
 
 QUICK = MNISTSeedsConfig()
 FULL = replace(QUICK, n_models=50, epochs=100, calibrated='10nets-1x5000', n_boot=200)
 SMOKE = replace(QUICK, n_models=3, nets_per_run=2, hidden=(16,), epochs=3, llc='smoke', calibrated='smoke',
                 volume_eps=(0.01,), n_boot=20, llc_every=4, batch_size=16, n_images=100)
+CONTROL_AGES = (25, 50, 100, 200, 400, 800, 1600)          # ages s of the increment MSD (steps); 1.2 × 1600 < 2,000
+CONTROLS = replace(FULL, n_models=10, nets_per_run=10, calibrated='', volume_eps=(), controls=True,
+                   ages=CONTROL_AGES, late_start=200, returns_dim=256, llc_every=0, llc_source='mnist-seeds/full')
+CONTROLS_SMOKE = replace(SMOKE, n_models=2, epochs=10, calibrated='', volume_eps=(), controls=True,
+                         ages=(2, 4, 8, 16), late_start=4, returns_dim=8, n_boot=10)
 
 def runs(cfg: MNISTSeedsConfig) -> list[MNISTRun]:
-    "The runs: `cfg.n_models` nets with seeds 0, 1, ... in groups of `cfg.nets_per_run`."
+    """The runs: `cfg.n_models` nets with seeds 0, 1, ... in groups of `cfg.nets_per_run`; with `controls`, the same
+    nets again by full-batch GD (no LLC), both recording increments at `ages` and returns from `late_start`."""
     shared = dict(hidden=tuple(cfg.hidden), epochs=cfg.epochs, llc=cfg.llc, calibrated=cfg.calibrated,
                   volume_eps=tuple(cfg.volume_eps), llc_every=cfg.llc_every, batch_size=cfg.batch_size,
                   n_images=cfg.n_images)
-    return [MNISTRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s))
-            for s in range(0, cfg.n_models, cfg.nets_per_run)]
+    if cfg.controls:
+        shared.update(ages=tuple(cfg.ages), returns_dim=cfg.returns_dim, returns_start=cfg.late_start)
+    return [MNISTRun(**{**shared, **(dict(llc_every=0) if gd else {})}, first_seed=s,
+                     n_nets=min(cfg.nets_per_run, cfg.n_models - s), full_batch=gd)
+            for gd in ((False, True) if cfg.controls else (False,)) for s in range(0, cfg.n_models, cfg.nets_per_run)]
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #4ff3941b
 PAPER_TABLE8 = pd.DataFrame(np.array([
@@ -68,13 +88,39 @@ PAPER_TABLE8 = pd.DataFrame(np.array([
     (14.258, 21.386), (15.516, 23.590)]), columns=['d_s', 'llc'])
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #592acc51
+def borrow_llc(traj: pd.DataFrame, source: str, rtol: float = 1e-5) -> pd.DataFrame:
+    """`traj` with the `llc` column of the compact result `source` (a folder under COMPACT), refused unless R(t)
+    agrees at every shared (run, step); `attrs['llc_check']`: the shared pairs and the largest relative difference."""
+    ref = read_table(COMPACT / source / 'trajectory_compact.parquet')
+    m = traj[['run', 'step', 'R']].merge(ref[['run', 'step', 'R']], on=['run', 'step'], suffixes=('', '_ref'))
+    m = m[m.step > 0]
+    worst = float((m.R / m.R_ref - 1).abs().max()) if len(m) else np.inf
+    if not len(m) or set(m.run) != set(traj.run) or worst > rtol:
+        raise ValueError(f"{source}: not the same nets ({len(m)} shared (run, step) pairs, R differs by up to "
+                         f"{worst:.2g} relative): its LLC does not belong to these trajectories")
+    llc = ref.dropna(subset=['llc'])[['run', 'step', 'llc']]
+    out = traj.drop(columns=[c for c in ('llc',) if c in traj]).merge(llc, on=['run', 'step'], how='left')
+    out.attrs['llc_check'] = dict(source=source, shared=len(m), max_relative_difference=worst,
+                                  estimates=int(out.llc.notna().sum()))
+    return out
+
+# %% ../../nbs/22a_mnist_seeds.ipynb #737df923
 def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "One row per net (analysis, test accuracy, calibrated LLC), and the trajectory table, of the study in `folder`."
+    """One row per net (analysis, test accuracy, calibrated LLC), and the trajectory table, of the study in `folder`
+    (with the controls: the SGD nets' rows, and both optimizers' trajectories)."""
     study = load_study(folder)
     record_data_source(folder, study.runs)
-    traj = study.trajectories.drop(columns='key')
+    traj = sgd = study.trajectories.drop(columns='key')
     nets = study.tables['nets'].drop(columns='key')
-    rows = analyse_nets(traj, ds_llc=cfg.ds_llc, n_boot=cfg.n_boot).assign(llc_setting=cfg.llc)
+    if 'optimizer' in traj:                       # the controls: the SGD nets are the study's nets (GD has no LLC)
+        sgd = traj[traj.optimizer == 'sgd'].drop(columns='optimizer')
+        nets = nets[nets.optimizer == 'sgd'].drop(columns='optimizer')
+        if cfg.llc_source:
+            sgd = borrow_llc(sgd, cfg.llc_source)
+            gd = traj[traj.optimizer == 'gd'].drop(columns=[c for c in ('llc',) if c in traj])
+            traj = pd.concat([sgd.assign(optimizer='sgd'), gd], ignore_index=True)
+            traj.attrs['llc_check'] = sgd.attrs['llc_check']
+    rows = analyse_nets(sgd, ds_llc=cfg.ds_llc, n_boot=cfg.n_boot).assign(llc_setting=cfg.llc)
     return rows.merge(nets, on='run', how='left'), traj
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #2be4ff94
@@ -201,11 +247,128 @@ def plot_layers(traj: pd.DataFrame, run: int, title: str = ''):
     fig.tight_layout()
     return fig
 
+# %% ../../nbs/22a_mnist_seeds.ipynb #92d74a43
+CONTROL_AGEING_LAG, CONTROL_NOISE_LAGS = 10, (1, 2, 3, 5, 10)     # τ ≪ every late age (≥ 200), as on moons
+
+def _returns_reading(rows: pd.DataFrame) -> dict:
+    "One net's returns: d_s from the first ε with a fit, else the largest Gaussian-equivalent dimension (a bound)."
+    fits = rows.dropna(subset=['d_s'])
+    if len(fits):
+        r = fits.iloc[0]
+        return dict(returns_reading='d_s from returns', returns_value=r.d_s, returns_eps_factor=r.eps_factor,
+                    returns_far=rows.returns_far.sum())
+    ged = rows.dropna(subset=['gaussian_equivalent_d'])
+    if not len(ged):
+        return dict(returns_reading='none', returns_value=np.nan, returns_eps_factor=np.nan,
+                    returns_far=rows.returns_far.sum())
+    r = ged.loc[ged.gaussian_equivalent_d.idxmax()]
+    kind = 'Gaussian-equivalent d (bound: no return)' if r.returns_far == 0 else 'Gaussian-equivalent d'
+    return dict(returns_reading=kind, returns_value=r.gaussian_equivalent_d, returns_eps_factor=r.eps_factor,
+                returns_far=rows.returns_far.sum())
+
+def theorem31(traj: pd.DataFrame, returns: pd.DataFrame, late_start: int, n_boot: int = 100, seed: int = 0) -> pd.DataFrame:
+    """Per SGD net (`run`): late slope s on t ≥ `late_start` with its interval, λ = mean LLC there, eq. 17's
+    d_s = 2 λ s, the returns reading of the same net (`path_returns` rows, `run` = net) and ρ = reading / d_s."""
+    rows = []
+    for run, g in traj.groupby('run'):
+        g = g.sort_values('step')
+        pos = g[(g.step >= late_start) & (g.R > 0)]
+        f = fit_power_law(pos.step.to_numpy(float), pos.R.to_numpy(), n_boot=n_boot, seed=seed)
+        lam = g[g.step >= late_start].llc.dropna()
+        ds = 2 * lam.mean() * f.slope
+        read = _returns_reading(returns_summary(returns[returns.run == run].drop(columns='run').assign(unit=0), n_boot=0))
+        rows.append(dict(run=run, late_slope=f.slope, late_ci_low=f.ci_low, late_ci_high=f.ci_high,
+                         llc_late=lam.mean(), llc_late_sd=lam.std(ddof=1), llc_late_estimates=len(lam),
+                         d_s_eq17=ds, d_s_eq17_ci_low=2 * lam.mean() * f.ci_low, d_s_eq17_ci_high=2 * lam.mean() * f.ci_high,
+                         **read))
+    out = pd.DataFrame(rows)
+    fitted = out.returns_reading == 'd_s from returns'
+    out['rho'] = np.where(fitted, out.returns_value / out.d_s_eq17, np.nan)              # Theorem 3.1: 1
+    out['rho_bound'] = np.where(~fitted, out.returns_value / out.d_s_eq17, np.nan)       # a Gaussian-equivalent bound
+    return out
+
+# %% ../../nbs/22a_mnist_seeds.ipynb #6a3cd8da
+def _mean_row(quantity, x, n_boot, note='', seed=0):
+    return stat_row(quantity, x, np.mean, n_boot, note)
+
+def analyse_controls(traj: pd.DataFrame, increments: pd.DataFrame, returns: pd.DataFrame, cfg) -> dict:
+    "The controls of a controls folder: SGD against GD, ageing, noise part, returns of both, Theorem 3.1 per net."
+    both = set(traj.step[traj.optimizer == 'sgd']) & set(traj.step[traj.optimizer == 'gd'])
+    traj = traj[traj.step.isin(both)]                     # the steps both recorded (SGD adds its LLC steps)
+    sgd = traj[traj.optimizer == 'sgd']
+    steps, R = runs_matrix(sgd.drop(columns='optimizer'), 'R')
+    late = fit_power_law(steps[steps > 0].astype(float), R[:, steps > 0], t_min=cfg.late_start, n_boot=cfg.n_boot)
+    ctl = sgd_gd_controls(traj[['run', 'step', 'R', 'optimizer']], increments, cfg.late_start,
+                          (late.slope, late.ci_low, late.ci_high), ages=cfg.ages, ageing_lag=CONTROL_AGEING_LAG,
+                          noise_lags=CONTROL_NOISE_LAGS, n_boot=cfg.n_boot, start='late_start, the last decade')
+    reads = pd.concat([returns_summary(returns[returns.optimizer == o].drop(columns=['run', 'optimizer']),
+                                       n_boot=cfg.n_boot).assign(optimizer=o) for o in ('sgd', 'gd')], ignore_index=True)
+    per_net = theorem31(sgd, returns[returns.optimizer == 'sgd'], cfg.late_start, n_boot=cfg.n_boot)
+    nb, window = cfg.n_boot, f't ≥ {cfg.late_start} (the last decade)'
+    rows = [summary_row('late exponent 1/d_walk', late.slope, late.ci_low, late.ci_high,
+                        f'SGD, log-log slope of the mean R(t), {window}; {len(R)} nets'),
+            _mean_row('mean LLC over the late window, λ (along training)', per_net.llc_late, nb,
+                      f'{cfg.llc}; {int(per_net.llc_late_estimates.iloc[0])} estimates per net, {window}'),
+            _mean_row('mean late slope per net, s', per_net.late_slope, nb, window),
+            _mean_row('d_s by eq. 17 from the late slope and λ, 2 λ s (mean over nets)', per_net.d_s_eq17, nb,
+                      'what Theorem 3.1 predicts for the returns')]
+    for r in reads.itertuples():
+        who = 'SGD' if r.optimizer == 'sgd' else 'full-batch GD'
+        pooled = f'{who}, {len(per_net)} nets pooled; {r.returns_far:.0f} returns in {r.pairs_far:.3g} pairs'
+        rows.append(summary_row(f'd_s from returns, ε = {r.eps_factor:g} step, {who}', r.d_s, r.ci_low, r.ci_high,
+                                r.reason or pooled))
+        rows.append(summary_row(f'Gaussian-equivalent dimension at the fit lags, ε = {r.eps_factor:g} step, {who}',
+                                r.gaussian_equivalent_d, note=pooled + '; a lower bound where none returned; not d_s'))
+    kinds = ', '.join(f'{k}: {v}' for k, v in per_net.returns_reading.value_counts().items())
+    fitted = int(per_net.rho.notna().sum())
+    rows.append(stat_row('Theorem 3.1: returns reading over eq.-17 d_s, ρ (median over nets)', per_net.rho, np.median,
+                         nb, f'{fitted} of {len(per_net)} nets have a d_s from returns; 1: Theorem 3.1' +
+                         ('' if fitted else '; no number: nothing to test the theorem with')))
+    rows.append(stat_row('Gaussian-equivalent dimension over eq.-17 d_s (median over the nets without a fit)',
+                         per_net.rho_bound, np.median, nb, f'readings: {kinds}; where nothing returned a lower bound on '
+                         'the isotropy of the spread, not on d_s: it cannot test Theorem 3.1'))
+    rows.append(summary_row('nets with a d_s from returns', fitted, fitted, fitted))
+    summary = pd.concat([ctl['summary'], pd.DataFrame(rows)], ignore_index=True)
+    return dict(ctl, summary=summary, returns=reads, theorem31=per_net, late_fit=late)
+
+def plot_sgd_gd(curves: pd.DataFrame, late_start: float):
+    "Mean R(t) of SGD and of full-batch GD from the same initialisations, and their local log-log slopes."
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for opt, label, color in (('sgd', 'SGD (batch 256)', 'C0'), ('gd', 'full-batch GD (no minibatch noise)', 'C3')):
+        ax.fill_between(curves.t, curves[f'{opt}_q10'], curves[f'{opt}_q90'], color=color, alpha=.2)
+        ax.loglog(curves.t, curves[f'{opt}_mean'], color=color, lw=2, label=label)
+        ls = local_slope(curves.t.to_numpy(), curves[f'{opt}_mean'].to_numpy())
+        bx.semilogx(ls.t, ls.slope, '.-', color=color, label=label)
+    for a in (ax, bx):
+        a.axvline(late_start, color='gray', ls=':', label=f'late window from t = {late_start:.0f}')
+    bx.axhline(0.5, color='k', ls='--', lw=1, label='½: diffusion')
+    ax.set(xlabel='t (steps)', ylabel='R(t) (mean, 10–90% of nets)', title='MNIST: same initialisations, lr, steps')
+    bx.set(xlabel='t (steps)', ylabel='local slope d log R / d log t')
+    ax.legend(fontsize=8); bx.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+def plot_theorem31(per_net: pd.DataFrame):
+    "Per net: eq. 17's d_s = 2 λ s (with the slope's interval) against the returns reading."
+    fig, ax = plt.subplots(figsize=(5.2, 4))
+    x = per_net.d_s_eq17
+    ax.errorbar(x, per_net.returns_value, xerr=[x - per_net.d_s_eq17_ci_low, per_net.d_s_eq17_ci_high - x], fmt='o',
+                label='one net (reading: ' + ', '.join(sorted(set(per_net.returns_reading))) + ')')
+    lim = [0, 1.1 * np.nanmax([x.max(), per_net.returns_value.max()])]
+    ax.plot(lim, lim, 'k--', lw=1, label='Theorem 3.1: reading = 2 λ s')
+    ax.set(xlabel='eq. 17: d_s = 2 λ s (late window)', ylabel='returns reading', title='Theorem 3.1, net by net')
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
 # %% ../../nbs/22a_mnist_seeds.ipynb #12ade0ae
 def report(folder, cfg: MNISTSeedsConfig) -> dict:
-    "Analyse the study in `folder` (read with `load_study`) with the bootstrap of `cfg`; write its tables and figures."
+    """Analyse the study in `folder` (read with `load_study`) with the bootstrap of `cfg`; write its tables and figures
+    (with `controls`: the SGD nets' analysis and summary, then the controls' rows, tables and figures)."""
     out = Path(folder)
     nets, traj = per_net(out, cfg)
+    if cfg.controls:
+        return _report_controls(out, cfg, nets, traj)
     summary = summarize(nets, cfg.n_boot)
     write_table(summary, out / 'summary.csv')
     write_table(nets, out / 'per_net.csv')
@@ -216,9 +379,39 @@ def report(folder, cfg: MNISTSeedsConfig) -> dict:
     save_figures(figs, out)
     return dict(summary=summary, nets=nets, figures=figs, out=out)
 
+def _report_controls(out: Path, cfg, nets, everything) -> dict:
+    "The controls' report: the SGD nets as `report` reads them, then `analyse_controls`; tables and figures in `out`."
+    from fracsgd.studies.moons_diffusion import plot_ageing, plot_noise    # the same figures as the moons controls
+    stored = load_study(out)
+    traj = everything[everything.optimizer == 'sgd'].drop(columns='optimizer')
+    ctl = analyse_controls(everything, stored.tables['increments'].drop(columns='key'),
+                           stored.tables['returns'].drop(columns='key'), cfg)
+    extra = []
+    if 'llc_check' in everything.attrs:
+        c = everything.attrs['llc_check']
+        extra.append(summary_row('SGD R(t) against the run the LLC comes from: largest relative difference',
+                                 c['max_relative_difference'], note=f"{c['shared']} shared (net, step) pairs with "
+                                 f"{c['source']}; its {c['estimates']} LLC estimates along training are these nets'"))
+    summary = pd.concat([pd.DataFrame(summarize(nets, cfg.n_boot)), ctl['summary'], pd.DataFrame(extra)],
+                        ignore_index=True)
+    files = dict(summary=summary, per_net=nets, controls=ctl['curves'], ageing=ctl['msd'], noise=ctl['noise']['table'],
+                 returns_summary=ctl['returns'], theorem31=ctl['theorem31'])
+    for name, table in files.items():
+        write_table(table, out / f'{name}.csv')
+    write_table(compact_trajectories(everything), out / 'trajectory_compact.parquet')
+    figs = dict(controls=plot_sgd_gd(ctl['curves'], cfg.late_start), ageing=plot_ageing(ctl['msd'], CONTROL_AGEING_LAG),
+                noise=plot_noise(ctl['noise']['table']), theorem31=plot_theorem31(ctl['theorem31']),
+                trajectories=plot_trajectories(traj))
+    save_figures(figs, out)
+    return dict(summary=summary, nets=nets, figures=figs, out=out, controls=ctl)
+
+CONTROL_FILES = ('summary.csv', 'per_net.csv', 'controls.csv', 'ageing.csv', 'noise.csv', 'returns_summary.csv',
+                 'theorem31.csv', 'trajectory_compact.parquet')
+
 class MNISTSeeds(MNISTStudy):
     "The MNIST seeds study (paper table 8), for the runner."
-    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL, controls=CONTROLS,
+                                        **{'controls-smoke': CONTROLS_SMOKE})
     keep = ('per_net.csv', 'trajectory_compact.parquet')
     def runs(self, cfg): return runs(cfg)
     def report(self, folder, cfg): return report(folder, cfg)

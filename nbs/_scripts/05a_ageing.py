@@ -597,6 +597,108 @@ pd.DataFrame({'drift + Brownian': [bm_ex['ageing']['value'], bm_ex['lags']['valu
               'drift + fluctuation in a well (k = ½)': [ou_ex['ageing']['value'], ou_ex['lags']['value']]},
              index=['ageing exponent of the excess, τ = 1', 'lag exponent of the excess, τ = 1–10'])
 
+
+# %% [markdown]
+# ## The controls of a study, in one table
+#
+# A study that trains the same initialisations twice, by SGD and by full-batch gradient descent, and records their
+# increments, reads its controls with `sgd_gd_controls` (the moons and MNIST studies both do): on the window from
+# `t_c` (the study says which step that is) the paired late slopes of $R(t)$, the early slopes before it, the ratio
+# of the distances travelled, the ageing exponents at `ageing_lag` over the ages at or after `t_c` with their paired
+# difference, and the noise part $M_\text{SGD} - M_\text{GD}$ with its ageing and lag exponents. It returns the
+# summary rows (quantity, value, interval, note), the mean curves with a 10–90% band, $M(s,\tau)$ of both, and the
+# noise table. The check: gradient descent as the drift $3t^{0.43}$ alone, SGD as the same drift plus Brownian
+# noise. GD's late slope is 0.43 and its ageing exponent is that of the closed form $M(s,\tau) = 9((s+\tau)^{0.43} -
+# s^{0.43})^2$ averaged over the recorder's starts, both with intervals of zero width (GD has no noise); the noise
+# part is Brownian: lag exponent 1, ageing exponent 0.
+
+# %%
+#| export
+def _band(R) -> dict:
+    return dict(mean=R.mean(0), q10=np.quantile(R, .1, axis=0), q90=np.quantile(R, .9, axis=0))
+
+def _summary_row(quantity, value, lo=np.nan, hi=np.nan, note=''):
+    return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi, note=note)
+
+def sgd_gd_controls(table: pd.DataFrame, increments: pd.DataFrame, t_c: float, late_slope, *, ages, ageing_lag: int,
+                    noise_lags, n_boot: int = 200, seed: int = 0, start: str = 't_c') -> dict:
+    """SGD against full-batch GD from the same initialisations (the `optimizer` column, 'sgd' or 'gd', of `table`
+    [run, step, R] and `increments` [run, age, start, lag, sq, ...]): late slopes from `t_c`, R(T), ageing exponents
+    at `ageing_lag` over the `ages` ≥ t_c, M(s, τ), the noise part at `noise_lags`; the summary rows. `late_slope`
+    is SGD's late exponent (value, low, high), for eq. 4's prediction β = 2 s − 1; `start` names t_c in the notes."""
+    from fracsgd.displacement import runs_matrix
+    R = {}
+    for opt in ('sgd', 'gd'):
+        steps, M = runs_matrix(table[table.optimizer == opt].drop(columns='optimizer'), 'R')
+        R[opt] = M[:, steps > 0]
+    t = steps[steps > 0].astype(float)
+    if R['sgd'].shape != R['gd'].shape:
+        raise ValueError(f"SGD and GD must have the same nets and steps: {R['sgd'].shape} and {R['gd'].shape}")
+    names = ('SGD', 'full-batch GD')
+    late = paired_late_slopes(t, R['sgd'], R['gd'], t_min=t_c, names=names, n_boot=n_boot, seed=seed)
+    early = paired_late_slopes(t, R['sgd'], R['gd'], t_min=t.min(), t_max=t_c, names=names, n_boot=n_boot, seed=seed)
+    n, rng = len(R['sgd']), np.random.default_rng(seed)
+    end = lambda i: R['gd'][i, -1].mean() / R['sgd'][i, -1].mean()
+    ends = [end(rng.integers(0, n, n)) for _ in range(n_boot)]
+    inc = {opt: increments[increments.optimizer == opt].rename(columns={'run': 'member'}) for opt in ('sgd', 'gd')}
+    late_ages = [a for a in ages if a >= t_c]
+    ageing = paired_ageing(inc['sgd'], inc['gd'], ageing_lag, late_ages, names, n_boot=n_boot, seed=seed)
+    msd = pd.concat([aged_msd(inc[opt], n_boot=n_boot, seed=seed).assign(optimizer=opt) for opt in ('sgd', 'gd')])
+    noise = paired_excess(inc['sgd'], inc['gd'], late_ages, noise_lags, lag=noise_lags[0], n_boot=n_boot, seed=seed)
+    failed = f"; {noise['failed_resamples']} of {n_boot} resamples not positive everywhere: no exponent" if noise['failed_resamples'] else ''
+    window = f"t from {late.t_min[0]:.0f} ({start}) to {late.t_max[0]:.0f}, {late.decades[0]:.2f} decades; {n} nets in pairs"
+    at_ages = f"ages {' '.join(map(str, late_ages))} (≥ t_c), 5 starts each in [s, 1.2 s); {n} nets in pairs"
+    s, s_lo, s_hi = late_slope
+    rows = [('late exponent, SGD, t ≥ t_c (paired with GD)', late.iloc[0], window),
+            ('late exponent, full-batch GD from the same initialisations, t ≥ t_c', late.iloc[1], window),
+            ('late exponent, SGD minus full-batch GD, t ≥ t_c (paired)', late.iloc[2],
+             window + '; above 0: minibatch noise steepens the late growth; 0: the late exponent is drift'),
+            ('early exponent, full-batch GD, t < t_c', early.iloc[1], f't up to {start} = {t_c:.0f}'),
+            (f'ageing exponent, SGD, τ = {ageing_lag}, ages ≥ t_c', ageing.iloc[0],
+             at_ages + '; below 0: M(s, τ) falls with the age s'),
+            (f'ageing exponent, full-batch GD, τ = {ageing_lag}, ages ≥ t_c', ageing.iloc[1], at_ages),
+            (f'ageing exponent, SGD minus full-batch GD, τ = {ageing_lag}, ages ≥ t_c', ageing.iloc[2], at_ages),
+            (f'noise part M_SGD − M_GD: ageing exponent, τ = {noise_lags[0]}, ages ≥ t_c', pd.Series(noise['ageing']),
+             at_ages + f'; eq. 4: α − 1 < 0; Brownian noise: 0{failed}'),
+            (f'noise part M_SGD − M_GD: lag exponent, τ = {noise_lags[0]}–{noise_lags[-1]}, ages ≥ t_c',
+             pd.Series(noise['lags']), at_ages + f'; 1: a free walk (aged or not, τ ≪ s); 0: a fluctuation held around '
+             f'the drift\'s path{failed}')]
+    summary = pd.DataFrame([_summary_row(q, r.value, r.ci_low, r.ci_high, note) for q, r, note in rows] + [
+        _summary_row('ageing exponent predicted by eq. 4 from the late SGD slope, 2 s − 1', 2 * s - 1, 2 * s_lo - 1,
+                     2 * s_hi - 1, 'α = 2 s (free time-fractional walk, τ ≪ s); 0 for Brownian motion'),
+        _summary_row('R(T) of full-batch GD over R(T) of SGD (mean over nets)', end(np.arange(n)),
+                     *np.quantile(ends, [0.025, 0.975]), f'T = {t.max():.0f} steps; 1: GD travels as far as SGD')])
+    curves = pd.DataFrame({'t': t, **{f'{o}_{k}': v for o in ('sgd', 'gd') for k, v in _band(R[o]).items()}})
+    return dict(summary=summary, late=late, early=early, ageing=ageing, msd=msd, curves=curves, t_c=t_c,
+                late_ages=late_ages, noise=noise)
+
+
+# %%
+T_ctl, AGES_ctl = 2000, (25, 50, 100, 200, 400, 800, 1600)
+noise_w = brownian_walks(60, T_ctl, d=2, D=0.05, seed=8)
+sgd_w, gd_w = drift_plus(noise_w, T_ctl)
+def as_study(paths, opt):
+    "A trajectory table and an increments table of walks [n, T+1, d], as a study stores them."
+    R_w = np.linalg.norm(paths - paths[:, :1], axis=2)
+    traj = pd.DataFrame({'run': np.repeat(np.arange(len(paths)), T_ctl + 1), 'step': np.tile(np.arange(T_ctl + 1), len(paths)),
+                         'R': R_w.ravel(), 'optimizer': opt})
+    rec = IncrementRecorder(AGES_ctl, [1, 2, 3, 5, 10, 100], n_steps=T_ctl)
+    return traj, record_paths(paths, rec).rename(columns={'member': 'run'}).assign(optimizer=opt), rec
+(t_s, i_s, _), (t_g, i_g, rec_g) = as_study(sgd_w, 'sgd'), as_study(gd_w, 'gd')
+ctl = sgd_gd_controls(pd.concat([t_s, t_g]), pd.concat([i_s, i_g]), 200, (0.45, 0.44, 0.46), ages=AGES_ctl,
+                      ageing_lag=10, noise_lags=(1, 2, 3, 5, 10), n_boot=100)
+cv = ctl['summary'].set_index('quantity')
+drift_M = lambda s_, tau: 9 * ((s_ + tau) ** 0.43 - s_ ** 0.43) ** 2
+exact = expected_msd(drift_M, rec_g).query('lag == 10 and age >= 200')
+beta_gd = np.polyfit(np.log(exact.age), np.log(exact.expected), 1)[0]
+gd_row = cv.loc['ageing exponent, full-batch GD, τ = 10, ages ≥ t_c']
+assert abs(cv.value['late exponent, full-batch GD from the same initialisations, t ≥ t_c'] - 0.43) < 1e-9
+assert abs(gd_row.value - beta_gd) < 1e-6 and gd_row.ci_high - gd_row.ci_low < 1e-9, (gd_row, beta_gd)
+noise_lag = cv.loc['noise part M_SGD − M_GD: lag exponent, τ = 1–10, ages ≥ t_c']
+noise_age = cv.loc['noise part M_SGD − M_GD: ageing exponent, τ = 1, ages ≥ t_c']
+assert noise_lag.ci_low < 1 < noise_lag.ci_high and noise_age.ci_low < 0 < noise_age.ci_high, (noise_lag, noise_age)
+cv[['value', 'ci_low', 'ci_high']].round(4)
+
 # %%
 #| hide
 import nbdev

@@ -461,6 +461,7 @@ assert {'mnist-seeds', 'mnist-architectures', 'moons-diffusion', 'moons-posterio
 assert (costs.worker_minutes > 0).all() and (costs.runs >= 1).all()
 costs
 
+
 # %% [markdown]
 # `report_study` reads everything it needs from the folder: the study and its configuration from `meta.json`,
 # never from the caller's environment. A folder whose runs all failed is refused in one line with the count, the

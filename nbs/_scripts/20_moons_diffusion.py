@@ -52,7 +52,7 @@ from fracsgd.runner import Study, run_one, placement
 from fracsgd.store import load_study
 from fracsgd.spectral import fit_power_law, compare_growth_laws, diffusion_regime
 from fracsgd.crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
-from fracsgd.ageing import IncrementRecorder, aged_msd, paired_ageing, paired_excess, paired_late_slopes
+from fracsgd.ageing import IncrementRecorder, sgd_gd_controls
 from fracsgd.return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
 
 
@@ -401,58 +401,12 @@ def plot_layers(table: pd.DataFrame):
 
 # %%
 #| export
-def _band(R) -> dict:
-    return dict(mean=R.mean(0), q10=np.quantile(R, .1, axis=0), q90=np.quantile(R, .9, axis=0))
-
 def analyse_controls(table: pd.DataFrame, increments: pd.DataFrame, t_c: float, late_slope, n_boot: int = 200,
                      seed: int = 0) -> dict:
-    """SGD against full-batch GD from the same initialisations (the `optimizer` column of `table` and
-    `increments`): late slopes after `t_c`, R(T), ageing exponents at `AGEING_LAG`, M(s, τ); the summary rows.
-    `late_slope` is SGD's late exponent (value, low, high), for eq. 4's prediction β = 2 s − 1."""
-    R = {}
-    for opt in ('sgd', 'gd'):
-        steps, M = runs_matrix(table[table.optimizer == opt].drop(columns='optimizer'), 'R')
-        R[opt] = M[:, steps > 0]
-    t = steps[steps > 0].astype(float)
-    if R['sgd'].shape != R['gd'].shape:
-        raise ValueError(f"SGD and GD must have the same nets and steps: {R['sgd'].shape} and {R['gd'].shape}")
-    names = ('SGD', 'full-batch GD')
-    late = paired_late_slopes(t, R['sgd'], R['gd'], t_min=t_c, names=names, n_boot=n_boot, seed=seed)
-    early = paired_late_slopes(t, R['sgd'], R['gd'], t_min=t.min(), t_max=t_c, names=names, n_boot=n_boot, seed=seed)
-    n, rng = len(R['sgd']), np.random.default_rng(seed)
-    end = lambda i: R['gd'][i, -1].mean() / R['sgd'][i, -1].mean()
-    ends = [end(rng.integers(0, n, n)) for _ in range(n_boot)]
-    inc = {opt: increments[increments.optimizer == opt].rename(columns={'run': 'member'}) for opt in ('sgd', 'gd')}
-    late_ages = [a for a in CONTROL_AGES if a >= t_c]
-    ageing = paired_ageing(inc['sgd'], inc['gd'], AGEING_LAG, late_ages, names, n_boot=n_boot, seed=seed)
-    msd = pd.concat([aged_msd(inc[opt], n_boot=n_boot, seed=seed).assign(optimizer=opt) for opt in ('sgd', 'gd')])
-    noise = paired_excess(inc['sgd'], inc['gd'], late_ages, NOISE_LAGS, lag=NOISE_LAGS[0], n_boot=n_boot, seed=seed)
-    failed = f"; {noise['failed_resamples']} of {n_boot} resamples not positive everywhere: no exponent" if noise['failed_resamples'] else ''
-    window = f"t from {late.t_min[0]:.0f} (t_c) to {late.t_max[0]:.0f}, {late.decades[0]:.2f} decades; {n} nets in pairs"
-    ages = f"ages {' '.join(map(str, late_ages))} (≥ t_c), 5 starts each in [s, 1.2 s); {n} nets in pairs"
-    s, s_lo, s_hi = late_slope
-    rows = [('late exponent, SGD, t ≥ t_c (paired with GD)', late.iloc[0], window),
-            ('late exponent, full-batch GD from the same initialisations, t ≥ t_c', late.iloc[1], window),
-            ('late exponent, SGD minus full-batch GD, t ≥ t_c (paired)', late.iloc[2],
-             window + '; above 0: minibatch noise steepens the late growth; 0: the late exponent is drift'),
-            ('early exponent, full-batch GD, t < t_c', early.iloc[1], f't up to t_c = {t_c:.0f}'),
-            (f'ageing exponent, SGD, τ = {AGEING_LAG}, ages ≥ t_c', ageing.iloc[0],
-             ages + '; below 0: M(s, τ) falls with the age s'),
-            (f'ageing exponent, full-batch GD, τ = {AGEING_LAG}, ages ≥ t_c', ageing.iloc[1], ages),
-            (f'ageing exponent, SGD minus full-batch GD, τ = {AGEING_LAG}, ages ≥ t_c', ageing.iloc[2], ages),
-            (f'noise part M_SGD − M_GD: ageing exponent, τ = {NOISE_LAGS[0]}, ages ≥ t_c', pd.Series(noise['ageing']),
-             ages + f'; eq. 4: α − 1 < 0; Brownian noise: 0{failed}'),
-            (f'noise part M_SGD − M_GD: lag exponent, τ = {NOISE_LAGS[0]}–{NOISE_LAGS[-1]}, ages ≥ t_c',
-             pd.Series(noise['lags']), ages + f'; 1: a free walk (aged or not, τ ≪ s); 0: a fluctuation held around '
-             f'the drift\'s path{failed}')]
-    summary = pd.DataFrame([_row(q, r.value, r.ci_low, r.ci_high, note) for q, r, note in rows] + [
-        _row('ageing exponent predicted by eq. 4 from the late SGD slope, 2 s − 1', 2 * s - 1, 2 * s_lo - 1,
-             2 * s_hi - 1, 'α = 2 s (free time-fractional walk, τ ≪ s); 0 for Brownian motion'),
-        _row('R(T) of full-batch GD over R(T) of SGD (mean over nets)', end(np.arange(n)),
-             *np.quantile(ends, [0.025, 0.975]), f'T = {t.max():.0f} steps; 1: GD travels as far as SGD')])
-    curves = pd.DataFrame({'t': t, **{f'{o}_{k}': v for o in ('sgd', 'gd') for k, v in _band(R[o]).items()}})
-    return dict(summary=summary, late=late, early=early, ageing=ageing, msd=msd, curves=curves, t_c=t_c,
-                late_ages=late_ages, noise=noise)
+    """SGD against full-batch GD from the same initialisations: `sgd_gd_controls` of the [ageing chapter](ageing.html)
+    at `CONTROL_AGES`, `AGEING_LAG` and `NOISE_LAGS`. `late_slope` is SGD's late exponent (value, low, high)."""
+    return sgd_gd_controls(table, increments, t_c, late_slope, ages=CONTROL_AGES, ageing_lag=AGEING_LAG,
+                           noise_lags=NOISE_LAGS, n_boot=n_boot, seed=seed)
 
 def plot_controls(curves: pd.DataFrame, t_c: float):
     "Mean R(t) of SGD and of full-batch GD from the same initialisations, and their local log-log slopes."

@@ -23,11 +23,13 @@ import pandas as pd
 import torch
 from torch import nn
 
-from fracsgd.core import PhaseClock, atomic_path, data_dir
+from fracsgd.core import PhaseClock, added_field, atomic_path, data_dir
 from fracsgd.data import DataSourceWarning, flatten
 from fracsgd.datasets.mnist import mnist_subset
 from fracsgd.models import make_mlp
-from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer, train_ensemble
+from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer, PerChunk, train_ensemble
+from fracsgd.ageing import IncrementRecorder
+from fracsgd.return_probability import ProjectedPath, path_returns, projected_paths
 from fracsgd.stack import as_data, resolve_loss
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
 from fracsgd.llc import calibrate, estimate_llc, final_llc
@@ -155,11 +157,21 @@ class MNISTRun:
     n_images: int = 10_000
     test_fraction: float = 0.5
     data_seed: int = 0
+    full_batch: bool = added_field(False)  # gradient descent on all n_train images, as many steps as SGD takes
+    ages: tuple = added_field(())          # record the increment MSD at these ages (and INCREMENT_LAGS)
+    returns_dim: int = added_field(0)      # 0: off; else each net's path on this many Gaussian directions, and its returns
+    returns_start: int = added_field(0)    # the step the projected path starts at
     RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
         object.__setattr__(self, 'hidden', tuple(int(h) for h in self.hidden))
         object.__setattr__(self, 'volume_eps', tuple(float(e) for e in self.volume_eps))
+        object.__setattr__(self, 'ages', tuple(int(a) for a in self.ages))
+        if self.volume_eps and (self.ages or self.returns_dim):
+            raise ValueError("the explored-volume count drives the trainer itself: record volume_eps in a run of its "
+                             "own, not with ages or returns_dim")
+        if self.returns_dim and not 0 <= self.returns_start < self.n_steps - 2:
+            raise ValueError(f"returns_start must lie in 0..{self.n_steps - 3}, got {self.returns_start}")
         if self.steps_per_epoch not in ('ceil', 'floor'):
             raise ValueError(f"steps_per_epoch must be 'ceil' or 'floor', got {self.steps_per_epoch!r}")
         llc_setting(self.llc)
@@ -173,7 +185,7 @@ class MNISTRun:
 
     @property
     def n_steps(self) -> int:
-        "SGD steps: `epochs` × steps per epoch."
+        "SGD steps: `epochs` × steps per epoch of batch `batch_size` (full-batch GD takes as many)."
         per = (math.ceil if self.steps_per_epoch == 'ceil' else math.floor)(self.n_train / self.batch_size)
         return self.epochs * max(per, 1)
 
@@ -182,7 +194,8 @@ class MNISTRun:
         every = frozenset(set(range(0, self.n_steps + 1, self.record_every)) |
                           {int(s) for s in np.unique(np.geomspace(1, self.n_steps, 60).astype(int))})
         return EnsembleSettings(optimizer=self.optimizer, lr=self.lr, momentum=self.momentum,
-                                weight_decay=self.weight_decay, batch_size=self.batch_size, n_steps=self.n_steps,
+                                weight_decay=self.weight_decay, n_steps=self.n_steps,
+                                batch_size=self.n_train if self.full_batch else self.batch_size,
                                 seed=self.first_seed, every=every, groups='layer', llc_every=self.llc_every,
                                 llc=llc_setting(self.llc))
 
@@ -322,16 +335,37 @@ def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
     with clock('volume'):
         return table.merge(pd.DataFrame(rows), on=['member', 'step'], how='left')
 
-def _train(nets, train, settings, run, clock: PhaseClock | None = None) -> pd.DataFrame:
-    "Train `nets` together on `train` where the data lie; the trajectory table (`member` = index in `nets`)."
+INCREMENT_LAGS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000)   # lags τ of the increment MSD (steps)
+RETURNS_SEED = 0                            # the projection's directions: the same for every run, SGD and GD alike
+
+def _observers(run) -> dict:
+    "The recorders `run` asks for, one `PerChunk` each: `increments` (at `run.ages`), `paths` (`run.returns_dim`)."
+    out = {}
+    if run.ages:
+        out['increments'] = PerChunk(lambda: IncrementRecorder(run.ages, INCREMENT_LAGS, run.n_steps))
+    if run.returns_dim:
+        out['paths'] = PerChunk(lambda: ProjectedPath(run.returns_dim, run.returns_start, 1, seed=RETURNS_SEED))
+    return out
+
+def _train(nets, train, settings, run, clock: PhaseClock | None = None) -> tuple[pd.DataFrame, dict]:
+    """Train `nets` together on `train` where the data lie; the trajectory table (`member` = index in `nets`) and
+    the tables of the observers the run asks for (`increments`; `returns`, `path_returns` of the projected paths,
+    unit = member)."""
     if not run.volume_eps:
-        return train_ensemble(nets, train, 'classification', settings, clock=clock)
+        observers = _observers(run)
+        table = train_ensemble(nets, train, 'classification', settings, clock=clock, observers=list(observers.values()))
+        extra = {}
+        if 'increments' in observers:
+            extra['increments'] = observers['increments'].table()
+        if 'paths' in observers:
+            extra['returns'] = path_returns(projected_paths(observers['paths'])[1])
+        return table, extra
     X, y = as_data(train, train[0].device, nets[0], 'classification')
     trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, X.device,
                               clock)
     table = _volume_columns(trainer, run.volume_eps)
     trainer.write_back()
-    return table
+    return table, {}
 
 
 # %%
@@ -396,13 +430,22 @@ class MNISTStudy(Study):
     def train(self, run: MNISTRun, data: MNISTData, nets) -> dict:
         """Train the nets together: the trajectory table (`run` = seed; R, R/<layer>, loss, accuracy, llc every
         `llc_every` steps, volume/<ε>), the data source, the training time and its phases (`seconds_train_steps`,
-        `_record`, `_llc`, `_volume`; `cpu_seconds_train_*` their CPU time)."""
+        `_record`, `_llc`, `_volume`, `_observe`; `cpu_seconds_train_*` their CPU time); with `ages` the increments
+        table, with `returns_dim` the return counts (`run` = seed, `unit` = index in the run), and in both cases, or
+        with `full_batch`, an `optimizer` column ('sgd' or 'gd') in every table."""
         t0, clock = time.perf_counter(), PhaseClock()
-        table = _train(nets, data.train, run.settings(), run, clock)
+        table, extra = _train(nets, data.train, run.settings(), run, clock)
         seconds_train = time.perf_counter() - t0
         table.insert(0, 'run', table.pop('member') + run.first_seed)
+        if 'increments' in extra:
+            extra['increments'].insert(0, 'run', extra['increments'].pop('member') + run.first_seed)
+        if 'returns' in extra:
+            extra['returns'].insert(0, 'run', extra['returns'].unit + run.first_seed)
+        if run.full_batch or extra:                     # the controls: SGD and GD runs of the same nets
+            for t in (table, *extra.values()):
+                t['optimizer'] = 'gd' if run.full_batch else 'sgd'
         return dict(trajectory=table, data_source=data.source, data_warning=data.warning,
-                    seconds_train=seconds_train, **clock.seconds('seconds_train_'))
+                    seconds_train=seconds_train, **extra, **clock.seconds('seconds_train_'))
 
     def evaluate(self, run: MNISTRun, data: MNISTData, nets, trained: dict) -> dict:
         """The trained nets' test and training loss and accuracy, and, if `run.calibrated`, their LLCs at the final
@@ -414,6 +457,8 @@ class MNISTStudy(Study):
                                          **dict(zip(('train_loss', 'train_accuracy'), _evaluate(n, *data.train))))
                                     for n in nets])
         per_net.insert(0, 'run', range(run.first_seed, run.first_seed + run.n_nets))
+        if run.full_batch or run.ages or run.returns_dim:
+            per_net['optimizer'] = 'gd' if run.full_batch else 'sgd'
         if not run.calibrated:
             return dict(nets=per_net, seconds_calibrated=0.0, **clock.seconds('seconds_eval_'))
         t0 = time.perf_counter()                       # the final weights under the other settings too
@@ -447,6 +492,39 @@ phases = {k: v for k, v in out.items() if k.startswith('seconds_train_')}
 assert set(phases) == {f'seconds_train_{p}' for p in ('steps', 'record', 'llc', 'volume')}
 assert sum(phases.values()) <= out['seconds_train']                  # the phases partition the training loop
 out['nets']
+
+# %% [markdown]
+# **The controls' recorders.** A run can also be trained by full-batch gradient descent (`full_batch`: every step
+# on all `n_train` images, the same learning rate and as many steps as SGD takes), record the increment MSD at
+# `ages` (the [ageing chapter](ageing.html)'s `IncrementRecorder`, lags `INCREMENT_LAGS`) and record each net's
+# path from `returns_start` on `returns_dim` Gaussian directions, whose return counts `path_returns` gives (the
+# [return-probability chapter](return_probability.html)). These fields were added after the seeds, architecture and
+# ablation studies ran; at their defaults they stay out of the run key, so the stored runs keep theirs. Two checks
+# nobody chose: the first step of gradient descent moves a net by exactly lr × the norm of its full-batch gradient
+# at initialisation, and the recorded ‖w_{t+τ} − w_0‖² of the increments is the trajectory's R(t+τ)².
+
+# %%
+from dataclasses import replace
+from fracsgd.sweep import run_key
+assert run_key(MNISTRun()) == run_key(MNISTRun(full_batch=False, ages=(), returns_dim=0, returns_start=0))
+assert run_key(MNISTRun(full_batch=True)) != run_key(MNISTRun())
+gd_tiny = replace(tiny, llc_every=0, calibrated='', volume_eps=(), full_batch=True, ages=(5, 10), returns_dim=8,
+                  returns_start=10)
+assert gd_tiny.n_steps == tiny.n_steps and gd_tiny.settings().batch_size == gd_tiny.n_train
+gd_out = run_one(MNISTStudy(), Placement('cpu'), tempfile.mkdtemp(), gd_tiny)
+net = make_mlp([N_PIXELS, *gd_tiny.hidden, 10], batch_norm=True, seed=7)
+Xtr, ytr = run_data(gd_tiny).train
+nn.functional.cross_entropy(net(Xtr), ytr).backward()
+first_step = gd_tiny.lr * torch.cat([p.grad.reshape(-1) for p in net.parameters()]).norm().item()
+g_traj = gd_out['trajectory']
+R1 = g_traj.query('run == 7 and step == 1').R.item()
+assert abs(R1 / first_step - 1) < 1e-4 and (g_traj.optimizer == 'gd').all(), (R1, first_step)
+inc = gd_out['increments'].assign(end=lambda d: d.start + d.lag)
+inc = inc.merge(g_traj[['run', 'step', 'R']], left_on=['run', 'end'], right_on=['run', 'step'])
+assert len(inc) and np.allclose(inc.sq_end, inc.R ** 2, rtol=1e-4), inc
+ret = gd_out['returns']
+assert set(ret.run) == {7, 8} and set(ret.unit) == {0, 1} and (ret.optimizer == 'gd').all() and ret.pairs.gt(0).all()
+ret.head()
 
 
 # %% [markdown]
