@@ -869,8 +869,9 @@ for preset in ('full', 'long'):
 # beside them): the SGD run took 446 s and the GD run 1,048 s of worker time (18 min wall), the report a minute.
 # `keep_results` kept its summary, mean curves, $M(s,\tau)$ and noise part in the compact folder below (the GD run
 # was slowed by glibc's heap growing under full-batch steps: `MALLOC_MMAP_THRESHOLD_=131072` in the environment
-# keeps it flat; results do not depend on it). The same code applies to the MNIST studies, which train with the
-# same ensemble trainer (`train_with_increments`), but was not run on them here: on this CPU they take hours.
+# keeps it flat; results do not depend on it). The same analysis (`sgd_gd_controls` of the [ageing
+# chapter](ageing.html)) runs on ten of the MNIST seeds nets in the controls preset of the [seeds
+# study](mnist_seeds.html), with the same answer: gradient descent without minibatch noise keeps the late slope.
 
 # %%
 ctl = kept['controls']
