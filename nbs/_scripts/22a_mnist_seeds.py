@@ -396,7 +396,7 @@ def plot_layers(traj: pd.DataFrame, run: int, title: str = ''):
 # step) they share. λ therefore belongs to exactly these nets, and the controls cost no LLC estimate of their own.
 #
 # * **The late window.** The full run found no crossover through ½ on any net (its local slopes stay above ½), so
-#   the study's `_late` has no window to offer. The controls take the last decade, $t \ge 200$ (`late_start`), as
+#   the protocol chapter's late-window reading has no window to offer. The controls take the last decade, $t \ge 200$ (`late_start`), as
 #   the late window: for the paired slopes, for the ageing (ages 200–1,600), for λ (the LLC estimates at steps
 #   200–2,000) and for the returns (the paths start there). In the summary rows, whose names mirror the moons
 #   study's, "t_c" is this step.
