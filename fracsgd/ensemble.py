@@ -346,15 +346,15 @@ def llc(self: EnsembleTrainer, step: int) -> dict:
 # %% ../nbs/12_ensemble.ipynb #783ab4a7
 @patch
 def _observe(self: EnsembleTrainer, observers: Sequence, step: int) -> None:
-    if observers:
-        with self.clock('observe'):
-            for ob in observers:
-                ob.observe(self, step)
+    for ob in observers:
+        with self.clock(getattr(ob, 'phase', 'observe')):
+            ob.observe(self, step)
 
 @patch
 def run(self: EnsembleTrainer, bar=None, observers: Sequence = ()) -> pd.DataFrame:
     """Train for `settings.n_steps` steps; the trajectory table. `clock` holds the seconds of steps, record and llc.
-    Each observer's `observe(trainer, step)` is called after step 0 and after every step (phase `observe`)."""
+    Each observer's `observe(trainer, step)` is called after step 0 and after every step (its clock phase: its
+    `phase`, else `observe`)."""
     clock = self.clock
     with clock('record'):
         self.record(0)

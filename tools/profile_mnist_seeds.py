@@ -179,7 +179,7 @@ def _workloads(nets, X, y, run, bench_net, Xb, yb, quick: bool) -> list:
     out = [('ensemble trainer: step (50 nets, batch 256)', 'training step', steps_only, *k),
            ('+ recording every 10 steps', 'training step', lambda n: trainer(n).run(), *k),
            ('+ explored-volume cells (10 nets, 2 cell sizes)', 'training step',
-            lambda n: mr._volume_columns(trainer(n), run.volume_eps), *k)]
+            lambda n: trainer(n).run(observers=[mr.VolumeCounter(run.volume_eps)]), *k)]
     m = (20, 40) if quick else (100, 200)                          # multiples of 20 (diagnostics) and 50 (NaN scan)
     for every in (20, 0):
         s = _bench_settings(len(Xb), m[0], 256).replace(n_chains=1, diag_every=every)

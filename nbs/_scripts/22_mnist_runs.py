@@ -30,7 +30,6 @@ from fracsgd.models import make_mlp
 from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer, PerChunk, train_ensemble
 from fracsgd.ageing import IncrementRecorder
 from fracsgd.return_probability import ProjectedPath, path_returns, projected_paths
-from fracsgd.stack import as_data, resolve_loss
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
 from fracsgd.llc import calibrate, estimate_llc, final_llc
 from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
@@ -167,9 +166,6 @@ class MNISTRun:
         object.__setattr__(self, 'hidden', tuple(int(h) for h in self.hidden))
         object.__setattr__(self, 'volume_eps', tuple(float(e) for e in self.volume_eps))
         object.__setattr__(self, 'ages', tuple(int(a) for a in self.ages))
-        if self.volume_eps and (self.ages or self.returns_dim):
-            raise ValueError("the explored-volume count drives the trainer itself: record volume_eps in a run of its "
-                             "own, not with ages or returns_dim")
         if self.returns_dim and not 0 <= self.returns_start < self.n_steps - 2:
             raise ValueError(f"returns_start must lie in 0..{self.n_steps - 3}, got {self.returns_start}")
         if self.steps_per_epoch not in ('ceil', 'floor'):
@@ -291,8 +287,8 @@ def run_data(run: MNISTRun) -> MNISTData:
 # the trajectory before `evaluate`: nothing here names a device, and what is created along the way follows the
 # data or the nets.
 #
-# When `volume_eps` is set the run drives the trainer step by step and counts, for each net and cell size ε, the
-# distinct cells of side ε of weight space entered so far (`ExploredVolume`'s count, kept for the first
+# When `volume_eps` is set, an observer of the trainer (`VolumeCounter`) counts after every step, for each net and
+# cell size ε, the distinct cells of side ε of weight space entered so far (`ExploredVolume`'s count, kept for the first
 # `VOLUME_NETS` nets of the run, which bounds its cost; a cell is told apart by two random projections of its
 # integer index). The cells are centred on the initial weights: with $w_0$ on a cell corner, as in
 # `ExploredVolume`, every coordinate that changes sign in its first steps enters a new cell, and with 10⁵
@@ -302,38 +298,33 @@ def run_data(run: MNISTRun) -> MNISTData:
 #| export
 VOLUME_NETS = 10                            # the explored volume is counted for the first 10 nets of a run
 
-def _volume_columns(trainer: EnsembleTrainer, eps: tuple) -> pd.DataFrame:
-    "Run `trainer` to the end, counting distinct eps-cells of its first `VOLUME_NETS` members; its table + volumes."
-    n = min(VOLUME_NETS, len(trainer.members))
-    seen = {e: [set() for _ in range(n)] for e in eps}
-    g = torch.Generator().manual_seed(0)
-    keys = torch.randn(trainer.w.shape[1], 2, generator=g).to(trainer.w)  # [params, 2], the weights' device, dtype
-    rows = []
-    def count(step):
-        d = trainer.w[:n] - trainer.w0[:n]                                    # [n, params]
-        for e in eps:
-            cells = d.mul(1 / e).add_(0.5).floor_()                           # w0 at a cell's centre
-            for m, k in enumerate((cells @ keys).cpu().numpy()):              # two random projections: the cell's id
-                seen[e][m].add((float(k[0]), float(k[1])))
+class VolumeCounter:
+    """An observer of the ensemble trainer: distinct ε-cells visited by the first `VOLUME_NETS` nets, counted after
+    every step, reported at the recorded steps (`table()`: member, step, volume/<ε>; phase `volume`)."""
+    phase = 'volume'
+    def __init__(self, eps: tuple):
+        self.eps, self.rows = tuple(eps), []
+
+    def observe(self, trainer: EnsembleTrainer, step: int) -> None:
+        if step == 0:                                                           # a new chunk of members
+            self.idx = [i for i, m in enumerate(trainer.members) if m < VOLUME_NETS]
+            self.seen = {e: {trainer.members[i]: set() for i in self.idx} for e in self.eps}
+            g = torch.Generator().manual_seed(0)
+            self.keys = torch.randn(trainer.w.shape[1], 2, generator=g).to(trainer.w)   # [params, 2] on the weights
+        if not self.idx:
+            return
+        d = trainer.w[self.idx] - trainer.w0[self.idx]                          # [n, params]
+        members = [trainer.members[i] for i in self.idx]
+        for e in self.eps:
+            cells = d.mul(1 / e).add_(0.5).floor_()                             # w0 at a cell's centre
+            for m, k in zip(members, (cells @ self.keys).cpu().numpy()):       # two random projections: the cell's id
+                self.seen[e][m].add((float(k[0]), float(k[1])))
         if trainer.s.due(step):
-            rows.extend(dict(member=m, step=step, **{f'volume/{e:g}': float(len(seen[e][m])) for e in eps})
-                        for m in range(n))
-    clock = trainer.clock                                                       # seconds per phase
-    with clock('record'):
-        trainer.record(0)
-    with clock('volume'):
-        count(0)
-    for t in range(1, trainer.s.n_steps + 1):
-        with clock('steps'):
-            loss, out, y = trainer.step()
-        with clock('record'):
-            trainer.record(t, loss, out, y)
-        with clock('volume'):
-            count(t)
-    with clock('record'):
-        table = trainer.table()
-    with clock('volume'):
-        return table.merge(pd.DataFrame(rows), on=['member', 'step'], how='left')
+            self.rows.extend(dict(member=m, step=step, **{f'volume/{e:g}': float(len(self.seen[e][m])) for e in self.eps})
+                             for m in members)
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
 
 INCREMENT_LAGS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000)   # lags τ of the increment MSD (steps)
 RETURNS_SEED = 0                            # the projection's directions: the same for every run, SGD and GD alike
@@ -351,21 +342,18 @@ def _train(nets, train, settings, run, clock: PhaseClock | None = None) -> tuple
     """Train `nets` together on `train` where the data lie; the trajectory table (`member` = index in `nets`) and
     the tables of the observers the run asks for (`increments`; `returns`, `path_returns` of the projected paths,
     unit = member)."""
-    if not run.volume_eps:
-        observers = _observers(run)
-        table = train_ensemble(nets, train, 'classification', settings, clock=clock, observers=list(observers.values()))
-        extra = {}
-        if 'increments' in observers:
-            extra['increments'] = observers['increments'].table()
-        if 'paths' in observers:
-            extra['returns'] = path_returns(projected_paths(observers['paths'])[1])
-        return table, extra
-    X, y = as_data(train, train[0].device, nets[0], 'classification')
-    trainer = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), settings, X.device,
-                              clock)
-    table = _volume_columns(trainer, run.volume_eps)
-    trainer.write_back()
-    return table, {}
+    observers = _observers(run)
+    if run.volume_eps:
+        observers['volume'] = VolumeCounter(run.volume_eps)
+    table = train_ensemble(nets, train, 'classification', settings, clock=clock, observers=list(observers.values()))
+    extra = {}
+    if 'increments' in observers:
+        extra['increments'] = observers['increments'].table()
+    if 'paths' in observers:
+        extra['returns'] = path_returns(projected_paths(observers['paths'])[1])
+    if 'volume' in observers:
+        table = table.merge(observers['volume'].table(), on=['member', 'step'], how='left')
+    return table, extra
 
 
 # %%
