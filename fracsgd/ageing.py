@@ -16,7 +16,7 @@ from scipy.special import gamma as _gamma
 # %% auto #0
 __all__ = ['age_starts', 'IncrementRecorder', 'record_paths', 'aged_msd', 'ageing_exponent', 'brownian_walks', 'ctrw_walks',
            'ou_walks', 'brownian_aged_msd', 'ctrw_aged_msd', 'ou_aged_msd', 'expected_msd', 'train_with_increments',
-           'paired_late_slopes', 'paired_ageing', 'paired_excess', 'sgd_gd_controls']
+           'paired_late_slopes', 'paired_ageing', 'paired_excess', 'sgd_gd_controls', 'plot_sgd_gd']
 
 # %% ../nbs/05a_ageing.ipynb #d8db108d
 def age_starts(ages: Iterable[int], per_age: int = 5, window: float = 0.2) -> dict[int, list[int]]:
@@ -342,3 +342,24 @@ def sgd_gd_controls(table: pd.DataFrame, increments: pd.DataFrame, t_c: float, l
     curves = pd.DataFrame({'t': t, **{f'{o}_{k}': v for o in ('sgd', 'gd') for k, v in _band(R[o]).items()}})
     return dict(summary=summary, late=late, early=early, ageing=ageing, msd=msd, curves=curves, t_c=t_c,
                 late_ages=late_ages, noise=noise)
+
+# %% ../nbs/05a_ageing.ipynb #c1139455
+def plot_sgd_gd(curves: pd.DataFrame, mark: float, mark_label: str, sgd_label: str = 'SGD',
+                title: str = 'same initialisations, same lr and steps'):
+    "Mean R(t) of SGD and of full-batch GD (the `curves` of `sgd_gd_controls`), and their local log-log slopes."
+    import matplotlib.pyplot as plt
+    from fracsgd.crossover import local_slope
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for opt, label, color in (('sgd', sgd_label, 'C0'), ('gd', 'full-batch GD (no minibatch noise)', 'C3')):
+        ax.fill_between(curves.t, curves[f'{opt}_q10'], curves[f'{opt}_q90'], color=color, alpha=.2)
+        ax.loglog(curves.t, curves[f'{opt}_mean'], color=color, lw=2, label=label)
+        ls = local_slope(curves.t.to_numpy(), curves[f'{opt}_mean'].to_numpy())
+        bx.semilogx(ls.t, ls.slope, '.-', color=color, label=label)
+    for a in (ax, bx):
+        a.axvline(mark, color='gray', ls=':', label=mark_label)
+    bx.axhline(0.5, color='k', ls='--', lw=1, label='½: diffusion')
+    ax.set(xlabel='t (steps)', ylabel='R(t) (mean, 10–90% of nets)', title=title)
+    bx.set(xlabel='t (steps)', ylabel='local slope d log R / d log t')
+    ax.legend(fontsize=8); bx.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -13,7 +13,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from ..core import read_table, write_table, save_figures
-from ..ageing import sgd_gd_controls
+from ..ageing import plot_sgd_gd, sgd_gd_controls
 from ..spectral import fit_power_law
 from ..crossover import local_slope
 from ..return_probability import returns_summary
@@ -28,8 +28,8 @@ from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectorie
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'CONTROL_AGES', 'CONTROLS', 'CONTROLS_SMOKE', 'PAPER_TABLE8', 'CONTROL_AGEING_LAG',
            'CONTROL_NOISE_LAGS', 'CONTROL_FILES', 'STUDY', 'MNISTSeedsConfig', 'runs', 'borrow_llc', 'per_net',
            'bootstrap_interval', 'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2',
-           'plot_trajectories', 'plot_layers', 'theorem31', 'analyse_controls', 'plot_sgd_gd', 'plot_theorem31',
-           'report', 'MNISTSeeds']
+           'plot_trajectories', 'plot_layers', 'theorem31', 'analyse_controls', 'plot_theorem31', 'report',
+           'MNISTSeeds']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
 @dataclass(frozen=True)
@@ -331,22 +331,6 @@ def analyse_controls(traj: pd.DataFrame, increments: pd.DataFrame, returns: pd.D
     summary = pd.concat([ctl['summary'], pd.DataFrame(rows)], ignore_index=True)
     return dict(ctl, summary=summary, returns=reads, theorem31=per_net, late_fit=late)
 
-def plot_sgd_gd(curves: pd.DataFrame, late_start: float):
-    "Mean R(t) of SGD and of full-batch GD from the same initialisations, and their local log-log slopes."
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
-    for opt, label, color in (('sgd', 'SGD (batch 256)', 'C0'), ('gd', 'full-batch GD (no minibatch noise)', 'C3')):
-        ax.fill_between(curves.t, curves[f'{opt}_q10'], curves[f'{opt}_q90'], color=color, alpha=.2)
-        ax.loglog(curves.t, curves[f'{opt}_mean'], color=color, lw=2, label=label)
-        ls = local_slope(curves.t.to_numpy(), curves[f'{opt}_mean'].to_numpy())
-        bx.semilogx(ls.t, ls.slope, '.-', color=color, label=label)
-    for a in (ax, bx):
-        a.axvline(late_start, color='gray', ls=':', label=f'late window from t = {late_start:.0f}')
-    bx.axhline(0.5, color='k', ls='--', lw=1, label='½: diffusion')
-    ax.set(xlabel='t (steps)', ylabel='R(t) (mean, 10–90% of nets)', title='MNIST: same initialisations, lr, steps')
-    bx.set(xlabel='t (steps)', ylabel='local slope d log R / d log t')
-    ax.legend(fontsize=8); bx.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 def plot_theorem31(per_net: pd.DataFrame):
     "Per net: eq. 17's d_s = 2 λ s (with the slope's interval) against the returns reading."
@@ -399,7 +383,7 @@ def _report_controls(out: Path, cfg, nets, everything) -> dict:
     for name, table in files.items():
         write_table(table, out / f'{name}.csv')
     write_table(compact_trajectories(everything), out / 'trajectory_compact.parquet')
-    figs = dict(controls=plot_sgd_gd(ctl['curves'], cfg.late_start), ageing=plot_ageing(ctl['msd'], CONTROL_AGEING_LAG),
+    figs = dict(controls=plot_sgd_gd(ctl['curves'], cfg.late_start, f'late window from t = {cfg.late_start:.0f}', 'SGD (batch 256)', 'MNIST: same initialisations, lr, steps'), ageing=plot_ageing(ctl['msd'], CONTROL_AGEING_LAG),
                 noise=plot_noise(ctl['noise']['table']), theorem31=plot_theorem31(ctl['theorem31']),
                 trajectories=plot_trajectories(traj))
     save_figures(figs, out)

@@ -23,7 +23,7 @@ from ..runner import Study, run_one, placement
 from ..store import load_study
 from ..spectral import fit_power_law, compare_growth_laws, diffusion_regime
 from ..crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
-from ..ageing import IncrementRecorder, sgd_gd_controls
+from ..ageing import IncrementRecorder, sgd_gd_controls, plot_sgd_gd
 from ..return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
 
 # %% auto #0
@@ -265,20 +265,7 @@ def analyse_controls(table: pd.DataFrame, increments: pd.DataFrame, t_c: float, 
 
 def plot_controls(curves: pd.DataFrame, t_c: float):
     "Mean R(t) of SGD and of full-batch GD from the same initialisations, and their local log-log slopes."
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
-    for opt, label, color in (('sgd', 'SGD (batch 128)', 'C0'), ('gd', 'full-batch GD (no minibatch noise)', 'C3')):
-        ax.fill_between(curves.t, curves[f'{opt}_q10'], curves[f'{opt}_q90'], color=color, alpha=.2)
-        ax.loglog(curves.t, curves[f'{opt}_mean'], color=color, lw=2, label=label)
-        ls = local_slope(curves.t.to_numpy(), curves[f'{opt}_mean'].to_numpy())
-        bx.semilogx(ls.t, ls.slope, '.-', color=color, label=label)
-    for a in (ax, bx):
-        a.axvline(t_c, color='gray', ls=':', label=f'SGD\'s $t_c$ ≈ {t_c:.0f}')
-    bx.axhline(0.5, color='k', ls='--', lw=1, label='½: diffusion')
-    ax.set(xlabel='t (steps)', ylabel='R(t) (mean, 10–90% of nets)', title='same initialisations, same lr and steps')
-    bx.set(xlabel='t (steps)', ylabel='local slope d log R / d log t')
-    ax.legend(fontsize=8); bx.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return plot_sgd_gd(curves, t_c, f"SGD's $t_c$ ≈ {t_c:.0f}", 'SGD (batch 128)')
 
 def plot_ageing(msd: pd.DataFrame, lag: int = AGEING_LAG):
     "M(s, τ) against τ at each age, for SGD and for GD; and M(s, τ = lag) against the age s for both."

@@ -699,6 +699,33 @@ noise_age = cv.loc['noise part M_SGD − M_GD: ageing exponent, τ = 1, ages ≥
 assert noise_lag.ci_low < 1 < noise_lag.ci_high and noise_age.ci_low < 0 < noise_age.ci_high, (noise_lag, noise_age)
 cv[['value', 'ci_low', 'ci_high']].round(4)
 
+# %% [markdown]
+# `plot_sgd_gd` draws the curves of `sgd_gd_controls`: the mean $R(t)$ of both ensembles with the band of their nets,
+# and their local log–log slopes beside ½; both studies' pages use it.
+
+# %%
+#| export
+def plot_sgd_gd(curves: pd.DataFrame, mark: float, mark_label: str, sgd_label: str = 'SGD',
+                title: str = 'same initialisations, same lr and steps'):
+    "Mean R(t) of SGD and of full-batch GD (the `curves` of `sgd_gd_controls`), and their local log-log slopes."
+    import matplotlib.pyplot as plt
+    from fracsgd.crossover import local_slope
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for opt, label, color in (('sgd', sgd_label, 'C0'), ('gd', 'full-batch GD (no minibatch noise)', 'C3')):
+        ax.fill_between(curves.t, curves[f'{opt}_q10'], curves[f'{opt}_q90'], color=color, alpha=.2)
+        ax.loglog(curves.t, curves[f'{opt}_mean'], color=color, lw=2, label=label)
+        ls = local_slope(curves.t.to_numpy(), curves[f'{opt}_mean'].to_numpy())
+        bx.semilogx(ls.t, ls.slope, '.-', color=color, label=label)
+    for a in (ax, bx):
+        a.axvline(mark, color='gray', ls=':', label=mark_label)
+    bx.axhline(0.5, color='k', ls='--', lw=1, label='½: diffusion')
+    ax.set(xlabel='t (steps)', ylabel='R(t) (mean, 10–90% of nets)', title=title)
+    bx.set(xlabel='t (steps)', ylabel='local slope d log R / d log t')
+    ax.legend(fontsize=8); bx.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 # %%
 #| hide
 import nbdev

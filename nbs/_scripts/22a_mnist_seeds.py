@@ -22,7 +22,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from fracsgd.core import read_table, write_table, save_figures
-from fracsgd.ageing import sgd_gd_controls
+from fracsgd.ageing import plot_sgd_gd, sgd_gd_controls
 from fracsgd.spectral import fit_power_law
 from fracsgd.crossover import local_slope
 from fracsgd.return_probability import returns_summary
@@ -502,22 +502,6 @@ def analyse_controls(traj: pd.DataFrame, increments: pd.DataFrame, returns: pd.D
     summary = pd.concat([ctl['summary'], pd.DataFrame(rows)], ignore_index=True)
     return dict(ctl, summary=summary, returns=reads, theorem31=per_net, late_fit=late)
 
-def plot_sgd_gd(curves: pd.DataFrame, late_start: float):
-    "Mean R(t) of SGD and of full-batch GD from the same initialisations, and their local log-log slopes."
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
-    for opt, label, color in (('sgd', 'SGD (batch 256)', 'C0'), ('gd', 'full-batch GD (no minibatch noise)', 'C3')):
-        ax.fill_between(curves.t, curves[f'{opt}_q10'], curves[f'{opt}_q90'], color=color, alpha=.2)
-        ax.loglog(curves.t, curves[f'{opt}_mean'], color=color, lw=2, label=label)
-        ls = local_slope(curves.t.to_numpy(), curves[f'{opt}_mean'].to_numpy())
-        bx.semilogx(ls.t, ls.slope, '.-', color=color, label=label)
-    for a in (ax, bx):
-        a.axvline(late_start, color='gray', ls=':', label=f'late window from t = {late_start:.0f}')
-    bx.axhline(0.5, color='k', ls='--', lw=1, label='½: diffusion')
-    ax.set(xlabel='t (steps)', ylabel='R(t) (mean, 10–90% of nets)', title='MNIST: same initialisations, lr, steps')
-    bx.set(xlabel='t (steps)', ylabel='local slope d log R / d log t')
-    ax.legend(fontsize=8); bx.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 def plot_theorem31(per_net: pd.DataFrame):
     "Per net: eq. 17's d_s = 2 λ s (with the slope's interval) against the returns reading."
@@ -583,7 +567,7 @@ def _report_controls(out: Path, cfg, nets, everything) -> dict:
     for name, table in files.items():
         write_table(table, out / f'{name}.csv')
     write_table(compact_trajectories(everything), out / 'trajectory_compact.parquet')
-    figs = dict(controls=plot_sgd_gd(ctl['curves'], cfg.late_start), ageing=plot_ageing(ctl['msd'], CONTROL_AGEING_LAG),
+    figs = dict(controls=plot_sgd_gd(ctl['curves'], cfg.late_start, f'late window from t = {cfg.late_start:.0f}', 'SGD (batch 256)', 'MNIST: same initialisations, lr, steps'), ageing=plot_ageing(ctl['msd'], CONTROL_AGEING_LAG),
                 noise=plot_noise(ctl['noise']['table']), theorem31=plot_theorem31(ctl['theorem31']),
                 trajectories=plot_trajectories(traj))
     save_figures(figs, out)
@@ -722,7 +706,7 @@ else:
 # %%
 if have_controls:
     from fracsgd.studies.moons_diffusion import plot_ageing, plot_noise
-    for fig in (plot_sgd_gd(ctl_t['controls'], CONTROLS.late_start), plot_ageing(ctl_t['ageing'], CONTROL_AGEING_LAG),
+    for fig in (plot_sgd_gd(ctl_t['controls'], CONTROLS.late_start, f'late window from t = {CONTROLS.late_start:.0f}', 'SGD (batch 256)', 'MNIST: same initialisations, lr, steps'), plot_ageing(ctl_t['ageing'], CONTROL_AGEING_LAG),
                 plot_noise(ctl_t['noise'])):
         plt.show()
 
