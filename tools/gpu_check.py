@@ -74,24 +74,28 @@ def main(argv=None) -> int:
     ap.add_argument('--out', default='results/gpu-check')
     ap.add_argument('--timeout', type=float, default=600, help='seconds per study and preset')
     ap.add_argument('--no-bench', action='store_true')
+    ap.add_argument('--jobs', type=int, default=1, help='study runs at a time (their seconds then overlap)')
     args = ap.parse_args(argv)
     from fracsgd.runner import STUDIES
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     studies = [s for s in args.studies.split(',') if s] or sorted(STUDIES)
-    rows = []
-    for name in studies:
+    def one(name_preset):
+        name, preset = name_preset
         why = needs_stand_in(name)
-        for preset in args.presets.split(','):
-            extra = ['--stand-in'] if why else []
-            code, output, seconds = fracsgd('run', name, '--preset', preset, '--device', args.device,
-                                            '--out', str(out / f'{name}-{preset}'), '--no-progress', *extra,
-                                            timeout=args.timeout)
-            rows.append(dict(study=name, preset=preset, stand_in=bool(why), ok=code == 0, seconds=round(seconds, 1),
-                             error='' if code == 0 else last_error(output)))
-            print(f"{name:20s} {preset:6s} {'ok' if code == 0 else 'FAILED':6s} {seconds:7.1f} s "
-                  f"{'' if code == 0 else rows[-1]['error']}", flush=True)
-            write(out / f'{name}-{preset}.log', output)
+        extra = ['--stand-in'] if why else []
+        code, output, seconds = fracsgd('run', name, '--preset', preset, '--device', args.device,
+                                        '--out', str(out / f'{name}-{preset}'), '--no-progress', *extra,
+                                        timeout=args.timeout)
+        row = dict(study=name, preset=preset, stand_in=bool(why), ok=code == 0, seconds=round(seconds, 1),
+                   error='' if code == 0 else last_error(output), jobs=args.jobs)
+        print(f"{name:20s} {preset:6s} {'ok' if code == 0 else 'FAILED':6s} {seconds:7.1f} s "
+              f"{'' if code == 0 else row['error']}", flush=True)
+        write(out / f'{name}-{preset}.log', output)
+        return row
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:   # each run is its own process: threads only wait
+        rows = list(pool.map(one, [(n, p) for n in studies for p in args.presets.split(',')]))
     bench = {}
     if not args.no_bench:
         for what in ('llc', 'ensemble'):

@@ -348,12 +348,17 @@ Image(png)
 # %%
 #| export
 class PhaseClock:
-    "Wall-clock and CPU seconds per named phase; `with clock('name'):` times a block (inner phases excluded)."
-    def __init__(self):
+    """Wall-clock and CPU seconds per named phase; `with clock('name'):` times a block (inner phases excluded).
+    On a GPU, work is queued and a phase's kernels may run during the next phase: with `sync=True` (default: the
+    environment variable `FRACSGD_SYNC_CLOCK=1`) the clock waits for the GPU at every phase boundary, so each phase
+    is charged its own GPU time, at the cost of that wait (use it to profile, not for production runs)."""
+    def __init__(self, sync: bool | None = None):
         self.wall, self.cpu, self._open = {}, {}, []
+        self.sync = os.environ.get('FRACSGD_SYNC_CLOCK', '') == '1' if sync is None else sync
 
-    @staticmethod
-    def _now() -> tuple[float, float]: return time.perf_counter(), time.process_time()
+    def _now(self) -> tuple[float, float]:
+        if self.sync and torch.cuda.is_available() and torch.cuda.is_initialized(): torch.cuda.synchronize()
+        return time.perf_counter(), time.process_time()
 
     def _charge(self, phase: str, since: tuple, now: tuple) -> None:
         self.wall[phase] = self.wall.get(phase, 0.0) + now[0] - since[0]

@@ -699,6 +699,7 @@ noise_age = cv.loc['noise part M_SGD − M_GD: ageing exponent, τ = 1, ages ≥
 assert noise_lag.ci_low < 1 < noise_lag.ci_high and noise_age.ci_low < 0 < noise_age.ci_high, (noise_lag, noise_age)
 cv[['value', 'ci_low', 'ci_high']].round(4)
 
+
 # %% [markdown]
 # `plot_sgd_gd` draws the curves of `sgd_gd_controls`: the mean $R(t)$ of both ensembles with the band of their nets,
 # and their local log–log slopes beside ½; both studies' pages use it.

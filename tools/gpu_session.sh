@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One prepared GPU session (issues 21 and 24), run from the repository root on a machine with one GPU:
+#   every study's smoke preset on the GPU, `mnist-seeds --full` timed end to end (phases charged with the GPU
+#   synchronised at each boundary), `fracsgd bench llc` and `bench ensemble`, then as many of the other full
+#   experiments as the deadline leaves time for. Everything it measures lands in $OUT (default results/gpu-session).
+#
+#   bash tools/gpu_session.sh [SECONDS]     # SECONDS: the whole session's deadline (default 450)
+#   DEVICE=cpu PY=.venv/bin/python WHEELS=0 bash tools/gpu_session.sh 90   # a check of this script on a CPU
+#
+# Packages the machine lacks travel as wheels in .whl/ and the MNIST files in .data/MNIST/raw (both ignored by git);
+# see the benchmarks page for how the last session was run.
+set -u
+DEADLINE=$(( $(date +%s) + ${1:-450} ))
+OUT=${OUT:-results/gpu-session}
+mkdir -p "$OUT"
+left() { echo $(( DEADLINE - $(date +%s) )); }
+limit() { local l; l=$(left); (( l < $1 )) && echo "$l" || echo "$1"; }   # min(step's own limit, time left)
+DEVICE=${DEVICE:-cuda}
+export PY=${PY:-python3}
+if [ "${WHEELS:-1}" = 1 ] && ls .whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD FRACSGD_DATA=${FRACSGD_DATA:-$PWD/.data} PYTHONUNBUFFERED=1
+{ date -u +%FT%TZ; git rev-parse --short HEAD 2>/dev/null; nvidia-smi --query-gpu=name,memory.total,driver_version \
+  --format=csv,noheader; nproc; $PY -c 'import torch; print(torch.__version__)'; } > "$OUT/machine.txt" 2>&1
+
+# 1. every study's smoke preset on the GPU, three at a time
+timeout "$(limit 150)" $PY tools/gpu_check.py --device $DEVICE --presets smoke --no-bench --jobs 3 --timeout 120 \
+  --out /tmp/gpu-check > "$OUT/check.log" 2>&1
+cp /tmp/gpu-check/gpu_check.json "$OUT/" 2>/dev/null
+
+# 2. mnist-seeds --full, end to end; phases with the GPU synchronised at their boundaries
+t0=$(date +%s.%N)
+FRACSGD_SYNC_CLOCK=1 timeout "$(limit 200)" $PY -m fracsgd run mnist-seeds --full --device $DEVICE --workers 1 \
+  --out /tmp/seeds-full > /tmp/seeds.log 2>&1
+echo "exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" >> /tmp/seeds.log
+tr '\r' '\n' < /tmp/seeds.log | grep -v '^\s*$' | awk 'NR % 20 == 0 || /exit|Error|error|written/' > "$OUT/seeds.log"
+tail -40 /tmp/seeds.log | tr '\r' '\n' | tail -60 >> "$OUT/seeds.log"
+
+# 3. the benchmarks, each in one process against its baseline
+timeout "$(limit 150)" $PY -m fracsgd bench llc --json > "$OUT/bench_llc.json" 2> /tmp/bench_llc.err \
+  || tail -5 /tmp/bench_llc.err >> "$OUT/check.log"
+timeout "$(limit 90)" $PY -m fracsgd bench ensemble --json > "$OUT/bench_ensemble.json" 2> /tmp/bench_ens.err \
+  || tail -5 /tmp/bench_ens.err >> "$OUT/check.log"
+
+# 4. the other full experiments, while time is left
+for study in moons-diffusion moons-posterior; do
+  (( $(left) > 20 )) || break
+  t0=$(date +%s.%N)
+  timeout "$(limit 120)" $PY -m fracsgd run $study --full --device $DEVICE --workers 1 --no-progress \
+    --out /tmp/$study-full > /tmp/$study.log 2>&1
+  echo "$study exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" >> "$OUT/full.log"
+  tail -3 /tmp/$study.log >> "$OUT/full.log"
+done
+tar czf "$OUT/runs.tgz" -C /tmp --exclude='*.pt' --exclude='trained' seeds-full moons-diffusion-full \
+  moons-posterior-full gpu-check 2>/dev/null
+ls -la "$OUT"
