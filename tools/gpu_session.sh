@@ -6,6 +6,7 @@
 #
 #   bash tools/gpu_session.sh [SECONDS]     # SECONDS: the whole session's deadline (default 450)
 #   DEVICE=cpu PY=.venv/bin/python WHEELS=0 bash tools/gpu_session.sh 90   # a check of this script on a CPU
+#   STEPS=step,seeds SEEDS_LIMIT=330 bash tools/gpu_session.sh 400   # some steps: check, step, seeds, bench, full
 #
 # Packages the machine lacks travel as wheels in .whl/ and the MNIST files in .data/MNIST/raw (both ignored by git);
 # see the benchmarks page for how the last session was run.
@@ -13,6 +14,8 @@ set -u
 DEADLINE=$(( $(date +%s) + ${1:-450} ))
 OUT=${OUT:-results/gpu-session}
 mkdir -p "$OUT"
+STEPS=,${STEPS:-check,step,seeds,bench,full},
+want() { [[ $STEPS == *,$1,* ]]; }
 left() { echo $(( DEADLINE - $(date +%s) )); }
 limit() { local l; l=$(left); (( l < $1 )) && echo "$l" || echo "$1"; }   # min(step's own limit, time left)
 DEVICE=${DEVICE:-cuda}
@@ -27,26 +30,37 @@ export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD FRACSGD_DATA=${FRACSGD_DATA:-$
   --format=csv,noheader; nproc; $PY -c 'import torch; print(torch.__version__)'; } > "$OUT/machine.txt" 2>&1
 
 # 1. every study's smoke preset on the GPU, three at a time
-timeout "$(limit 150)" $PY tools/gpu_check.py --device $DEVICE --presets smoke --no-bench --jobs 3 --timeout 120 \
+want check && timeout "$(limit 150)" $PY tools/gpu_check.py --device $DEVICE --presets smoke --no-bench --jobs 3 --timeout 120 \
   --out /tmp/gpu-check > "$OUT/check.log" 2>&1
-cp /tmp/gpu-check/gpu_check.json "$OUT/" 2>/dev/null
+want check && cp /tmp/gpu-check/gpu_check.json "$OUT/" 2>/dev/null
 
-# 2. mnist-seeds --full, end to end; phases with the GPU synchronised at their boundaries
+# 2. the SGLD step against a bare step and the floor (median of 3 interleaved timings, 1,000 steps each)
+want step && timeout "$(limit 100)" $PY -c "
+import json; from fracsgd.bench_llc import bench_step_overhead
+print(json.dumps(bench_step_overhead(quick=False, device='$DEVICE', repeats=3), indent=1))" > "$OUT/step.json"
+
+# 3. mnist-seeds --full, end to end; phases with the GPU synchronised at their boundaries
+if want seeds; then
 t0=$(date +%s.%N)
-FRACSGD_SYNC_CLOCK=1 timeout "$(limit 200)" $PY -m fracsgd run mnist-seeds --full --device $DEVICE --workers 1 \
+FRACSGD_SYNC_CLOCK=1 timeout "$(limit ${SEEDS_LIMIT:-200})" $PY -m fracsgd run mnist-seeds --full --device $DEVICE --workers 1 \
   --out /tmp/seeds-full > /tmp/seeds.log 2>&1
 echo "exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" >> /tmp/seeds.log
 tr '\r' '\n' < /tmp/seeds.log | grep -v '^\s*$' | awk 'NR % 20 == 0 || /exit|Error|error|written/' > "$OUT/seeds.log"
 tail -40 /tmp/seeds.log | tr '\r' '\n' | tail -60 >> "$OUT/seeds.log"
+cp /tmp/seeds-full/runs/*/run.json "$OUT/seeds_run.json" 2>/dev/null
+cp /tmp/seeds-full/summary.csv "$OUT/seeds_summary.csv" 2>/dev/null
+fi
 
-# 3. the benchmarks, each in one process against its baseline
-timeout "$(limit 150)" $PY -m fracsgd bench llc --json > "$OUT/bench_llc.json" 2> /tmp/bench_llc.err \
-  || tail -5 /tmp/bench_llc.err >> "$OUT/check.log"
-timeout "$(limit 90)" $PY -m fracsgd bench ensemble --json > "$OUT/bench_ensemble.json" 2> /tmp/bench_ens.err \
-  || tail -5 /tmp/bench_ens.err >> "$OUT/check.log"
+# 4. the benchmarks, each in one process against its baseline
+if want bench; then
+  timeout "$(limit 150)" $PY -m fracsgd bench llc --json > "$OUT/bench_llc.json" 2> /tmp/bench_llc.err \
+    || tail -5 /tmp/bench_llc.err >> "$OUT/check.log"
+  timeout "$(limit 90)" $PY -m fracsgd bench ensemble --json > "$OUT/bench_ensemble.json" 2> /tmp/bench_ens.err \
+    || tail -5 /tmp/bench_ens.err >> "$OUT/check.log"
+fi
 
-# 4. the other full experiments, while time is left
-for study in moons-diffusion moons-posterior; do
+# 5. the other full experiments, while time is left
+want full && for study in moons-diffusion moons-posterior; do
   (( $(left) > 20 )) || break
   t0=$(date +%s.%N)
   timeout "$(limit 120)" $PY -m fracsgd run $study --full --device $DEVICE --workers 1 --no-progress \
@@ -54,6 +68,4 @@ for study in moons-diffusion moons-posterior; do
   echo "$study exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" >> "$OUT/full.log"
   tail -3 /tmp/$study.log >> "$OUT/full.log"
 done
-tar czf "$OUT/runs.tgz" -C /tmp --exclude='*.pt' --exclude='trained' seeds-full moons-diffusion-full \
-  moons-posterior-full gpu-check 2>/dev/null
 ls -la "$OUT"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib, io, json, math, tempfile, time, warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -161,10 +162,10 @@ def bench_ensemble(quick: bool = True, n_models: int = 100, device=None) -> list
                          baseline_s=scaled, ours_s=t_vec, ratio=scaled / t_vec, goal='>= 20'))
     return rows
 
-def bench_step_overhead(quick: bool = True, device=None) -> list[dict]:
+def bench_step_overhead(quick: bool = True, device=None, repeats: int = 3) -> list[dict]:
     """Time per SGLD step (1 chain, batch 256, MNIST MLP) over a bare forward+backward step on the same
-    batch size. `ratio_at_floor` is the ratio of the floor (a bare step plus one Gaussian per weight) to the
-    bare step."""
+    batch size, each the median of `repeats` interleaved timings. `ratio_at_floor` is the ratio of the floor
+    (a bare step plus one Gaussian per weight) to the bare step."""
     device = torch.device(device) if device else default_device()
     X, y, _ = _mnist(5000, device)
     net = make_mlp([784, 128, 64, 10], seed=0).to(device)
@@ -173,9 +174,10 @@ def bench_step_overhead(quick: bool = True, device=None) -> list[dict]:
     for label, every in [('with diagnostics every 20 steps', 20), ('without diagnostics', 0)]:
         one_chain = _bench_settings(len(X), n1, 256).replace(n_chains=1, diag_every=every)
         per = lambda n: timed(lambda: _ours(net, X, y, one_chain.replace(n_draws=n)))[0]
-        t_ours = (per(n2) - per(n1)) / (n2 - n1)      # fixed costs (baseline L_n, set-up) cancel
-        t_bare = bare_steps(net, X, y, n2 - n1) / (n2 - n1)
-        t_floor = bare_steps(net, X, y, n2 - n1, noise=True) / (n2 - n1)
+        times = [((per(n2) - per(n1)) / (n2 - n1),     # fixed costs (baseline L_n, set-up) cancel
+                  bare_steps(net, X, y, n2 - n1) / (n2 - n1),
+                  bare_steps(net, X, y, n2 - n1, noise=True) / (n2 - n1)) for _ in range(repeats)]
+        t_ours, t_bare, t_floor = np.median(np.array(times), 0)   # interleaved repeats: drifting clocks cancel
         rows.append(dict(benchmark='SGLD step / bare forward+backward (MNIST MLP, batch 256)',
                          baseline='bare step ' + label, baseline_s=t_bare, ours_s=t_ours,
                          ratio=t_ours / t_bare, goal='<= 1.2', floor_s=t_floor,
