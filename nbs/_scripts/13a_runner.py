@@ -434,9 +434,12 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
 # spread this way. GPU numbers are few:
 # - on one H200 (an early version of the code), 16 of mnist-architectures' 17 runs trained their 5,000 steps in
 #   290 s with six workers;
-# - on the same H200, mnist-seeds `--full` reached step 800 of 2,000 in 250 s.
+# - on one H100 (2026-11-26), mnist-seeds `--full` trained its 2,000 steps, with the LLC along the run, in about
+#   80 s, but its LLCs at the final weights (the calibrated setting, one net at a time) ran past a 330 s limit;
+#   moons-diffusion `--full` trained its 10 runs in under a minute (the [benchmarks page](bench.html) has the
+#   report).
 #
-# No multi-GPU run has been timed by this project: no device was lent to the sessions that wrote this page. The
+# No multi-GPU run has been timed by this project: the one device lent was a single H100, for 15 minutes. The
 # per-phase profile of mnist-seeds is on the [benchmarks page](bench.html).
 
 # %%
