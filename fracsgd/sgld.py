@@ -181,7 +181,8 @@ class _Chains(NamedTuple):
 
 class SGLDSampler:
     """SGLD for the models of `stack` at their own weights, on `data` = (X, y) already on the stack's device;
-    `record(params, buffers)`, if given, is called at every draw and its results come back in the run."""
+    `record(params, buffers)`, if given, is called at every draw and its results come back in the run (a record
+    with `takes_flat = True` gets the flat weights [chains, params] instead of the dict of parameters)."""
     def __init__(self, stack: ModelStack, loss_fn, data: tuple, settings: SGLDSettings, record=None):
         if record is not None and not callable(record):
             raise ValueError(f"record must be a function (params, buffers) -> anything, got {record!r}")
@@ -210,7 +211,7 @@ class SGLDSampler:
 def _differentiable(self: SGLDSampler, w: torch.Tensor, buffers: dict):
     """Autograd leaves in the memory of `w` [chains, params], one per parameter tensor, and
     `loss(x, y) -> [chains]`. A lone chain calls a private copy of the model whose parameters are those
-    leaves; several go through vmap."""
+    leaves, and its loss is 0-d (it broadcasts as [1]; its gradient needs no sum); several go through vmap."""
     pieces = list(self.stack.params(w).values())              # [chains, *shape] views of w
     try:
         model = copy.deepcopy(self.stack.template) if len(w) == 1 else None
@@ -224,7 +225,7 @@ def _differentiable(self: SGLDSampler, w: torch.Tensor, buffers: dict):
         p.data = piece[0]
     for name, b in model.named_buffers():
         b.copy_(buffers[name][0])
-    return list(model.parameters()), lambda xb, yb: self.loss_fn(model(xb[0]), yb[0]).mean()[None]
+    return list(model.parameters()), lambda xb, yb: self.loss_fn(model(xb[0]), yb[0]).mean()   # 0-d: no sum to undo
 
 # %% ../nbs/09_sgld.ipynb #8199db5f
 @patch
@@ -318,25 +319,30 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     leaves, step_loss = self._differentiable(w, chains.buffers)
     trace = torch.empty(len(w), s.n_steps, dtype=torch.promote_types(w.dtype, torch.float32),
                         device=self.device)                      # [chains, steps], the weights' dtype
-    noise, paired, diagnostics, recorded, checked = torch.empty_like(w), [], [], [], 0
+    noise, paired, diagnostics, recorded, losses, checked = torch.empty_like(w), [], [], [], [], 0
+    flat_record = getattr(self.record, 'takes_flat', False)      # a record that reads w [chains, params] as is
     rmsprop = s.preconditioner == 'rmsprop'
     square_avg = torch.zeros_like(w) if rmsprop else None        # RMSprop's running mean of g^2 [chains, params]
     for t in range(s.n_steps):
         eps, batch = s.step_size_at(t), next(batches)
-        loss = step_loss(*batch)                                 # [chains]
-        grads = torch.autograd.grad(loss.sum(), leaves)         # one gradient per parameter tensor
+        loss = step_loss(*batch)                                 # [chains] (0-d for a lone chain)
+        grads = torch.autograd.grad(loss if loss.dim() == 0 else loss.sum(), leaves)   # one per parameter tensor
         with torch.no_grad():
-            trace[:, t] = loss
-            # NaN/inf scan every 50 steps: no per-step sync
+            losses.append(loss)
+            # into the trace and scanned for NaN/inf every 50 steps: no per-step sync or copy
             if t + 1 - checked == 50 or t + 1 == s.n_steps:
+                trace[:, checked:t + 1] = torch.stack(losses, -1)
                 self._check_finite(trace, (checked, t + 1), chains)
-                checked = t + 1
+                checked, losses = t + 1, []
             if s.baseline == 'paired' and s.is_draw(t):
                 paired.append(loss - self.f(self.stack.params(chains.w_star), chains.buffers, *batch))
             if self.record is not None and s.is_draw(t):                # w_t: the weights of this draw
-                recorded.append(self.record(self.stack.params(w), chains.buffers))
-            for i, gen in enumerate(noise_gens):                 # each chain's own generator, in place
-                noise[i].normal_(generator=gen)
+                recorded.append(self.record(w if flat_record else self.stack.params(w), chains.buffers))
+            if len(noise_gens) == 1:                             # the same draws as noise[0], one call fewer
+                noise.normal_(generator=noise_gens[0])
+            else:
+                for i, gen in enumerate(noise_gens):             # each chain's own generator, in place
+                    noise[i].normal_(generator=gen)
             check = s.diag_every and t % s.diag_every == 0
             if rmsprop:
                 g = torch.cat([x.reshape(len(w), -1) for x in grads], 1)            # grad L_B [chains, params]

@@ -217,6 +217,10 @@ def test_a_run_in_flight_reports_its_step_to_the_sweep_bar(tmp_path):
         report_progress(120, 120, 'training step')            # the last step is always written
     watcher.show()
     assert bar.n == 2.0
+    with reporting_progress(progress_writer(tmp_path, 'abcdef0123456789', every=3600)):
+        report_progress(3, 10, 'calibrated LLC at the final weights: net')   # its evaluation: a new count
+    watcher.show()
+    assert bar.n == 2.0 and 'calibrated LLC at the final weights: net 3/10' in bar.postfix   # never goes back
     watcher.finished('abcdef0123456789')
     assert bar.n == 2.0 and not list((tmp_path / PROGRESS_DIR).glob('*.json'))
     watcher.stop()

@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core import PhaseClock, added_field, atomic_path, data_dir
+from ..core import PhaseClock, added_field, atomic_path, data_dir, report_progress
 from ..data import DataSourceWarning, flatten
 from ..datasets.mnist import mnist_subset
 from ..models import make_mlp
@@ -233,15 +233,19 @@ def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
     rule = dict(CALIBRATED_SETTINGS[name])
     nets = nets[:rule.pop('n_nets', len(nets))]
     rows, t0 = [], time.perf_counter()
+    what = 'calibrated LLC at the final weights: net'
+    report_progress(0, len(nets), what)
     settings = [calibrate(n, train, **rule).replace(seed=seed) for n in nets]
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                          # flags are in the rows
-        for net, s in zip(nets, settings):
+        for i, (net, s) in enumerate(zip(nets, settings)):
+            report_progress(i, len(nets), what)
             res = estimate_llc(net, train, 'classification', s)
             d = res.diagnostics.iloc[0]
             rows.append(dict(llc_calibrated=float(res.llc), llc_calibrated_se=float(res.llc_se),
                              calibrated_flagged=bool(d.flagged), calibrated_localization=s.localization,
                              calibrated_step_size=float(d.step_size)))
+    report_progress(len(nets), len(nets), what)
     out = pd.DataFrame(rows)
     out.attrs['seconds'] = time.perf_counter() - t0
     return out
@@ -253,6 +257,7 @@ def other_paper_llcs(nets, train, run: MNISTRun) -> pd.DataFrame:
         warnings.simplefilter('ignore')
         for name, s in LLC_SETTINGS.items():
             if run.llc in PAPER_LLC_SETTINGS and name in PAPER_LLC_SETTINGS and name != run.llc:
+                report_progress(0, 1, f'LLC at the final weights ({name}): all nets')
                 res = estimate_llc(nets, train, 'classification', s.replace(seed=run.first_seed))
                 cols[f'llc_end/{name}'] = np.atleast_1d(res.llc)
     return pd.DataFrame(cols)

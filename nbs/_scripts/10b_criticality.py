@@ -130,12 +130,13 @@ def full_data_gradient(f: Callable, stack, flat: torch.Tensor, buffers: dict, X:
 
 def gradient_drop(gradient: torch.Tensor, w_star: torch.Tensor, n_chains: int) -> Callable:
     """A `record` for `SGLDSampler`: at each draw, g.(w - w*) [chains] for the models' full-data gradients
-    `gradient` [models, params] at `w_star` [models, params], `n_chains` chains each."""
+    `gradient` [models, params] at `w_star` [models, params], `n_chains` chains each. It reads the sampler's flat
+    weights (`takes_flat`), so no dict of parameter views is made and joined again at every draw."""
     g = gradient.to(w_star.dtype).repeat_interleave(n_chains, 0)
     w0 = w_star.repeat_interleave(n_chains, 0)
-    def record(params: dict, buffers: dict) -> torch.Tensor:
-        w = torch.cat([p.reshape(len(g), -1) for p in params.values()], 1)
+    def record(w: torch.Tensor, buffers: dict) -> torch.Tensor:
         return ((w - w0) * g).sum(1, dtype=torch.float64)
+    record.takes_flat = True                     # the sampler passes its flat weights [chains, params], not a dict
     return record
 
 def criticality_problem(llc: float, drop: float, limit: float = CRITICALITY_LIMIT) -> str:

@@ -432,9 +432,12 @@ PROGRESS_DIR = 'progress'             # where a run in flight says how far it is
 
 class ProgressWatcher:
     """The sweep's progress bar `bar`: `done` finished runs plus the fraction of each run in flight, read from the
-    progress files in `folder` every `every` seconds by a thread; its postfix names the latest run's step."""
+    progress files in `folder` every `every` seconds by a thread; its postfix names the latest run's step. A run
+    that goes on to a later phase (its evaluation, say) restarts its count: the bar keeps the run's largest fraction
+    so far, so it never goes back, while the postfix says what the run is doing now."""
     def __init__(self, folder, bar, done: int, every: float = 2.0, enabled: bool = True):
         self.folder, self.bar, self.done, self.lock = Path(folder), bar, done, threading.Lock()
+        self.fraction = {}                                          # run key -> largest fraction reported
         shutil.rmtree(self.folder, ignore_errors=True)            # what a stopped sweep left
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, args=(every,), daemon=True) if enabled else None
@@ -453,7 +456,11 @@ class ProgressWatcher:
     def show(self) -> None:
         with self.lock:
             now = self.reports()
-            self.bar.n = self.done + sum(min(1.0, r['done'] / r['total']) for r in now if r.get('total'))
+            for r in now:
+                if r.get('total'):
+                    f = min(1.0, r['done'] / r['total'])
+                    self.fraction[r['key']] = max(f, self.fraction.get(r['key'], 0.0))
+            self.bar.n = self.done + sum(self.fraction.get(r['key'], 0.0) for r in now)
             if now:
                 r = max(now, key=lambda r: r['time'])
                 self.bar.set_postfix_str(f"run {r['key'][:8]}: {r['what']} {r['done']:,}/{r['total']:,}"
@@ -465,6 +472,7 @@ class ProgressWatcher:
     def finished(self, key: str) -> None:
         with self.lock:
             self.done += 1
+            self.fraction.pop(key, None)
             (self.folder / f'{key}.json').unlink(missing_ok=True)
         self.show()
 
