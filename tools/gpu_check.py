@@ -32,6 +32,9 @@ def card(device: str) -> str:
 
 
 def commit() -> str:
+    "The commit of the code that runs: $FRACSGD_COMMIT if set (a copied tree's .git may name another), else git's."
+    if os.environ.get('FRACSGD_COMMIT'):
+        return os.environ['FRACSGD_COMMIT']
     p = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True)
     return p.stdout.strip() or 'unknown'
 

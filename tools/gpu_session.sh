@@ -7,6 +7,8 @@
 #   bash tools/gpu_session.sh [SECONDS]     # SECONDS: the whole session's deadline (default 450)
 #   DEVICE=cpu PY=.venv/bin/python WHEELS=0 bash tools/gpu_session.sh 90   # a check of this script on a CPU
 #   STEPS=step,seeds SEEDS_LIMIT=330 bash tools/gpu_session.sh 400   # some steps: check, step, seeds, bench, full
+# On a machine that gets a copy of the tree, name the commit sent: FRACSGD_COMMIT=$(git rev-parse --short HEAD) ...
+# (the copy's .git may name another).
 #
 # Packages the machine lacks travel as wheels in .whl/ and the MNIST files in .data/MNIST/raw (both ignored by git);
 # see the benchmarks page for how the last session was run.
@@ -26,7 +28,7 @@ if [ "${WHEELS:-1}" = 1 ] && ls .whl/*.whl >/dev/null 2>&1; then
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD FRACSGD_DATA=${FRACSGD_DATA:-$PWD/.data} PYTHONUNBUFFERED=1
-{ date -u +%FT%TZ; git rev-parse --short HEAD 2>/dev/null; nvidia-smi --query-gpu=name,memory.total,driver_version \
+{ date -u +%FT%TZ; echo "${FRACSGD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"; nvidia-smi --query-gpu=name,memory.total,driver_version \
   --format=csv,noheader; nproc; $PY -c 'import torch; print(torch.__version__)'; } > "$OUT/machine.txt" 2>&1
 
 # 1. every study's smoke preset on the GPU, three at a time
