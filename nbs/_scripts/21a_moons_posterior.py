@@ -894,10 +894,12 @@ speed.round(2)
 # %% [markdown]
 # One vectorized call for 20 nets took 13–22 s, the loop of 20 calls 35–54 s: 1.6 and 4.2 times faster, on a
 # machine that two other jobs were loading (the spread between the repeats is theirs). In the studies, the LLC of
-# all 500 solutions took 322 s summed over the ten calls of 50 nets (the paper's protocol) and 168 s (the converged
-# variant, run while the machine was less loaded). The whole study took 1.5 min (quick) and 6.6 min (full) wall
-# clock; its converged variant 3.1 min (quick) and 11 min (full). Both quick configurations stay within the
-# 5 minutes the issue sets.
+# all 500 solutions took 33 s summed over the ten calls of 50 nets (the paper's protocol) and 168 s (the converged
+# variant, run while the machine was loaded). The whole study took 1.5 min (quick) and 1.4 min (full) wall clock;
+# its converged variant 3.1 min (quick) and 11 min (full). The full run was repeated on 2026-11-26 with the machine
+# otherwise idle: every number of its summary came out as in the run of 2026-11-23, which took 6.6 min on a loaded
+# machine with older code (training 382 s and LLCs 322 s of worker time, against 29 s and 33 s now). Both quick
+# configurations stay within the 5 minutes the issue sets.
 
 # %%
 #| heavy
