@@ -125,10 +125,12 @@ def bench_ensemble(quick: bool = True, n_models: int = 100, device=None) -> list
                          baseline_s=scaled, ours_s=t_vec, ratio=scaled / t_vec, goal='>= 20'))
     return rows
 
-def bench_step_overhead(quick: bool = True, device=None, repeats: int = 3) -> list[dict]:
+def bench_step_overhead(quick: bool = True, device=None, repeats: int | None = None) -> list[dict]:
     """Time per SGLD step (1 chain, batch 256, MNIST MLP) over a bare forward+backward step on the same
-    batch size, each the median of `repeats` interleaved timings. `ratio_at_floor` is the ratio of the floor
-    (a bare step plus one Gaussian per weight) to the bare step."""
+    batch size, each the median of `repeats` interleaved timings (default: 1 when `quick`, a check that is noisy
+    on a GPU; else 3). `ratio_at_floor` is the ratio of the floor (a bare step plus one Gaussian per weight) to
+    the bare step."""
+    repeats = repeats or (1 if quick else 3)
     device = torch.device(device) if device else default_device()
     X, y, _ = _mnist(5000, device)
     net = make_mlp([784, 128, 64, 10], seed=0).to(device)

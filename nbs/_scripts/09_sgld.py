@@ -305,8 +305,8 @@ rates
 # noise, and three in-place passes over the weights: a `lerp_` towards $w^*$, the gradient added per parameter
 # tensor, the noise. A lone chain (one model, one chain) calls a private copy of the model whose parameters live
 # in the chain's memory instead of `functional_call` under `vmap`, with the same numbers and less overhead per
-# step. The loss trace is scanned for non-finite values every 50 steps, so a GPU is never made to wait for a
-# check at each step.
+# step. The losses go into the trace, which is scanned for non-finite values, every 50 steps, and the diagnostics
+# stay on the device until the chain ends, so a GPU is never made to wait for a check or a copy at each step.
 #
 # The sampler computes where its stack is, in the dtype of the weights: the data must already be on the stack's
 # device (data elsewhere are refused, naming both devices, not copied), and the noise and the loss trace take the
