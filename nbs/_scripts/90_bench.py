@@ -547,8 +547,9 @@ gpu[['suite', 'benchmark', 'baseline', 'baseline_s', 'ours_s', 'ratio', 'goal', 
 # diagnostics and 1.7 times with them (goal 1.1: not met). The step is bound by the host's operator dispatch, not by
 # the GPU: the times stand in about the ratio of the calls each makes. The first call's quick step benchmark (200
 # steps, timed once; left out of the table) read 0.98. Repeated with 1,000 steps and the median of three
-# interleaved timings, it read 1.76 against the bare step. The quick reading was noise, so the benchmark now takes
-# the median.
+# interleaved timings, it read 1.76 against the bare step. The quick reading was noise, so the full benchmark
+# (`bench_step_overhead(quick=False)`) now takes the median of three interleaved repeats; the quick one, which the
+# docs build runs, still times once.
 #
 # **After the H100 session, the step was trimmed**, with the same arithmetic and bit-identical results (checked on
 # one and several chains, several models, RMSprop and the paired baseline). The changes:
