@@ -56,8 +56,10 @@ lab: venv
 test-nbs:
 	$(BIN)/nbdev_test --n_workers 1 --timing
 
+# pytest-xdist spreads the tests over the cores (tests/conftest.py keeps the Ray tests on one worker and the site tests
+# on one): on two cores the tests take about 6.5 min instead of 10.
 test-py:
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q -n auto --dist loadgroup tests
 
 ## Documentation site into _site/: Quarto when it is on PATH, else the pure-Python renderer.
 docs: venv

@@ -16,3 +16,15 @@ def mnist_files(tmp_path, monkeypatch):
     write_idx(raw / 't10k-labels-idx1-ubyte.gz', labels)
     monkeypatch.setenv('FRACSGD_DATA', str(tmp_path / 'data'))
     return raw
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `pytest -n N --dist loadgroup` (as `make test` runs it), keep the tests that start a Ray cluster on one
+    worker, one after the other (two local clusters at once would compete for ports and cores), and the site
+    tests together, so that one worker opens one headless browser on one built site."""
+    for item in items:
+        path = item.nodeid.split('::')[0]
+        if 'ray' in item.nodeid.split('::', 1)[-1].lower():
+            item.add_marker(pytest.mark.xdist_group('ray'))
+        elif path.endswith('test_site.py'):
+            item.add_marker(pytest.mark.xdist_group('site'))
