@@ -14,14 +14,27 @@ import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['EXTRAS', 'default_device', 'data_dir', 'results_dir', 'seed_everything', 'require', 'replace_checked', 'check_whole',
-           'check_range', 'added_field', 'key_fields', 'shared_mode', 'atomic_path', 'write_table', 'read_table',
-           'save_figures', 'PhaseClock', 'reporting_progress', 'report_progress']
+__all__ = ['EXTRAS', 'default_device', 'cpu_cores', 'data_dir', 'results_dir', 'seed_everything', 'require', 'replace_checked',
+           'check_whole', 'check_range', 'added_field', 'key_fields', 'shared_mode', 'atomic_path', 'write_table',
+           'read_table', 'save_figures', 'PhaseClock', 'reporting_progress', 'report_progress']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
     "`cuda` when a GPU is visible to PyTorch, else `cpu`."
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+
+# %% ../nbs/00_core.ipynb #90d2eaee
+def cpu_cores() -> int:
+    "The CPU cores this process may use: `FRACSGD_CPUS` if set, else the size of its CPU affinity set."
+    given = os.environ.get('FRACSGD_CPUS', '').strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise ValueError(f"FRACSGD_CPUS must be a positive whole number of cores, got {given!r}")
+        return int(given)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                         # macOS and Windows have no affinity sets
+        return os.cpu_count() or 1
 
 # %% ../nbs/00_core.ipynb #5ca30c46
 def data_dir() -> Path | None:

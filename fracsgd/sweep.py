@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .core import key_fields, require
+from .core import cpu_cores, key_fields, require
 from .store import (RESERVED, ConfigChanged, open_study, locked, tidy, plan_change, save_plan, save_run,
                            save_error, done_keys, status, write_runs, split_result)
 
@@ -100,11 +100,11 @@ def _set_threads(n: int, environ: dict | None = None):
         pass
 
 def local_pool(workers: int | None = None, start_method: str | None = None) -> ProcessPoolExecutor:
-    """A process pool of `workers` (default: CPU count) whose workers split the CPU's threads between them;
+    """A process pool of `workers` (default: `cpu_cores()`) whose workers split the CPU's threads between them;
     `start_method` 'spawn' or 'forkserver' for work that uses CUDA. By default a worker with one thread is forked,
     one with several starts from a fork server (a forked OpenMP pool can hang)."""
-    workers = workers or os.cpu_count() or 1
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    workers = workers or cpu_cores()
+    threads = max(1, cpu_cores() // workers)
     if start_method is None and threads > 1 and 'forkserver' in multiprocessing.get_all_start_methods():
         start_method = 'forkserver'
     context = multiprocessing.get_context(start_method) if start_method else None
@@ -139,7 +139,7 @@ class RayPool:
             ray.init(address=address, logging_level='WARNING')
         elif self.started:
             with _driver_path():
-                ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level='WARNING')
+                ray.init(num_cpus=workers or cpu_cores(), include_dashboard=False, logging_level='WARNING')
         self.tasks = {}
 
     def submit(self, fn, *args) -> Future:
@@ -295,7 +295,7 @@ def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None 
         finished = set(done_keys(folder))
         todo = [k for k in runs if k not in finished]
         counts = dict(done=0, failed=0, skipped=len(runs) - len(todo))
-        limit = workers or (os.cpu_count() if backend == 'local' else len(todo)) or 1
+        limit = workers or (cpu_cores() if backend == 'local' else len(todo)) or 1
         bar = tqdm(total=len(runs), initial=counts['skipped'], desc=sweep.name, unit='run', disable=not progress,
                    bar_format='{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total} runs [{elapsed}<{remaining}{postfix}]')
         watcher = ProgressWatcher(Path(folder) / PROGRESS_DIR, bar, counts['skipped'], enabled=progress)

@@ -1,6 +1,18 @@
 """Fixtures shared by the test files."""
+import os
+
 import numpy as np
 import pytest
+
+# Under pytest-xdist each worker gets its share of the cores (fracsgd.core.cpu_cores reads FRACSGD_CPUS; torch and the
+# processes the tests start follow OMP_NUM_THREADS): threads of two workers competing for two cores mostly wait.
+_WORKERS = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
+if _WORKERS > 1:
+    _SHARE = str(max(1, len(os.sched_getaffinity(0)) // _WORKERS))
+    for _name in ('FRACSGD_CPUS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        os.environ.setdefault(_name, _SHARE)
+    import torch
+    torch.set_num_threads(int(os.environ['OMP_NUM_THREADS']))
 
 from fracsgd.datasets.mnist import write_idx
 

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 import fracsgd
+from fracsgd.core import cpu_cores
 from fracsgd.runner import (STUDIES, Placement, PlacementError, Study, StudyFailed, check_placed, get_study, place,
                             placement, report_study, run_study, trained_path)
 from fracsgd.store import read_meta, status
@@ -103,7 +104,7 @@ def test_the_folder_records_preset_configuration_placement_and_version(tmp_path)
               progress=False)
     meta = read_meta(tmp_path / 'study')
     assert meta['preset'] == 'custom' and meta['config'] == dict(n_runs=2, steps=5, folder=str(tmp_path))
-    assert meta['placement'] == dict(device='cpu', dtype='float64', threads=os.cpu_count()) and meta['stand_in'] == ''
+    assert meta['placement'] == dict(device='cpu', dtype='float64', threads=cpu_cores()) and meta['stand_in'] == ''
     assert meta['sessions'][-1]['fracsgd'] == fracsgd.__version__ and meta['sessions'][-1]['device'] == 'cpu'
     assert set(pd.read_parquet(tmp_path / 'study' / 'runs.parquet').dtype) == {'torch.float64'}   # placed data
     # the report reads the configuration from the folder, not from the caller

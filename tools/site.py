@@ -157,7 +157,8 @@ def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None, ti
         if not execute: cmd.append('--no-execute')
         if stop.is_set(): return nb, 0.0
         # its own process group: stopping it also stops the worker processes a study started in it
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             env=share_env)
         running.add(p)
         try:
             _, err = p.communicate(timeout=timeout)
@@ -173,6 +174,13 @@ def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None, ti
         print(f'  {dt:6.1f}s  {nb.relative_to(nbs)} -> {dst.relative_to(proc)}', flush=True)
         return nb, dt
 
+    # each notebook gets its share of the cores (fracsgd.core.cpu_cores reads FRACSGD_CPUS; torch's default thread
+    # count follows OMP_NUM_THREADS): two notebooks with two threads each on two cores ran 2.7 times slower
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    share = str(max(1, cores // max(1, workers)))
+    share_env = dict(os.environ)
+    for name in ('FRACSGD_CPUS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        share_env.setdefault(name, share)
     running, stop = set(), threading.Event()
     ex = ThreadPoolExecutor(max_workers=max(1, workers))
     futures = [ex.submit(run, j) for j in jobs]

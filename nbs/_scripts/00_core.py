@@ -43,6 +43,41 @@ default_device()
 
 
 # %% [markdown]
+# On the CPU, the runner and the sweep pool share the cores among their workers. `cpu_cores` says how many
+# there are to share: the cores this process may run on (its CPU affinity, which a container or `taskset`
+# narrows), or `FRACSGD_CPUS` when a caller that runs several jobs at once has given each its part. Without
+# that, two jobs on two cores would each start two threads per worker, and on small models the threads wait for
+# each other far more than they compute (the documentation build ran 2.7 times slower that way).
+
+# %%
+#| export
+def cpu_cores() -> int:
+    "The CPU cores this process may use: `FRACSGD_CPUS` if set, else the size of its CPU affinity set."
+    given = os.environ.get('FRACSGD_CPUS', '').strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise ValueError(f"FRACSGD_CPUS must be a positive whole number of cores, got {given!r}")
+        return int(given)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                         # macOS and Windows have no affinity sets
+        return os.cpu_count() or 1
+
+
+# %%
+import unittest.mock
+assert 1 <= cpu_cores() <= (os.cpu_count() or 1)
+with unittest.mock.patch.dict(os.environ, FRACSGD_CPUS='3'):
+    assert cpu_cores() == 3
+with unittest.mock.patch.dict(os.environ, FRACSGD_CPUS='two'):
+    try:
+        cpu_cores()
+        raise AssertionError('a bad FRACSGD_CPUS must be refused')
+    except ValueError as e:
+        assert 'FRACSGD_CPUS' in str(e)
+
+
+# %% [markdown]
 # ## Quick or full
 #
 # Every study has a *smoke* preset (seconds, for the tests), a *quick* one that runs on a 2-core CPU in minutes,

@@ -23,7 +23,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from fracsgd.core import atomic_path, default_device, reporting_progress, results_dir, seed_everything
+from fracsgd.core import atomic_path, cpu_cores, default_device, reporting_progress, results_dir, seed_everything
 from fracsgd.store import read_meta, status, failed_keys, done_keys
 from fracsgd.sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
@@ -383,7 +383,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
         cfg = study.with_stand_in(cfg)
     label = study.preset_of(cfg) if config is not None else preset
     if threads is None and backend == 'local':
-        threads = max(1, (os.cpu_count() or 1) // (workers or os.cpu_count() or 1))
+        threads = max(1, cpu_cores() // (workers or cpu_cores()))
     p = placement(device, dtype, threads)                        # refuses an unusable device, writes nothing
     study.check_data(cfg)
     what = study.stand_in(cfg)
