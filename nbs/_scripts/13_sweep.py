@@ -218,8 +218,8 @@ err['message']
 # ## Backends
 #
 # **Local** (the default) is a `concurrent.futures.ProcessPoolExecutor` with `workers` processes (default: one
-# per CPU). Each worker gives PyTorch its share of the CPU's threads, so two workers on two cores do not fight
-# over four threads. The run function must be importable by the workers: a top-level function of a module, or
+# per core that `cpu_cores` counts). Each worker gives PyTorch its share of those cores, so two workers on two
+# cores do not fight over four threads (set `FRACSGD_CPUS` to give a sweep fewer cores than the machine has). The run function must be importable by the workers: a top-level function of a module, or
 # of a notebook or script on platforms that start workers by `fork` (Linux with Python up to 3.13).
 #
 # **Ray** is an optional extra (`pip install "fracsgd[ray]"`). Each run becomes one Ray task needing one CPU,

@@ -373,8 +373,8 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
               workers: int | None = None, address: str | None = None, progress: bool = True,
               report: bool = True, gpus_per_run: float | None = None) -> dict:
     """Run (or resume) `study` with `preset` (or `config`) into `folder` on `device`; report it. The report's dict,
-    with `folder`, `config`, `preset` and the run `counts`. `threads` per run defaults to the CPU's cores shared
-    among the local workers (results can differ in the last digits with the thread count; meta.json records it).
+    with `folder`, `config`, `preset` and the run `counts`. `threads` per run defaults to the cores `cpu_cores()` counts,
+    shared among the local workers (results can differ in the last digits with the thread count; meta.json records it).
     On Ray, each run asks for `gpus_per_run` GPUs (default: 1 on a CUDA device, 0 otherwise; a fraction lets
     several small runs share a card)."""
     study, config = _exported(get_study(study), config)
