@@ -23,8 +23,8 @@ from .sgld import SGLDDivergenceError, default_n_beta
 from .stack import gaussian_nll
 
 # %% auto #0
-__all__ = ['end_to_end_singular_values', 'resolution', 'depth_set', 'depth_problem', 'run_depth', 'apply_rule', 'score',
-           'noise_offset', 'cost_of_default', 'devinterp_llc', 'run_devinterp']
+__all__ = ['HALF_STEP', 'end_to_end_singular_values', 'resolution', 'depth_set', 'depth_problem', 'run_depth', 'apply_rule',
+           'score', 'noise_offset', 'cost_of_default', 'devinterp_llc', 'run_with_half_step', 'run_devinterp']
 
 # %% ../nbs/11b_llc_depth.ipynb #16f6b807
 def end_to_end_singular_values(model: nn.Sequential) -> np.ndarray:
@@ -185,6 +185,36 @@ def devinterp_llc(model: nn.Module, data, settings) -> dict:
                   num_init_loss_batches=max(1, len(X) // settings.batch_size), loss_fn=loss_fn,
                   device=str(X.device), output_path=str(Path(tmp) / 'samples.zarr'), init_seed=100 + settings.seed)
     return dict(llc=float(out.llc_mean), llc_chain_sd=float(out.llc_std), seconds=time.perf_counter() - t0)
+
+# %% ../nbs/11b_llc_depth.ipynb #b2cbeba1
+HALF_STEP = dict(stiffness=0.05, burnin_stiffness=0.05, n_burnin=10_000, n_draws=10_000, systematic=False)
+
+def run_with_half_step(specs: pd.DataFrame, out=None) -> pd.DataFrame:
+    """Per network of `specs`: the automatic setting's estimates at gamma and 3*gamma (`llc_raw`, `llc_stronger`),
+    the estimate at half the step size with twice the steps (`llc_half`, `HALF_STEP`), their standard errors and
+    seconds, and the noise offset of noisy rows (written to `out` after each network)."""
+    rows = []
+    for _, row in specs.iterrows():
+        model, data = depth_problem(row)
+        rec = row.to_dict()
+        for label, rules in [('auto', {}), ('half', HALF_STEP)]:
+            t0 = time.perf_counter()
+            s = regression_settings('auto', model, data, **rules)
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                d = estimate_llc(model, data, 'regression', s).diagnostics.iloc[0]
+            if label == 'auto':
+                rec.update(llc_raw=d.llc_raw, llc_raw_se=d.llc_raw_se, llc_stronger=d.llc_stronger,
+                           llc_stronger_se=d.llc_stronger_se, acc=d.mala_acceptance, rhat=d.rhat, ess=d.ess,
+                           problems=d.problems, auto_seconds=time.perf_counter() - t0)
+            else:
+                rec.update(llc_half=d.llc, llc_half_se=d.llc_se, acc_half=d.mala_acceptance, rhat_half=d.rhat,
+                           half_seconds=time.perf_counter() - t0)
+        rec['offset'] = noise_offset(model, data) if row.noise else 0.0
+        rows.append(rec)
+        if out is not None:
+            write_table(pd.DataFrame(rows), out)            # whole or not at all
+    return pd.DataFrame(rows)
 
 # %% ../nbs/11b_llc_depth.ipynb #e96ce3d5
 def run_devinterp(specs: pd.DataFrame, out=None) -> pd.DataFrame:

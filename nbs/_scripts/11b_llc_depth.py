@@ -45,6 +45,12 @@ from fracsgd.stack import gaussian_nll
 # * The issue's accuracy target (mean |error| ≤ 5% at every depth, no network above 15%) is **not met**: the
 #   extrapolated estimate has a mean |error| of 6.1%, above 5% at depths 4 and 5, and one network at +27.5%
 #   (flagged, covered by its interval).
+# * A second held-out set, drawn afresh (`depth_set(2028)`, 18 networks no rule had seen), confirms it: mean
+#   |error| 5.6%, above 5% at depths 4 to 7, worst 13.2%, coverage 11 of 12. Probes on the first set's networks
+#   show two opposing biases: the step size raises every estimate (most at $n = 3000$, where MALA acceptance is
+#   low), the localization lowers it; at $n = 3\cdot10^4$ a gap of about 10% stays that neither longer burn-in
+#   nor a third of the localization closes. Estimating at half the step gains less than a point for 2.5 times the
+#   cost, so the default is unchanged.
 # * devinterp 2.0.1 at the same setting samples the same posterior and lands a little below our estimate at
 #   $\gamma$ (it averages its burn-in too): mean |error| 7.1%, and its chain spread covers $\lambda$ on 2 of 12
 #   noiseless networks (table at the end).
@@ -544,6 +550,194 @@ comparison.round(3)
 assert (side.devinterp < side.llc_raw).sum() == 17 and side[side.noise == 0].devinterp_covers.sum() == 2
 side[['net', 'depth', 'layers', 'noise', 'true_llc', 'estimate', 'low', 'high', 'llc_raw', 'devinterp',
       'rel_error', 'devinterp_error', 'seconds', 'devinterp_seconds']].round(3)
+
+
+# %% [markdown]
+# ## A second look: two biases, and a fresh held-out set
+#
+# The held-out part above has been read, so it can no longer judge a new rule. We made it part of a tuning pool
+# (the 16 noiseless networks of both parts) and asked two questions of it, each by changing one thing and
+# sampling again with `run_depth` (`depth_probes.csv`):
+#
+# * **Is there a step-size bias?** SGLD with a finite step samples a slightly wider distribution than the
+#   posterior, which raises the mean loss. Halving the stiffness ($c = 0.05$, twice the steps, so the same
+#   relaxation times) on all 16 networks shows its size.
+# * **Is the low estimate at large $n$ a localization effect, or chains that have not settled?** On the networks
+#   with $n = 3\cdot10^4$ that are 7–15% low, a third of the localization ($\gamma/3$, three times the steps), and
+#   five times the burn-in at the same $\gamma$.
+#
+# Then a new draw of the set, `depth_set(2028)`, whose 18 held-out networks no rule has seen, judges today's rule
+# once, and beside it the one change the probes suggested (written down before any of its rows was read): the
+# estimate at half the step size, $\hat\lambda_{c/2}(\gamma) + k\Delta$ with the same $k$ and $w$, whose interval
+# also counts the step's move $|\hat\lambda_{c/2} - \hat\lambda_c|$ as systematic. `run_with_half_step` records
+# all three raw estimates of a network.
+
+# %%
+#| export
+HALF_STEP = dict(stiffness=0.05, burnin_stiffness=0.05, n_burnin=10_000, n_draws=10_000, systematic=False)
+
+def run_with_half_step(specs: pd.DataFrame, out=None) -> pd.DataFrame:
+    """Per network of `specs`: the automatic setting's estimates at gamma and 3*gamma (`llc_raw`, `llc_stronger`),
+    the estimate at half the step size with twice the steps (`llc_half`, `HALF_STEP`), their standard errors and
+    seconds, and the noise offset of noisy rows (written to `out` after each network)."""
+    rows = []
+    for _, row in specs.iterrows():
+        model, data = depth_problem(row)
+        rec = row.to_dict()
+        for label, rules in [('auto', {}), ('half', HALF_STEP)]:
+            t0 = time.perf_counter()
+            s = regression_settings('auto', model, data, **rules)
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                d = estimate_llc(model, data, 'regression', s).diagnostics.iloc[0]
+            if label == 'auto':
+                rec.update(llc_raw=d.llc_raw, llc_raw_se=d.llc_raw_se, llc_stronger=d.llc_stronger,
+                           llc_stronger_se=d.llc_stronger_se, acc=d.mala_acceptance, rhat=d.rhat, ess=d.ess,
+                           problems=d.problems, auto_seconds=time.perf_counter() - t0)
+            else:
+                rec.update(llc_half=d.llc, llc_half_se=d.llc_se, acc_half=d.mala_acceptance, rhat_half=d.rhat,
+                           half_seconds=time.perf_counter() - t0)
+        rec['offset'] = noise_offset(model, data) if row.noise else 0.0
+        rows.append(rec)
+        if out is not None:
+            write_table(pd.DataFrame(rows), out)            # whole or not at all
+    return pd.DataFrame(rows)
+
+
+# %% [markdown]
+# ### What the probes found
+
+# %%
+pool = pd.concat([tune_rows, held_rows])
+probes = pd.read_csv(DEPTH_RESULTS / 'depth_probes.csv')
+probes['at_default'] = pool.set_index('net').llc_raw.reindex(probes.net).to_numpy()
+probes['acc_default'] = pool.set_index('net').mala_acceptance.reindex(probes.net).to_numpy()
+probes['default_error'] = probes.at_default / probes.true_llc - 1
+probes['probe_error'] = probes.llc / probes.true_llc - 1
+probes['move'] = probes.llc / probes.at_default - 1
+half_probe = probes[probes.probe == 'half step']
+by_n = half_probe.groupby('n').agg(nets=('net', 'size'), acceptance=('acc_default', 'mean'),
+                                   move=('move', 'mean'), default_error=('default_error', 'mean'),
+                                   half_step_error=('probe_error', 'mean'))
+print('halving the step, by n (means):')
+print(by_n.round(3).to_string())
+print(probes[probes.probe != 'half step'][['net', 'n', 'depth', 'probe', 'default_error', 'probe_error']]
+      .round(3).to_string(index=False))
+assert (by_n.move < 0).all() and by_n.move.idxmin() == 3000                      # the step raises every estimate
+g3 = probes[probes.probe == 'gamma/3']
+assert (g3.probe_error > g3.default_error).all()                                # a weaker localization: higher
+longer = probes[(probes.probe == 'long burn-in') & probes.net.isin([13, 14])]
+assert (longer.probe_error < longer.default_error).all()                        # longer burn-in: not higher
+
+# %% [markdown]
+# * **The step size raises every estimate, most where MALA acceptance is low.** Halving it lowered the estimate
+#   on all 16 networks: by 2.4% on average at $n = 3000$ (mean acceptance 0.82), 1.3% at $10^4$ and 0.9% at
+#   $3\cdot10^4$ (acceptance 0.99). On 8-8-17-16-6, the held-out network at +27.5%, the estimate at $\gamma$ went
+#   from +10% to +2%. So at $n = 3000$ the estimate at $\gamma$ was close partly because an upward step bias
+#   cancelled the localization's downward pull, and the extrapolation step, which corrects only the pull,
+#   overshot there.
+# * **The large-$n$ gap is not burn-in.** Five times the burn-in did not raise the two networks that are 11% and
+#   15% low at $n = 3\cdot10^4$ (they came out at −12% and −19%); a third of the localization raised them by 3 and
+#   3.5 points only. The chains have settled; what remains is either a pull that keeps going at much weaker
+#   localizations than we can afford to sample, or a finite-$n$ difference between the localized posterior's mean
+#   loss and Aoyagi's asymptotic $\lambda$. These probes cannot tell the two apart; we leave it open.
+
+
+# %% [markdown]
+# ### The fresh held-out set
+#
+# `half_step_rule` is the candidate: the estimate at half the step size, moved by $k$ times the shift at
+# $3\gamma$, with an interval of $\pm(w|\Delta| + |\hat\lambda_{c/2} - \hat\lambda_c| + 2\,\mathrm{se})$. Both rules
+# keep the package's $k$ and $w$.
+
+# %%
+def half_step_rule(rows: pd.DataFrame, extrapolation: float = LOCALIZATION_EXTRAPOLATION,
+                   spread: float = LOCALIZATION_SPREAD) -> pd.DataFrame:
+    "`rows` of `run_with_half_step` judged by the half-step candidate, with the columns of `apply_rule`."
+    shift = rows.llc_raw - rows.llc_stronger
+    point = rows.llc_half + extrapolation * shift
+    se = np.sqrt(rows.llc_half_se ** 2 + (extrapolation * rows.llc_raw_se) ** 2
+                 + (extrapolation * rows.llc_stronger_se) ** 2)
+    half = spread * shift.abs() + (rows.llc_half - rows.llc_raw).abs() + 2 * se
+    t = rows.assign(estimate=point, low=point - half, high=point + half)
+    t['rel_error'] = t.estimate / t.true_llc - 1
+    t['covered'] = (t.low <= t.true_llc) & (t.true_llc <= t.high)
+    t['half_width'] = half / t.estimate.abs()
+    t['flagged'] = ~(t.half_width <= INTERVAL_LIMIT)
+    return t
+
+fresh_rows = pd.read_csv(DEPTH_RESULTS / 'depth_fresh.csv')
+assert set(fresh_rows.net) == set(depth_set(2028).query("part == 'held-out'").net)
+judged = {'today (extrapolated)': apply_rule(fresh_rows, LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD),
+          'today, estimate at γ alone': apply_rule(fresh_rows, 0.0, LOCALIZATION_SPREAD),
+          'half step (candidate)': half_step_rule(fresh_rows)}
+def fresh_summary(t: pd.DataFrame) -> dict:
+    clean, noisy = t[t.noise == 0], t[t.noise == 1]
+    per_depth = clean.assign(a=clean.rel_error.abs()).groupby('depth').a.mean()
+    target = noisy.true_llc - noisy.offset
+    return {'mean |error|, noiseless': clean.rel_error.abs().mean(), 'max |error|, noiseless': clean.rel_error.abs().max(),
+            'depths above 5%': ', '.join(str(d) for d in per_depth.index[per_depth > 0.05]) or 'none',
+            'rows above 15%': int((clean.rel_error.abs() > 0.15).sum()),
+            'coverage, noiseless': clean.covered.mean(), 'median half-width': clean.half_width.median(),
+            'within 5%, cleared by the width test': f"{int((~clean.flagged[clean.rel_error.abs() <= 0.05]).sum())} of "
+                                                    f"{int((clean.rel_error.abs() <= 0.05).sum())}",
+            'mean |error|, noisy vs λ': noisy.rel_error.abs().mean(),
+            'mean |error|, noisy vs λ − offset': (noisy.estimate / target - 1).abs().mean()}
+fresh_table = pd.DataFrame({name: fresh_summary(t) for name, t in judged.items()}).T
+fresh_table.loc['today, estimate at γ alone', ['coverage, noiseless', 'median half-width',
+                                                'within 5%, cleared by the width test']] = np.nan   # no interval of its own
+today_fresh, half_fresh = fresh_table.loc['today (extrapolated)'], fresh_table.loc['half step (candidate)']
+# what the prose below says
+assert round(today_fresh['mean |error|, noiseless'], 3) == 0.056 and today_fresh['rows above 15%'] == 0
+assert today_fresh['coverage, noiseless'] == 11 / 12 and today_fresh['depths above 5%'] == '4, 5, 6, 7'
+assert round(half_fresh['mean |error|, noiseless'], 3) == 0.048 and half_fresh['rows above 15%'] == 1
+assert today_fresh['within 5%, cleared by the width test'] == '2 of 6'
+fresh_table.map(lambda v: round(v, 3) if isinstance(v, float) else v)
+
+# %%
+fig, ax = plt.subplots(figsize=(7.5, 3.8))
+shown = judged['today (extrapolated)'].sort_values(['depth', 'noise', 'net']).reset_index(drop=True)
+for i, r in shown.iterrows():
+    colour = 'C3' if r.noise else 'C0'
+    ax.errorbar(i, r.estimate / r.true_llc, yerr=[[(r.estimate - r.low) / r.true_llc], [(r.high - r.estimate) / r.true_llc]],
+                fmt='o', color=colour, capsize=2)
+    ax.plot(i, r.llc_half / r.true_llc, 'x', color='0.4', ms=5)
+ax.axhline(1, color='k', lw=0.8)
+ax.axhspan(0.95, 1.05, color='C2', alpha=0.15, label='within 5%')
+ax.set_xticks(range(len(shown)), shown.depth.astype(str))
+ax.set(xlabel='depth (blue: noiseless, red: noisy; x: estimate at half the step)', ylabel='estimate / Aoyagi λ',
+       title='a fresh held-out set (depth_set(2028)): today\'s estimate and interval')
+ax.legend(fontsize=7, loc='upper left')
+plt.tight_layout()
+
+
+# %% [markdown]
+# On 18 networks that no rule had seen (12 noiseless, 6 noisy), today's automatic setting, unchanged:
+#
+# * **No noiseless estimate is off by more than 15%** (worst 13.2%, a depth-5 network at $n = 10^4$): met.
+# * **Mean |error| 5.6%**, above 5% at depths 4 to 7: the 5%-at-every-depth target is **not met**, as on the first
+#   held-out part (6.1%). Two independent held-out sets now agree that the default is good to about 6% in the mean
+#   and not 5%.
+# * **Coverage 11 of 12 (92%)**, at a median half-width of 17% (a full width of 34%): the coverage target (90%) is
+#   met; the width target (a median width of 20%) is met only if read as a half-width. The width test clears
+#   2 of the 6 estimates within 5% (on the first held-out part, 5 of 7): "clear most good rows" is not met here.
+# * The half-step candidate gains less than a point (mean 4.8%, one row at 15.4%) for 2.5 times the cost
+#   (29 s more per network on top of 19 s). Neither rule reaches the target; we keep today's and do not change the
+#   default.
+# * Noisy targets: the extrapolated estimate is 17% off $\lambda$ in the mean (21% off $\lambda$ minus the
+#   measured offset), the estimate at $\gamma$ alone 10%. Three of the four noisy rows at $n = 3000$ are 19–31% above:
+#   with noise, the chains fit the sample's noise, the repeat at $3\gamma$ moves far, and the extrapolation
+#   overshoots.
+#
+# The cost of the default is unchanged by this section. To rebuild its rows: `run_depth` on the pool with
+# `HALF_STEP` (and with `localization_ratio=1e-3` or `n_burnin=25_000`) for the probes, `run_with_half_step` on
+# the fresh held-out part (about 15 minutes of two processes, one thread each, on the idle development CPU,
+# 2026-11-27).
+
+# %%
+#| heavy
+fresh_specs = depth_set(2028).query("part == 'held-out'")
+run_with_half_step(fresh_specs, out=DEPTH_RESULTS / 'depth_fresh.csv')
 
 
 # %% [markdown]
