@@ -551,7 +551,6 @@ assert (side.devinterp < side.llc_raw).sum() == 17 and side[side.noise == 0].dev
 side[['net', 'depth', 'layers', 'noise', 'true_llc', 'estimate', 'low', 'high', 'llc_raw', 'devinterp',
       'rel_error', 'devinterp_error', 'seconds', 'devinterp_seconds']].round(3)
 
-
 # %% [markdown]
 # ## A second look: two biases, and a fresh held-out set
 #
@@ -629,6 +628,7 @@ assert (g3.probe_error > g3.default_error).all()                                
 longer = probes[(probes.probe == 'long burn-in') & probes.net.isin([13, 14])]
 assert (longer.probe_error < longer.default_error).all()                        # longer burn-in: not higher
 
+
 # %% [markdown]
 # * **The step size raises every estimate, most where MALA acceptance is low.** Halving it lowered the estimate
 #   on all 16 networks: by 2.4% on average at $n = 3000$ (mean acceptance 0.82), 1.3% at $10^4$ and 0.9% at
@@ -641,7 +641,6 @@ assert (longer.probe_error < longer.default_error).all()                        
 #   3.5 points only. The chains have settled; what remains is either a pull that keeps going at much weaker
 #   localizations than we can afford to sample, or a finite-$n$ difference between the localized posterior's mean
 #   loss and Aoyagi's asymptotic $\lambda$. These probes cannot tell the two apart; we leave it open.
-
 
 # %% [markdown]
 # ### The fresh held-out set
@@ -709,7 +708,6 @@ ax.set(xlabel='depth (blue: noiseless, red: noisy; x: estimate at half the step)
        title='a fresh held-out set (depth_set(2028)): today\'s estimate and interval')
 ax.legend(fontsize=7, loc='upper left')
 plt.tight_layout()
-
 
 # %% [markdown]
 # On 18 networks that no rule had seen (12 noiseless, 6 noisy), today's automatic setting, unchanged:
