@@ -133,15 +133,16 @@
 # on the page). nbdev is pinned to 2.4.x (with fastcore 1.14.5 and execnb 0.1.18) because nbdev 3 no longer
 # reads `settings.ini`.
 #
-# Measured on the 2-core development machine (no GPU), 2026-11-24: `make test` on a fresh clone took 10 min 54 s
-# (400 pytest tests, all passing; installation included, from pip's cache, with Debian's `chromium` already installed; a new
-# machine adds the PyTorch download, about 4.5 minutes). Of that, the site build, which runs every notebook once
-# and is the notebook test as well, took 4.7 minutes (the three MNIST studies' smoke and committed results about
-# 2.5 of them, two notebooks at a time) and pytest 4.3 (the slowest parts: the interval-coverage test
-# of the crossover chapter, the bad-input tests that run a small study through the CLI, and the sweep runner's
-# kill tests on a local pool and on Ray). No check compares wall-clock times. One start-up limit is Ray's own:
-# its node must register within 30 s, which failed twice in the sweep chapter's Ray cell while six other jobs
-# loaded the two cores (load average 11); it has not failed on an idle machine. `make demo` took 11 s for
+# Measured on the 2-core development machine (no GPU), 2026-11-27: `make test` on a fresh clone with no `../shared`
+# took 12 min 11 s (578 pytest tests passing, 2 skipped; installation included, from pip's cache, with Debian's
+# `chromium` already installed; a new machine adds the PyTorch download, about 4.5 minutes). Of that, the site
+# build, which runs every notebook once and is the notebook test as well, took 5.4 minutes (two notebooks at a
+# time, each with one of the two cores: with two threads each they had taken 7.6), and pytest 4.8 (`pytest -n auto`:
+# one worker per core, the Ray tests on one of them; one process had taken 9.7). The slowest parts are the three
+# MNIST studies' pages, the interval-coverage test of the crossover chapter, and the sweep runner's kill tests on a
+# local pool and on Ray. No check compares wall-clock times. One start-up limit is Ray's own: its node must
+# register within 30 s, which failed twice in the sweep chapter's Ray cell while six other jobs loaded the two
+# cores (load average 11); it has not failed on an idle machine. `make demo` took 11 s for
 # 100 nets trained as ensembles (35–44 s for 24 nets trained one at a time).
 
 # %%
