@@ -461,3 +461,27 @@ def test_quarto_renderer_is_called_when_on_path(tmp_path, monkeypatch):
     assert json.loads(calls.read_text()) == ['render', str(proc), '--no-execute']
     assert site == proc / yaml.safe_load((ROOT / '_quarto.yml').read_text())['project']['output-dir']
     assert (site / 'index.html').read_text() == 'ok'
+
+
+def test_each_notebook_gets_its_share_of_the_cores(tmp_path, monkeypatch):
+    """Two notebooks at a time on a machine's cores: each notebook process is told its share (FRACSGD_CPUS, which
+    `fracsgd.core.cpu_cores` reads, and OMP_NUM_THREADS, which sets torch's thread count), so that two notebooks do
+    not start two threads each on two cores."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('fracsgd_site_tool', SITE_TOOL)
+    tool = importlib.util.module_from_spec(spec); spec.loader.exec_module(tool)
+    for name in ('FRACSGD_CPUS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        monkeypatch.delenv(name, raising=False)
+    nbs = tmp_path / 'nbs'
+    nbs.mkdir()
+    cell = {'cell_type': 'code', 'execution_count': None, 'metadata': {}, 'outputs': [],
+            'source': 'import torch\nfrom fracsgd.core import cpu_cores\nprint(cpu_cores(), torch.get_num_threads())'}
+    for name in ('index.ipynb', '01_one.ipynb'):
+        (nbs / name).write_text(json.dumps({'cells': [{'cell_type': 'markdown', 'metadata': {}, 'source': '# A page'}, cell],
+                                            'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}))
+    tool.prepare(tmp_path / 'proc', True, 2, nbs)
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    for page in ('index.ipynb', 'one.ipynb'):
+        out = json.loads((tmp_path / 'proc' / page).read_text())
+        printed = [''.join(o.get('text', '')) for c in out['cells'] if c['cell_type'] == 'code' for o in c['outputs']]
+        assert f'{share} {share}' in ''.join(printed), printed
