@@ -14,9 +14,9 @@ import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['EXTRAS', 'default_device', 'cpu_cores', 'data_dir', 'results_dir', 'seed_everything', 'require', 'replace_checked',
-           'check_whole', 'check_range', 'added_field', 'key_fields', 'shared_mode', 'atomic_path', 'write_table',
-           'read_table', 'save_figures', 'PhaseClock', 'reporting_progress', 'report_progress']
+__all__ = ['EXTRAS', 'default_device', 'cpu_cores', 'share_of_cores', 'data_dir', 'results_dir', 'seed_everything', 'require',
+           'replace_checked', 'check_whole', 'check_range', 'added_field', 'key_fields', 'shared_mode', 'atomic_path',
+           'write_table', 'read_table', 'save_figures', 'PhaseClock', 'reporting_progress', 'report_progress']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -35,6 +35,17 @@ def cpu_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:                         # macOS and Windows have no affinity sets
         return os.cpu_count() or 1
+
+
+def share_of_cores(jobs: int, environ=None) -> dict:
+    """A copy of `environ` (default: this process's) that gives one of `jobs` jobs running at once its share of
+    `cpu_cores()`: `FRACSGD_CPUS` for fracsgd, `OMP_NUM_THREADS` and `MKL_NUM_THREADS` for torch's default thread
+    count. Values already set are kept."""
+    env = dict(os.environ if environ is None else environ)
+    share = str(max(1, cpu_cores() // max(1, jobs)))
+    for name in ('FRACSGD_CPUS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        env.setdefault(name, share)
+    return env
 
 # %% ../nbs/00_core.ipynb #5ca30c46
 def data_dir() -> Path | None:

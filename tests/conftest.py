@@ -8,9 +8,8 @@ import pytest
 # processes the tests start follow OMP_NUM_THREADS): threads of two workers competing for two cores mostly wait.
 _WORKERS = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
 if _WORKERS > 1:
-    _SHARE = str(max(1, len(os.sched_getaffinity(0)) // _WORKERS))
-    for _name in ('FRACSGD_CPUS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
-        os.environ.setdefault(_name, _SHARE)
+    from fracsgd.core import share_of_cores
+    os.environ.update(share_of_cores(_WORKERS))
     import torch
     torch.set_num_threads(int(os.environ['OMP_NUM_THREADS']))
 

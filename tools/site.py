@@ -176,11 +176,8 @@ def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None, ti
 
     # each notebook gets its share of the cores (fracsgd.core.cpu_cores reads FRACSGD_CPUS; torch's default thread
     # count follows OMP_NUM_THREADS): two notebooks with two threads each on two cores ran 2.7 times slower
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
-    share = str(max(1, cores // max(1, workers)))
-    share_env = dict(os.environ)
-    for name in ('FRACSGD_CPUS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
-        share_env.setdefault(name, share)
+    from fracsgd.core import share_of_cores
+    share_env = share_of_cores(workers)
     running, stop = set(), threading.Event()
     ex = ThreadPoolExecutor(max_workers=max(1, workers))
     futures = [ex.submit(run, j) for j in jobs]

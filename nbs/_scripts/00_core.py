@@ -65,8 +65,21 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
+def share_of_cores(jobs: int, environ=None) -> dict:
+    """A copy of `environ` (default: this process's) that gives one of `jobs` jobs running at once its share of
+    `cpu_cores()`: `FRACSGD_CPUS` for fracsgd, `OMP_NUM_THREADS` and `MKL_NUM_THREADS` for torch's default thread
+    count. Values already set are kept."""
+    env = dict(os.environ if environ is None else environ)
+    share = str(max(1, cpu_cores() // max(1, jobs)))
+    for name in ('FRACSGD_CPUS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        env.setdefault(name, share)
+    return env
+
+
 # %%
 import unittest.mock
+assert share_of_cores(2, {})['OMP_NUM_THREADS'] == str(max(1, cpu_cores() // 2))
+assert share_of_cores(2, {'OMP_NUM_THREADS': '7'})['OMP_NUM_THREADS'] == '7'     # the user's choice stays
 assert 1 <= cpu_cores() <= (os.cpu_count() or 1)
 with unittest.mock.patch.dict(os.environ, FRACSGD_CPUS='3'):
     assert cpu_cores() == 3
