@@ -1,0 +1,51 @@
+"""The exact finite-n LLC of the scalar chain, against a closed form, brute force and our estimator."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from fracsgd.exact_chain import chain_llc, gap_closure, product_chain, run_chains, two_layer_chain_llc
+from fracsgd.sgld import default_n_beta
+
+
+@pytest.mark.parametrize('t,g', [(20.0, 0.5), (374.7, 3.0), (2912.0, 1.0), (1e8, 0.1)])
+def test_quadrature_matches_the_bessel_closed_form_at_depth_2(t, g):
+    assert chain_llc(2, t, g) == pytest.approx(two_layer_chain_llc(t, g), rel=1e-4)
+
+
+def test_quadrature_matches_brute_force_at_depth_4():
+    rng = np.random.default_rng(1)
+    t, g = 200.0, 2.0
+    K = 0.5 * np.prod(rng.standard_normal((4, 4_000_000)) / np.sqrt(g), axis=0) ** 2   # all four weights sampled
+    b = np.exp(-t * K)
+    assert float((t * K * b).sum() / b.sum()) == pytest.approx(chain_llc(4, t, g), rel=0.01)
+
+
+def test_it_approaches_lambda_from_below_slowly():
+    values = [chain_llc(3, t, 1.0) for t in (1e2, 1e4, 1e8, 1e16, 1e40)]
+    assert all(np.diff(values) > 0) and values[-1] < 0.5
+    assert values[-1] > 0.45                                   # logarithmic, but it does get there
+    assert two_layer_chain_llc(1e60, 1.0) == pytest.approx(0.5, abs=0.01)
+
+
+def test_gap_closure_is_self_consistent():
+    c = gap_closure(3, 1000.0, 1.0)
+    assert c['llc_stronger'] < c['llc'] < c['llc_weaker'] < 0.5
+    assert c['llc'] + c['k_needed'] * (c['llc'] - c['llc_stronger']) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize('bad', [dict(depth=1), dict(depth=2.5), dict(localization=0.0), dict(n_beta=-1.0),
+                                 dict(scale=float('nan'))])
+def test_bad_input_is_named(bad):
+    args = dict(depth=3, n_beta=100.0, localization=1.0, scale=0.5) | bad
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        chain_llc(**args)
+
+
+def test_estimator_finds_the_finite_n_value_not_lambda():
+    "Depth 3, n = 3000, gamma = 3: the exact value is 0.184, lambda is 0.5."
+    specs = pd.DataFrame([dict(depth=3, n=3000, localization=3.0, step_size=1e-3, n_draws=10_000)])
+    row = run_chains(specs).iloc[0]
+    X = product_chain(3, 3000)[1][0]
+    assert row.exact == pytest.approx(chain_llc(3, default_n_beta(3000), 3.0, float((X ** 2).mean()) / 2))
+    assert abs(row.llc - row.exact) < 3 * row.llc_se + 0.01, (row.llc, row.llc_se, row.exact)
+    assert (0.5 - row.llc) > 10 * row.llc_se                   # and it can tell that value from lambda
