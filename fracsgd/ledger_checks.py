@@ -13,8 +13,8 @@ import pandas as pd
 import fracsgd
 from .core import atomic_path, read_table, write_table
 from .criticality import radius_reading
-from .ledger import (COMPACT, LEDGER_DIR, NBETA_NAMES, _fmt, ours_text, paper_text, read_claims, read_ledger,
-                            scale_kind, study_presets)
+from .ledger import _fmt, ours_text, paper_text, read_claims, read_ledger
+from .provenance import COMPACT, LEDGER_DIR, NBETA_NAMES, scale_kind, study_presets
 
 # %% auto #0
 __all__ = ['HALF_D', 'DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'RADIUS_READING', 'mlp_parameters', 'parameter_counts',

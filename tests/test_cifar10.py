@@ -150,7 +150,7 @@ def test_rank_interval_covers_the_true_spearman_rho():
 
 def test_smoke_preset_through_the_runner_in_float64(tmp_path, mnist_files):
     "Data and nets placed by the runner (CPU, float64): every run trains, is evaluated on the same placement, is reported."
-    from fracsgd.ledger import stand_in
+    from fracsgd.provenance import stand_in
     from fracsgd.runner import run_study
     res = run_study(STUDY, 'smoke', tmp_path / 'smoke', device='cpu', dtype='float64', progress=False, workers=1)
     assert res['counts'] == dict(done=3, failed=0, skipped=0)

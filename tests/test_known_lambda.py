@@ -16,7 +16,8 @@ import pytest
 from fracsgd.known_lambda import (KNOWN_LAMBDA_SCALE, dln_landscape, first_passage_times, known_lambda_summary,
                                   langevin, linear_regression, monomial, morse_bott, passage_exponent,
                                   product_regression, quadratic, sgd, walk_exponents)
-from fracsgd.ledger import COMPACT, read_ledger
+from fracsgd.ledger import read_ledger
+from fracsgd.provenance import COMPACT
 
 ZOO = [quadratic(3), monomial(1, 1), monomial(1, 2), monomial(2, 3), morse_bott(3, 1), dln_landscape([1, 2, 1], 1),
        dln_landscape([2, 2, 2], 2), product_regression()]

@@ -10,9 +10,9 @@ import pytest
 import fracsgd.studies.moons_diffusion as moons
 from fracsgd.runner import run_study
 from fracsgd.core import write_table, read_table
-from fracsgd.ledger import (CLAIMS, LEDGER, COMPACT, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows,
-                            record_claims, save_compact, stale_rows, verdict, paper_interval, ledger_table,
-                            protocol_scale, scale_kind)
+from fracsgd.ledger import (CLAIMS, LEDGER, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows,
+                            record_claims, stale_rows, verdict, paper_interval, ledger_table)
+from fracsgd.provenance import COMPACT, protocol_scale, save_compact, scale_kind
 from fracsgd.store import open_study, save_plan, save_run
 from fracsgd.sweep import unique_runs, config_record
 
@@ -304,7 +304,7 @@ def test_verdicts_by_scale_counts_every_claim_once():
 def test_a_stand_in_run_of_a_preset_is_filed_under_that_preset(tmp_path):
     # A `--quick --stand-in` folder holds the runs of the quick preset with its stand-in applied: its label is
     # quick-stand-in (the committed CIFAR-10 result), not custom-<hash>.
-    from fracsgd.ledger import study_configuration, mark_stand_in
+    from fracsgd.provenance import study_configuration, mark_stand_in
     from fracsgd.runner import get_study
     study = get_study('cifar10')
     cfg = study.with_stand_in(study.config('quick'))

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from fracsgd.core import read_table, write_table
-from fracsgd.ledger import (COMPACT, LEDGER, read_claims, read_ledger, ledger_rows, protocol_scale, scale_kind,
-                            stale_rows, summary_value, result_scale)
+from fracsgd.ledger import LEDGER, read_claims, read_ledger, ledger_rows, stale_rows, summary_value
+from fracsgd.provenance import COMPACT, protocol_scale, result_scale, scale_kind
 from fracsgd.ledger_checks import (dln_bias_result, half_d_table, median_ci_ranks, mlp_parameters, parameter_counts,
                                    study_verdicts)
 

@@ -9,7 +9,8 @@ import pytest
 
 import fracsgd.studies.mnist_seeds as study
 from fracsgd.data import DataSourceWarning
-from fracsgd.ledger import COMPACT, keep_results
+from fracsgd.ledger import keep_results
+from fracsgd.provenance import COMPACT
 from fracsgd.runner import StudyFailed, report_study, run_study
 from fracsgd.store import load_study, read_meta
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, analyse_net, record_data_source, run_data

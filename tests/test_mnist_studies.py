@@ -9,7 +9,7 @@ import pytest
 
 import fracsgd.studies.mnist_ablations as ablations
 import fracsgd.studies.mnist_architectures as architectures
-from fracsgd.ledger import COMPACT, stand_in
+from fracsgd.provenance import COMPACT, stand_in
 from fracsgd.models import make_mlp
 from fracsgd.runner import run_study
 from fracsgd.studies.mnist_runs import record_data_source

@@ -10,7 +10,7 @@ import torch
 
 import fracsgd.studies.moons_posterior as study
 from fracsgd.clusters import cluster_masses
-from fracsgd.ledger import COMPACT
+from fracsgd.provenance import COMPACT
 from fracsgd.runner import report_study, run_study
 from fracsgd.store import load_study, read_meta, status
 from fracsgd.sweep import run_key, unique_runs

@@ -181,7 +181,7 @@ def test_smoke_through_the_runner_in_float64(tmp_path):
 
 
 def _committed():
-    from fracsgd.ledger import COMPACT
+    from fracsgd.provenance import COMPACT
     return sorted((COMPACT / 'tinystories').glob('*/provenance.json'))
 
 def test_committed_results_exist():

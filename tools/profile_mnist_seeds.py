@@ -51,7 +51,7 @@ def phases(steps: int = 300, calibrated_nets: int = 2, smoke: bool = False) -> p
     if smoke:                                                      # a check of this script, in seconds
         FULL, steps = replace(SMOKE, n_models=2, epochs=12, llc_every=4), 36
     from fracsgd.core import read_table
-    from fracsgd.ledger import COMPACT
+    from fracsgd.provenance import COMPACT
 
     machine = _machine()
     t_start, c_start = time.perf_counter(), time.process_time()

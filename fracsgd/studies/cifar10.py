@@ -19,7 +19,7 @@ from ..convnets import ARCHITECTURES, arch_name, make_net, n_params
 from ..crossover import local_slope
 from ..datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
 from ..ensemble import EnsembleSettings, train_ensemble
-from ..ledger import mark_stand_in
+from ..provenance import mark_stand_in
 from ..sgld import PAPER_PRESET
 from ..spectral import fit_power_law
 from ..store import load_study

@@ -25,7 +25,7 @@ from ..sgld import PAPER_PRESET, SGLDSettings
 from ..llc import calibrate, estimate_llc, final_llc
 from ..spectral import fit_power_law, spectral_dimension_from_volume
 from ..crossover import detect_crossover, fit_late_exponent
-from ..ledger import mark_stand_in
+from ..provenance import mark_stand_in
 from ..runner import Study
 from ..store import read_meta
 

@@ -19,7 +19,8 @@ from ..crossover import local_slope
 from ..return_probability import returns_summary
 from ..data import DataSourceWarning
 from ..displacement import runs_matrix
-from ..ledger import COMPACT, record_claims
+from ..ledger import record_claims
+from ..provenance import COMPACT
 from ..store import load_study, read_meta
 from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
                                         record_data_source)

@@ -20,7 +20,7 @@ from ..core import read_table, save_figures, write_table
 from ..datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
 from ..displacement import Recorder, log_steps
-from ..ledger import COMPACT
+from ..provenance import COMPACT
 from ..llc import estimate_llc
 from ..runner import Study
 from ..sgld import PAPER_PRESET

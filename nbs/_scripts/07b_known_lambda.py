@@ -30,7 +30,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import fracsgd
 from fracsgd.dln import aoyagi_dln_lambda
-from fracsgd.ledger import COMPACT, LEDGER, read_ledger, rebuild_ledger, stale_rows
+from fracsgd.ledger import LEDGER, read_ledger, rebuild_ledger, stale_rows
+from fracsgd.provenance import COMPACT
 
 
 # %% [markdown]

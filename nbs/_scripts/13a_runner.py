@@ -445,7 +445,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
 
 # %%
 import pandas as pd
-from fracsgd.ledger import COMPACT
+from fracsgd.provenance import COMPACT
 _rows = []
 for prov_file in sorted(COMPACT.glob('*/*/provenance.json')):
     prov, timing = json.loads(prov_file.read_text()), prov_file.with_name('timing.json')

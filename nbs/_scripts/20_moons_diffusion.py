@@ -698,7 +698,7 @@ assert load_study(out).trajectories.drop(columns='key').equals(res['table'])
 # %%
 import json
 from fracsgd.core import read_table
-from fracsgd.ledger import COMPACT
+from fracsgd.provenance import COMPACT
 kept = {}
 for prov_file in sorted((COMPACT / 'moons-diffusion').glob('*/provenance.json')):
     prov = json.loads(prov_file.read_text())

@@ -34,7 +34,7 @@ from fracsgd.sgld import PAPER_PRESET, SGLDSettings
 from fracsgd.llc import calibrate, estimate_llc, final_llc
 from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
 from fracsgd.crossover import detect_crossover, fit_late_exponent
-from fracsgd.ledger import mark_stand_in
+from fracsgd.provenance import mark_stand_in
 from fracsgd.runner import Study
 from fracsgd.store import read_meta
 

@@ -28,7 +28,8 @@ from fracsgd.crossover import local_slope
 from fracsgd.return_probability import returns_summary
 from fracsgd.data import DataSourceWarning
 from fracsgd.displacement import runs_matrix
-from fracsgd.ledger import COMPACT, record_claims
+from fracsgd.ledger import record_claims
+from fracsgd.provenance import COMPACT
 from fracsgd.store import load_study, read_meta
 from fracsgd.studies.mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
                                         record_data_source)
@@ -826,7 +827,7 @@ q = res['nets']
 assert len(q) == QUICK.n_models and q.test_accuracy.between(0, 1).all()
 assert np.allclose(q.d_s, 2 * q.llc_mean * q.slope)                          # eq. 17, λ read as the mean
 assert ((q.d_s <= q.llc_mean) == (q.slope <= 0.5))[q.llc_mean > 0].all()    # the circularity, net by net
-from fracsgd.ledger import stand_in
+from fracsgd.provenance import stand_in
 assert read_meta(quick_dir)['data']['sources'] and (bool(read_meta(quick_dir)['data']['warnings']) == bool(stand_in(quick_dir)))   # real MNIST, or a labelled stand-in (offline)
 q[['run', 'slope', 'r2', 'llc_mean', 'llc_final', 'llc_last', 'd_s', 'test_accuracy', 'llc_calibrated']].round(3)
 

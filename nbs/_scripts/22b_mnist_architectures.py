@@ -65,7 +65,7 @@ found.drop(columns='what')
 
 # %%
 from fracsgd.core import read_table as _read_table
-from fracsgd.ledger import COMPACT as _COMPACT
+from fracsgd.provenance import COMPACT as _COMPACT
 from fracsgd.studies.mnist_architectures import plot_architectures as _plot
 _full = _COMPACT / 'mnist-architectures' / 'full'
 if (_full / 'per_architecture.csv').exists():     # the full run's figure: R(t) per architecture, ours beside table 7
@@ -337,7 +337,7 @@ STUDY = MNISTArchitectures()
 import json
 from IPython.display import display
 from fracsgd.core import read_table
-from fracsgd.ledger import COMPACT
+from fracsgd.provenance import COMPACT
 full_dir = COMPACT / 'mnist-architectures' / 'full'
 have_full = (full_dir / 'per_architecture.csv').exists()
 if have_full:
@@ -376,7 +376,7 @@ print(f"QUICK configuration: {time.perf_counter() - t0:.0f} s in all "
 a = res['architectures']
 assert list(a.params) == sorted(weight_count(PAPER_TABLE7.hidden[i]) for i in QUICK.rows)
 assert (a.llc_final_ci_low <= a.llc_final).all() and (a.llc_final <= a.llc_final_ci_high).all()
-from fracsgd.ledger import stand_in
+from fracsgd.provenance import stand_in
 assert np.allclose(a.d_s, 2 * a.llc_mean * a.slope)
 assert (bool(read_meta(quick_dir)['data']['warnings']) == bool(stand_in(quick_dir)))   # real MNIST, or a labelled stand-in (offline)
 a[['architecture', 'params', 'slope', 'r2', 'llc_final', 'llc_final_ci_low', 'llc_final_ci_high', 'd_s',

@@ -324,7 +324,7 @@ print(f"QUICK configuration: {time.perf_counter() - t0:.0f} s in all "
 n = res['nets']
 assert len(n) == 10 and set(n.optimizer) == {'sgd', 'adam'} and set(n.momentum) == {0.0, 0.9}
 assert n.prediction_ratio.gt(0).all() and np.allclose(n.d_s, 2 * n.llc_mean * n.slope)
-from fracsgd.ledger import stand_in
+from fracsgd.provenance import stand_in
 assert (bool(read_meta(quick_dir)['data']['warnings']) == bool(stand_in(quick_dir)))   # real MNIST, or a labelled stand-in (offline)
 s = res['summary'].set_index('quantity')
 assert {'sgd: mean d_s', 'adam: mean test accuracy (%)', relation_name('sgd', 'lr', 'd_s')} <= set(s.index)

@@ -28,7 +28,7 @@ from fracsgd.convnets import ARCHITECTURES, arch_name, make_net, n_params
 from fracsgd.crossover import local_slope
 from fracsgd.datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
 from fracsgd.ensemble import EnsembleSettings, train_ensemble
-from fracsgd.ledger import mark_stand_in
+from fracsgd.provenance import mark_stand_in
 from fracsgd.sgld import PAPER_PRESET
 from fracsgd.spectral import fit_power_law
 from fracsgd.store import load_study
@@ -523,7 +523,7 @@ assert all((smoke_dir / f).exists() for f in STUDY.keep) and res['counts']['done
 import json
 from IPython.display import display
 from fracsgd.core import read_table
-from fracsgd.ledger import COMPACT
+from fracsgd.provenance import COMPACT
 quick_dir = COMPACT / 'cifar10' / 'quick-stand-in'
 have_quick = (quick_dir / 'per_arch.csv').exists()
 if have_quick:

@@ -29,7 +29,7 @@ from fracsgd.core import read_table, save_figures, write_table
 from fracsgd.datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
 from fracsgd.displacement import Recorder, log_steps
-from fracsgd.ledger import COMPACT
+from fracsgd.provenance import COMPACT
 from fracsgd.llc import estimate_llc
 from fracsgd.runner import Study
 from fracsgd.sgld import PAPER_PRESET
@@ -734,7 +734,8 @@ if have_quick:
 # ledger holds for this study:
 
 # %%
-from fracsgd.ledger import read_ledger, study_configuration
+from fracsgd.ledger import read_ledger
+from fracsgd.provenance import study_configuration
 assert study_configuration(smoke_dir)['config'] == 'custom-stand-in'
 led = read_ledger()
 mine = led[led.claim_id.str.startswith(('tab1-resnet', 'tab1-vgg', 'fig19'))]

@@ -631,7 +631,7 @@ smoke['summary']
 
 # %%
 from IPython.display import display
-from fracsgd.ledger import COMPACT
+from fracsgd.provenance import COMPACT
 quick_dir = COMPACT / 'tinystories' / 'quick-stand-in'
 if (quick_dir / 'per_run.csv').exists():
     prov = json.loads((quick_dir / 'provenance.json').read_text())

@@ -570,7 +570,7 @@ def report(folder, cfg: GrokkingConfig) -> dict:
 # %%
 import json
 from IPython.display import display
-from fracsgd.ledger import COMPACT
+from fracsgd.provenance import COMPACT
 quick_dir = COMPACT / 'grokking' / 'quick'
 have_quick = (quick_dir / 'per_run.csv').exists()
 if have_quick:

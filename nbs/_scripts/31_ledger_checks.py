@@ -22,8 +22,8 @@ import pandas as pd
 import fracsgd
 from fracsgd.core import atomic_path, read_table, write_table
 from fracsgd.criticality import radius_reading
-from fracsgd.ledger import (COMPACT, LEDGER_DIR, NBETA_NAMES, _fmt, ours_text, paper_text, read_claims, read_ledger,
-                            scale_kind, study_presets)
+from fracsgd.ledger import _fmt, ours_text, paper_text, read_claims, read_ledger
+from fracsgd.provenance import COMPACT, LEDGER_DIR, NBETA_NAMES, scale_kind, study_presets
 
 # %% [markdown]
 # The [claims ledger](ledger.html) turns each study's compact summary into rows, one claim at a time. Four things

@@ -109,6 +109,7 @@
 # | [Study: TinyStories](tinystories_study.html) | `fracsgd.studies.tinystories` | paper table 1 (language rows), table 4, fig. 20; here on a labelled stand-in |
 # | [Study: grokking](grokking.html) | `fracsgd.studies.grokking` | paper app. F fig. 5–6 (arXiv: modular division): batch × weight-decay sweep, jumps, the LLC through grokking |
 # | [Grokking models](grokking_models.html) | `fracsgd.studies.grokking_models` | embedding MLP, one-layer transformer, accuracy and step-projection measurements |
+# | [Provenance and scale](provenance.html) | `fracsgd.provenance` | what made a result: its configuration, any stand-in, the compact copy the ledger keeps, and its scale against the paper's protocol |
 # | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |
 # | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench_llc` | LLC speed against devinterp and against loops |
