@@ -19,7 +19,7 @@ from fastcore.basics import patch
 
 from .core import PhaseClock, check_range, check_whole, replace_checked, report_progress
 from .displacement import parameter_groups
-from .llc import estimate_llc
+from .llc import estimate_llc, problem_clauses
 from .sgld import PAPER_PRESET, SGLDSettings
 from .stack import (ModelStack, chain_minibatches, chain_seed, data_device, placement, resolve_device,
                            resolve_loss)
@@ -314,13 +314,14 @@ def current_models(self: EnsembleTrainer) -> list[nn.Module]:
 
 LLC_COLUMNS = ('llc', 'llc_near_minimum', 'llc_gradient_pull')   # what an LLC step adds to the trajectory
 
-def llc_warning(message: str, members: list, step: int) -> tuple[tuple, str]:
-    """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`:
-    its kind (member, message without its numbers) and its text naming the ensemble member and the step."""
+def llc_warning(message: str, members: list, step: int) -> tuple[object, list[str], str]:
+    """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`: the
+    ensemble member it is about (None: the whole chunk), its problems one by one, and a lead naming the member and
+    the step."""
     own = re.match(r'LLC of model (\d+): (.*)', message, re.S)
     member, text = (members[int(own[1])], own[2]) if own else (None, message)
     where = f"member {member}" if own else f"members {members} (models 0-{len(members) - 1} below)"
-    return (member, re.sub(r'\d[\d.e+-]*', '#', text)), f"LLC of ensemble {where} at step {step}: {text}"
+    return member, problem_clauses(text), f"LLC of ensemble {where} at step {step}: "
 
 @patch
 def llc(self: EnsembleTrainer, step: int) -> dict:
@@ -335,10 +336,11 @@ def llc(self: EnsembleTrainer, step: int) -> dict:
                            device=self.w.device)
     seen = self.__dict__.setdefault('llc_warned', set())
     for w in caught:
-        kind, text = llc_warning(str(w.message), self.members, step)
-        if kind not in seen:
-            seen.add(kind)
-            warnings.warn(text, w.category, stacklevel=2)
+        member, problems, lead = llc_warning(str(w.message), self.members, step)
+        new = [p for p in problems if (member, re.sub(r'\d[\d.e+-]*', '#', p)) not in seen]
+        seen.update((member, re.sub(r'\d[\d.e+-]*', '#', p)) for p in new)
+        if new:
+            warnings.warn(lead + '; '.join(new), w.category, stacklevel=2)
     d = res.diagnostics
     return dict(llc=np.atleast_1d(res.llc), llc_near_minimum=d.near_minimum.to_numpy(float),
                 llc_gradient_pull=d.gradient_pull.to_numpy(float))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_llc.ipynb #64865054
 from __future__ import annotations
-import math, warnings
+import math, re, warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,9 +19,9 @@ from .criticality import criticality_problem, full_data_gradient, gradient_drop,
 
 # %% auto #0
 __all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'MIN_RELAXATIONS', 'REACH_HIGH', 'Z_INTERVAL', 'AUTO_SETTING',
-           'batch_means_se', 'chain_statistics', 'reach_used', 'llc_problems', 'LLCResult', 'estimate_llc',
-           'estimate_llc_until_stationary', 'top_hessian_eigenvalue', 'calibrate_step_size', 'calibrate',
-           'LLCMeasurement', 'final_llc']
+           'batch_means_se', 'chain_statistics', 'reach_used', 'llc_problems', 'problem_clauses', 'LLCResult',
+           'estimate_llc', 'estimate_llc_until_stationary', 'top_hessian_eigenvalue', 'calibrate_step_size',
+           'calibrate', 'LLCMeasurement', 'final_llc']
 
 # %% ../nbs/10_llc.ipynb #7f76113f
 def batch_means_se(x: np.ndarray) -> tuple[float, float]:
@@ -108,6 +108,15 @@ def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat:
     if np.isfinite(ess) and ess < ESS_MIN:
         out.append(f'ESS {ess:.0f} < {ESS_MIN}: too few effective draws; more draws')
     return '; '.join(out)
+
+# how each problem in a `problems` text begins (its advice may itself hold '; ', so '; ' alone does not split them)
+_PROBLEM_START = re.compile(r'; (?=non-finite LLC|negative LLC|MALA acceptance|chains drift|the localization, not|'
+                            r'running estimate still|R-hat|ESS|not near a minimum|at \S+ x the localization|'
+                            r'the estimate depends on the localization)')
+
+def problem_clauses(problems: str) -> list[str]:
+    "The problems of a diagnostics `problems` text one by one (the inverse of its '; ' join)."
+    return [p for p in _PROBLEM_START.split(problems) if p]
 
 # %% ../nbs/10_llc.ipynb #18d962da
 @dataclass

@@ -20,7 +20,7 @@ import pandas as pd
 from torch import nn
 
 from fracsgd.llc import (MIN_RELAXATIONS, Z_INTERVAL, LLCResult, _warn_problems, calibrate_step_size, estimate_llc,
-                         llc_problems)
+                         llc_problems, problem_clauses)
 from fracsgd.sgld import SGLDSettings
 
 # %%
@@ -113,8 +113,7 @@ def with_localization_interval(res: LLCResult, stronger: LLCResult) -> LLCResult
         p = [r.problems] if r.problems else []
         p_strong = llc_problems(s.llc, s.llc_se, s.mala_acceptance, s.drift_z, s.rhat, s.ess, s.reach_used,
                                 s.relaxations, localization_measured=True)
-        if p_strong:
-            p.append(f'at {SENSITIVITY_FACTOR:g} x the localization: {p_strong}')
+        p += [f'at {SENSITIVITY_FACTOR:g} x the localization: {c}' for c in problem_clauses(p_strong)]
         width = (r.llc_high - r.llc_low) / 2 / abs(r.llc) if r.llc else math.inf
         if not np.isfinite(width) or width > INTERVAL_LIMIT:
             p.append(f'the estimate depends on the localization: it moves by {-r.llc_shift:+.0%} at '

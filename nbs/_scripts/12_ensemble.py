@@ -28,7 +28,7 @@ from fastcore.basics import patch
 
 from fracsgd.core import PhaseClock, check_range, check_whole, replace_checked, report_progress
 from fracsgd.displacement import parameter_groups
-from fracsgd.llc import estimate_llc
+from fracsgd.llc import estimate_llc, problem_clauses
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
 from fracsgd.stack import (ModelStack, chain_minibatches, chain_seed, data_device, placement, resolve_device,
                            resolve_loss)
@@ -520,8 +520,8 @@ def table(self: EnsembleTrainer) -> pd.DataFrame:
 #
 # The estimator's warnings (a flagged estimate, a back-off) reach the user, renamed from the model's position
 # in the chunk to the ensemble member and the training step. A long run would repeat the same problem at every
-# estimate, so each distinct message (its numbers left out) is reported once per member, at the
-# first step it occurs.
+# estimate, so each distinct problem (its numbers left out) is reported once per member, at the first step it
+# occurs; a warning that repeats some problems and adds a new one carries only the new one.
 
 # %%
 #| export
@@ -541,13 +541,14 @@ def current_models(self: EnsembleTrainer) -> list[nn.Module]:
 
 LLC_COLUMNS = ('llc', 'llc_near_minimum', 'llc_gradient_pull')   # what an LLC step adds to the trajectory
 
-def llc_warning(message: str, members: list, step: int) -> tuple[tuple, str]:
-    """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`:
-    its kind (member, message without its numbers) and its text naming the ensemble member and the step."""
+def llc_warning(message: str, members: list, step: int) -> tuple[object, list[str], str]:
+    """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`: the
+    ensemble member it is about (None: the whole chunk), its problems one by one, and a lead naming the member and
+    the step."""
     own = re.match(r'LLC of model (\d+): (.*)', message, re.S)
     member, text = (members[int(own[1])], own[2]) if own else (None, message)
     where = f"member {member}" if own else f"members {members} (models 0-{len(members) - 1} below)"
-    return (member, re.sub(r'\d[\d.e+-]*', '#', text)), f"LLC of ensemble {where} at step {step}: {text}"
+    return member, problem_clauses(text), f"LLC of ensemble {where} at step {step}: "
 
 @patch
 def llc(self: EnsembleTrainer, step: int) -> dict:
@@ -562,10 +563,11 @@ def llc(self: EnsembleTrainer, step: int) -> dict:
                            device=self.w.device)
     seen = self.__dict__.setdefault('llc_warned', set())
     for w in caught:
-        kind, text = llc_warning(str(w.message), self.members, step)
-        if kind not in seen:
-            seen.add(kind)
-            warnings.warn(text, w.category, stacklevel=2)
+        member, problems, lead = llc_warning(str(w.message), self.members, step)
+        new = [p for p in problems if (member, re.sub(r'\d[\d.e+-]*', '#', p)) not in seen]
+        seen.update((member, re.sub(r'\d[\d.e+-]*', '#', p)) for p in new)
+        if new:
+            warnings.warn(lead + '; '.join(new), w.category, stacklevel=2)
     d = res.diagnostics
     return dict(llc=np.atleast_1d(res.llc), llc_near_minimum=d.near_minimum.to_numpy(float),
                 llc_gradient_pull=d.gradient_pull.to_numpy(float))
@@ -784,7 +786,7 @@ llc_rows[['member', 'step', 'R', 'loss', *LLC_COLUMNS]]
 
 # %% [markdown]
 # 40 draws of the paper's preset are too few, so the estimates are flagged, and the warnings say so for each
-# member and step, each distinct message once per member (at the first step it occurs):
+# member and step, each distinct problem once per member (at the first step it occurs):
 
 # %%
 passed_on = [str(w.message) for w in caught if str(w.message).startswith('LLC of ensemble')]
@@ -792,10 +794,12 @@ for text in passed_on:
     print(text)
 assert {'member 0', 'member 1'} <= {re.search(r'member \d', t)[0] for t in passed_on}
 assert any(' at step 30: ' in t for t in passed_on)
-kinds = [(re.search(r'member \d', t)[0], re.sub(r'\d[\d.e+-]*', '#', t.split(': ', 1)[1])) for t in passed_on]
-assert len(set(kinds)) == len(kinds)                                   # each message once per member
-assert llc_warning('LLC of model 1: MALA acceptance 0.80 < 0.9', [4, 7], 30) == \
-    ((7, 'MALA acceptance # < #'), 'LLC of ensemble member 7 at step 30: MALA acceptance 0.80 < 0.9')
+kinds = [(re.search(r'member \d', t)[0], re.sub(r'\d[\d.e+-]*', '#', p))
+         for t in passed_on for p in problem_clauses(t.split(': ', 1)[1])]
+assert len(set(kinds)) == len(kinds)                                   # each problem once per member
+assert llc_warning('LLC of model 1: MALA acceptance 0.80 < 0.9; ESS 12 < 100: too few effective draws; more draws',
+                   [4, 7], 30) == (7, ['MALA acceptance 0.80 < 0.9', 'ESS 12 < 100: too few effective draws; more draws'],
+                                   'LLC of ensemble member 7 at step 30: ')
 
 # %% [markdown]
 # **Problems are named.** Models of different architectures, data that does not fit the model (checked by
