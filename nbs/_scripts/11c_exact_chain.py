@@ -312,7 +312,7 @@ fresh = pd.read_csv(DEPTH_RESULTS / 'depth_fresh.csv').set_index('net')
 weak3k = pd.read_csv(DEPTH_RESULTS / 'depth_fresh_weak.csv').set_index('net')
 small_n = pd.DataFrame(dict(depth=weak3k.depth, n=weak3k.n, true_llc=weak3k.true_llc, at_3gamma=fresh.llc_stronger,
                             at_gamma=fresh.llc_raw, acceptance_at_gamma=fresh.acc, at_gamma_over_3=weak3k.llc,
-                            acceptance_at_gamma_over_3=weak3k.mala_acceptance)).dropna()
+                            acceptance_at_gamma_over_3=weak3k.mala_acceptance)).dropna().astype({'depth': int, 'n': int})
 small_n['error_at_gamma_over_3'] = small_n.at_gamma_over_3 / small_n.true_llc - 1
 assert (small_n.n == 3000).all() and len(small_n) == 3
 assert small_n.error_at_gamma_over_3.between(0.25, 0.40).all() and (small_n.acceptance_at_gamma_over_3 < 0.6).all()
