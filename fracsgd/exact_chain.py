@@ -15,11 +15,13 @@ from torch import nn
 
 import fracsgd
 from .core import write_table
+from .dln import aoyagi_dln_lambda
 from .llc import estimate_llc
 from .sgld import SGLDSettings, default_n_beta
 
 # %% auto #0
-__all__ = ['chain_llc', 'two_layer_chain_llc', 'gap_closure', 'product_chain', 'run_chains']
+__all__ = ['chain_llc', 'two_layer_chain_llc', 'gap_closure', 'product_chain', 'run_chains', 'matrix_chain_llc',
+           'run_matrix_chains']
 
 # %% ../nbs/11c_exact_chain.ipynb #ce520702
 def _check_chain(depth, n_beta, localization, scale):
@@ -92,6 +94,61 @@ def run_chains(specs: pd.DataFrame, out=None) -> pd.DataFrame:
             d = estimate_llc(model, (X, y), 'regression', s).diagnostics.iloc[0]
         exact = chain_llc(int(row.depth), default_n_beta(int(row.n)), row.localization, float((X ** 2).mean()) / 2)
         rows.append(dict(row.to_dict(), depth=int(row.depth), n=int(row.n), n_draws=int(row.n_draws), exact=exact, true_llc=0.5, llc=d.llc, llc_se=d.llc_se,
+                         acceptance=d.mala_acceptance, rhat=d.rhat, seconds=time.perf_counter() - t0))
+        if out is not None:
+            write_table(pd.DataFrame(rows), out)              # whole or not at all
+    return pd.DataFrame(rows)
+
+# %% ../nbs/11c_exact_chain.ipynb #92d9a0c9
+def matrix_chain_llc(depth: int, width: int, n_beta: float, localization: float = 1.0, cov=None,
+                     n_samples: int = 2_000_000, seed: int = 0, chunk: int = 250_000) -> dict:
+    """The LLC an exact sampler returns for a bias-free chain of `depth` `width` x `width` layers with true weights
+    0 and the Gaussian loss: n_beta * E[L_n - L_n(0)] under the localized tempered posterior, by importance
+    sampling the first depth-1 layers from the prior (`cov`: the inputs' second moments, default the identity).
+    Returns `llc`, its standard error `se` and the effective sample size `ess`."""
+    _check_chain(depth, n_beta, localization, 1.0)
+    h, g = int(width), float(localization)
+    S0 = np.eye(h) if cov is None else np.asarray(cov, float)
+    rng, num, den, terms = np.random.default_rng(seed), 0.0, 0.0, []
+    for start in range(0, n_samples, chunk):
+        m = min(chunk, n_samples - start)
+        P = np.broadcast_to(np.eye(h), (m, h, h)).copy()
+        for _ in range(depth - 1):
+            P = rng.standard_normal((m, h, h)) / np.sqrt(g) @ P
+        S = n_beta * P @ S0 @ np.swapaxes(P, 1, 2)                   # n_beta P Sigma P^T
+        A = S + g * np.eye(h)
+        w = np.exp(-h / 2 * (np.linalg.slogdet(A)[1] - h * np.log(g)))  # in (0, 1]
+        f = h / 2 * np.trace(S @ np.linalg.inv(A), axis1=1, axis2=2)  # E[n_beta L | P]
+        num, den = num + (w * f).sum(), den + w.sum()
+        terms.append((w, f))
+    llc = num / den
+    w, f = (np.concatenate(x) for x in zip(*terms))
+    return dict(llc=float(llc), se=float(np.sqrt((w ** 2 * (f - llc) ** 2).sum()) / den),
+                ess=float(den ** 2 / (w ** 2).sum()))
+
+# %% ../nbs/11c_exact_chain.ipynb #cb30e4bf
+def run_matrix_chains(specs: pd.DataFrame, out=None) -> pd.DataFrame:
+    """`estimate_llc` on the width-`width` chain of each row of `specs` (`depth`, `width`, `n`, `localization`,
+    `step_size`, `n_draws`; burn-in half the draws, 4 chains, batches of 500) beside `matrix_chain_llc` for the
+    same data (written to `out` after each row)."""
+    rows = []
+    for _, row in specs.iterrows():
+        L, h, n = int(row.depth), int(row.width), int(row.n)
+        g = torch.Generator().manual_seed(0)
+        X = torch.randn(n, h, generator=g)
+        model = nn.Sequential(*[nn.Linear(h, h, bias=False) for _ in range(L)])
+        for layer in model:
+            layer.weight.data.zero_()
+        s = SGLDSettings(step_size=row.step_size, localization=row.localization, n_chains=4,
+                         n_burnin=int(row.n_draws) // 2, n_draws=int(row.n_draws), batch_size=500)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            d = estimate_llc(model, (X, torch.zeros(n, h)), 'regression', s).diagnostics.iloc[0]
+        exact = matrix_chain_llc(L, h, default_n_beta(n), row.localization, cov=(X.T @ X / n).double().numpy())
+        rows.append(dict(depth=L, width=h, n=n, localization=row.localization, step_size=row.step_size,
+                         n_draws=int(row.n_draws), exact=exact['llc'], exact_se=exact['se'],
+                         true_llc=float(aoyagi_dln_lambda([h] * (L + 1), 0)), llc=d.llc, llc_se=d.llc_se,
                          acceptance=d.mala_acceptance, rhat=d.rhat, seconds=time.perf_counter() - t0))
         if out is not None:
             write_table(pd.DataFrame(rows), out)              # whole or not at all

@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fracsgd.exact_chain import chain_llc, gap_closure, product_chain, run_chains, two_layer_chain_llc
+from fracsgd.exact_chain import (chain_llc, gap_closure, matrix_chain_llc, product_chain, run_chains,
+                                 two_layer_chain_llc)
 from fracsgd.sgld import default_n_beta
 
 
@@ -49,3 +50,16 @@ def test_estimator_finds_the_finite_n_value_not_lambda():
     assert row.exact == pytest.approx(chain_llc(3, default_n_beta(3000), 3.0, float((X ** 2).mean()) / 2))
     assert abs(row.llc - row.exact) < 3 * row.llc_se + 0.01, (row.llc, row.llc_se, row.exact)
     assert (0.5 - row.llc) > 10 * row.llc_se                   # and it can tell that value from lambda
+
+
+def test_matrix_chain_of_width_one_is_the_scalar_chain():
+    "Importance sampling over the prior (width 1) against the quadrature: two independent computations."
+    for depth, t in ((2, 300.0), (4, 3000.0)):
+        r = matrix_chain_llc(depth, 1, t, 2.0, n_samples=400_000, seed=depth)
+        assert abs(r['llc'] - chain_llc(depth, t, 2.0)) < 4 * r['se'] + 1e-3, (depth, r)
+
+
+def test_matrix_chain_is_below_aoyagi_and_falls_with_depth():
+    from fracsgd.dln import aoyagi_dln_lambda
+    values = [matrix_chain_llc(L, 2, 1000.0, 3.0, n_samples=200_000)['llc'] for L in (2, 3, 4)]
+    assert all(np.diff(values) < 0) and values[0] < float(aoyagi_dln_lambda([2, 2, 2], 0))
