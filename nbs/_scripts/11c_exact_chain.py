@@ -197,15 +197,26 @@ deep.round(3)
 
 # %%
 #| export
-def product_chain(depth: int, n: int, seed: int = 0) -> tuple:
-    "The scalar chain of `depth` bias-free 1x1 layers at its true weights 0, and noiseless data (x ~ N(0,1), y = 0)."
+def product_chain(depth: int, n: int, seed: int = 0, width: int = 1) -> tuple:
+    """The chain of `depth` bias-free `width` x `width` layers at its true weights 0, and noiseless data
+    (x ~ N(0, I), y = 0)."""
     _check_chain(depth, 1.0, 1.0, 1.0)
     g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, 1, generator=g)
-    model = nn.Sequential(*[nn.Linear(1, 1, bias=False) for _ in range(depth)])
+    X = torch.randn(n, width, generator=g)
+    model = nn.Sequential(*[nn.Linear(width, width, bias=False) for _ in range(depth)])
     for layer in model:
         layer.weight.data.zero_()
-    return model, (X, torch.zeros(n, 1))
+    return model, (X, torch.zeros(n, width))
+
+def _estimate_at_zero(model, data, row) -> tuple:
+    "`estimate_llc` at the fixed settings of a `specs` row (4 chains, burn-in half the draws): diagnostics, seconds."
+    s = SGLDSettings(step_size=row.step_size, localization=row.localization, n_chains=4,
+                     n_burnin=int(row.n_draws) // 2, n_draws=int(row.n_draws), batch_size=500)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')                          # the localization note is the point here
+        d = estimate_llc(model, data, 'regression', s).diagnostics.iloc[0]
+    return d, time.perf_counter() - t0
 
 def run_chains(specs: pd.DataFrame, out=None) -> pd.DataFrame:
     """`estimate_llc` on the chain of each row of `specs` (`depth`, `n`, `localization`, `step_size`, `n_draws`;
@@ -214,15 +225,11 @@ def run_chains(specs: pd.DataFrame, out=None) -> pd.DataFrame:
     rows = []
     for _, row in specs.iterrows():
         model, (X, y) = product_chain(int(row.depth), int(row.n))
-        s = SGLDSettings(step_size=row.step_size, localization=row.localization, n_chains=4, n_burnin=int(row.n_draws) // 2,
-                         n_draws=int(row.n_draws), batch_size=500)
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')                      # the localization note is the point here
-            d = estimate_llc(model, (X, y), 'regression', s).diagnostics.iloc[0]
+        d, seconds = _estimate_at_zero(model, (X, y), row)
         exact = chain_llc(int(row.depth), default_n_beta(int(row.n)), row.localization, float((X ** 2).mean()) / 2)
-        rows.append(dict(row.to_dict(), depth=int(row.depth), n=int(row.n), n_draws=int(row.n_draws), exact=exact, true_llc=0.5, llc=d.llc, llc_se=d.llc_se,
-                         acceptance=d.mala_acceptance, rhat=d.rhat, seconds=time.perf_counter() - t0))
+        rows.append(dict(row.to_dict(), depth=int(row.depth), n=int(row.n), n_draws=int(row.n_draws), exact=exact,
+                         true_llc=0.5, llc=d.llc, llc_se=d.llc_se, acceptance=d.mala_acceptance, rhat=d.rhat,
+                         seconds=seconds))
         if out is not None:
             write_table(pd.DataFrame(rows), out)              # whole or not at all
     return pd.DataFrame(rows)
@@ -335,22 +342,13 @@ def run_matrix_chains(specs: pd.DataFrame, out=None) -> pd.DataFrame:
     rows = []
     for _, row in specs.iterrows():
         L, h, n = int(row.depth), int(row.width), int(row.n)
-        g = torch.Generator().manual_seed(0)
-        X = torch.randn(n, h, generator=g)
-        model = nn.Sequential(*[nn.Linear(h, h, bias=False) for _ in range(L)])
-        for layer in model:
-            layer.weight.data.zero_()
-        s = SGLDSettings(step_size=row.step_size, localization=row.localization, n_chains=4,
-                         n_burnin=int(row.n_draws) // 2, n_draws=int(row.n_draws), batch_size=500)
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            d = estimate_llc(model, (X, torch.zeros(n, h)), 'regression', s).diagnostics.iloc[0]
+        model, (X, y) = product_chain(L, n, width=h)
+        d, seconds = _estimate_at_zero(model, (X, y), row)
         exact = matrix_chain_llc(L, h, default_n_beta(n), row.localization, cov=(X.T @ X / n).double().numpy())
         rows.append(dict(depth=L, width=h, n=n, localization=row.localization, step_size=row.step_size,
                          n_draws=int(row.n_draws), exact=exact['llc'], exact_se=exact['se'],
                          true_llc=float(aoyagi_dln_lambda([h] * (L + 1), 0)), llc=d.llc, llc_se=d.llc_se,
-                         acceptance=d.mala_acceptance, rhat=d.rhat, seconds=time.perf_counter() - t0))
+                         acceptance=d.mala_acceptance, rhat=d.rhat, seconds=seconds))
         if out is not None:
             write_table(pd.DataFrame(rows), out)              # whole or not at all
     return pd.DataFrame(rows)
