@@ -337,8 +337,9 @@ def llc(self: EnsembleTrainer, step: int) -> dict:
     seen = self.__dict__.setdefault('llc_warned', set())
     for w in caught:
         member, problems, lead = llc_warning(str(w.message), self.members, step)
-        new = [p for p in problems if (member, re.sub(r'\d[\d.e+-]*', '#', p)) not in seen]
-        seen.update((member, re.sub(r'\d[\d.e+-]*', '#', p)) for p in new)
+        kinds = {p: (member, re.sub(r'\d[\d.e+-]*', '#', p)) for p in problems}   # a problem without its numbers
+        new = [p for p in problems if kinds[p] not in seen]
+        seen.update(kinds[p] for p in new)
         if new:
             warnings.warn(lead + '; '.join(new), w.category, stacklevel=2)
     d = res.diagnostics

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # An exact truth at finite n
 #
-# > What an exact sampler of the localized, tempered posterior would return on a network whose LLC is λ = ½ at every depth: the scalar chain, computed by quadrature, against our estimator and against λ.
+# > What an exact sampler of the localized, tempered posterior would return on networks whose LLC is the same at every depth: scalar chains by quadrature and 2×2 matrix chains by importance sampling, against our estimator and against λ.
 
 # %%
 #| default_exp exact_chain
@@ -22,7 +22,6 @@ from scipy.signal import fftconvolve
 from scipy.special import k0e, k1e
 from torch import nn
 
-import fracsgd
 from fracsgd.core import write_table
 from fracsgd.dln import aoyagi_dln_lambda
 from fracsgd.llc import estimate_llc
@@ -302,7 +301,7 @@ def matrix_chain_llc(depth: int, width: int, n_beta: float, localization: float 
     _check_chain(depth, n_beta, localization, 1.0)
     h, g = int(width), float(localization)
     S0 = np.eye(h) if cov is None else np.asarray(cov, float)
-    rng, num, den, terms = np.random.default_rng(seed), 0.0, 0.0, []
+    rng, terms = np.random.default_rng(seed), []
     for start in range(0, n_samples, chunk):
         m = min(chunk, n_samples - start)
         P = np.broadcast_to(np.eye(h), (m, h, h)).copy()
@@ -312,10 +311,10 @@ def matrix_chain_llc(depth: int, width: int, n_beta: float, localization: float 
         A = S + g * np.eye(h)
         w = np.exp(-h / 2 * (np.linalg.slogdet(A)[1] - h * np.log(g)))  # in (0, 1]
         f = h / 2 * np.trace(S @ np.linalg.inv(A), axis1=1, axis2=2)  # E[n_beta L | P]
-        num, den = num + (w * f).sum(), den + w.sum()
         terms.append((w, f))
-    llc = num / den
     w, f = (np.concatenate(x) for x in zip(*terms))
+    den = w.sum()
+    llc = (w * f).sum() / den
     return dict(llc=float(llc), se=float(np.sqrt((w ** 2 * (f - llc) ** 2).sum()) / den),
                 ess=float(den ** 2 / (w ** 2).sum()))
 
