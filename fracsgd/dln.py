@@ -17,7 +17,8 @@ from .sgld import PAPER_PRESET, SGLDSettings
 from .llc import calibrate, estimate_llc
 
 # %% auto #0
-__all__ = ['DLN_SUITE', 'aoyagi_dln_lambda', 'reduced_rank_regression_lambda', 'regression_settings', 'dln_table']
+__all__ = ['DLN_SUITE', 'aoyagi_dln_lambda', 'rank_maps_half_dimension', 'reduced_rank_regression_lambda', 'regression_settings',
+           'dln_table']
 
 # %% ../nbs/11_dln.ipynb #3cf0aee1
 def _aoyagi_subset(deltas: list[int]) -> list[int]:
@@ -47,8 +48,16 @@ def aoyagi_dln_lambda(layer_sizes: Sequence[int], rank: int) -> Fraction:
     ell, S = len(sub) - 1, sum(sub)
     a = S - ell * (-(-S // ell) - 1)                                   # -(-S // ell) is ceil(S / ell)
     pairs = sum(sub[i] * sub[j] for i in range(len(sub)) for j in range(i + 1, len(sub)))
-    return (Fraction(-r * r + r * (H[0] + H[-1]), 2) + Fraction(a * (ell - a), 4 * ell)
+    return (rank_maps_half_dimension(H, r) + Fraction(a * (ell - a), 4 * ell)
             - Fraction(ell * (ell - 1), 4) * Fraction(S, ell) ** 2 + Fraction(pairs, 2))
+
+def rank_maps_half_dimension(layer_sizes: Sequence[int], rank: int) -> Fraction:
+    """Half the dimension of the rank-`rank` maps R^{H_0} -> R^{H_M}, r(H_0 + H_M - r)/2: the first term of
+    Aoyagi's lambda, and the LLC a regular model of those maps would have (the rank of the Hessian at w*, halved)."""
+    H, r = [int(width) for width in layer_sizes], int(rank)
+    if not 0 <= r <= min(H):
+        raise ValueError(f"rank must be in [0, min(layer_sizes)={min(H)}], got {rank}")
+    return Fraction(r * (H[0] + H[-1] - r), 2)
 
 # %% ../nbs/11_dln.ipynb #b18b0b28
 def reduced_rank_regression_lambda(M: int, H: int, N: int, r: int) -> Fraction:

@@ -14,13 +14,14 @@ from scipy.special import k0e, k1e
 from torch import nn
 
 from .core import write_table
-from .dln import aoyagi_dln_lambda
-from .llc import estimate_llc
+from .dln import aoyagi_dln_lambda, rank_maps_half_dimension
+from .llc import calibrate, estimate_llc
+from .llc_depth import depth_problem, depth_set
 from .sgld import SGLDSettings, default_n_beta
 
 # %% auto #0
 __all__ = ['chain_llc', 'two_layer_chain_llc', 'gap_closure', 'product_chain', 'run_chains', 'matrix_chain_llc',
-           'run_matrix_chains']
+           'run_matrix_chains', 'run_n_sweep']
 
 # %% ../nbs/11c_exact_chain.ipynb #ce520702
 def _check_chain(depth, n_beta, localization, scale):
@@ -149,4 +150,33 @@ def run_matrix_chains(specs: pd.DataFrame, out=None) -> pd.DataFrame:
                          acceptance=d.mala_acceptance, rhat=d.rhat, seconds=seconds))
         if out is not None:
             write_table(pd.DataFrame(rows), out)              # whole or not at all
+    return pd.DataFrame(rows)
+
+# %% ../nbs/11c_exact_chain.ipynb #0ecb0589
+def run_n_sweep(specs: pd.DataFrame, factors=(1, 100, 10_000), out=None, **rules) -> pd.DataFrame:
+    """The automatic estimate at gamma (`calibrate` with `rules`, no repeat at 3 gamma) of every noiseless network
+    of `specs` on its own data, with n_beta multiplied by each of `factors`, beside Aoyagi's lambda and the half
+    dimension of the rank-r maps (written to `out` after each estimate)."""
+    if (specs.noise != 0).any():
+        raise ValueError("run_n_sweep needs noiseless rows: with noisy targets a larger n_beta on the same data is "
+                         f"not a larger n (noisy nets: {specs.net[specs.noise != 0].tolist()})")
+    rows = []
+    for _, row in specs.iterrows():
+        model, data = depth_problem(row)
+        sizes = [int(h) for h in str(row.layers).split('-')]
+        for factor in factors:
+            t0 = time.perf_counter()
+            s = calibrate(model, data, 'regression', n_beta=default_n_beta(int(row.n)) * factor,
+                          **{'systematic': False, **rules})
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')                  # the flags are in the row
+                d = estimate_llc(model, data, 'regression', s).diagnostics.iloc[0]
+            rows.append(dict(net=int(row.net), depth=int(row.depth), layers=row.layers, rank=int(row['rank']),
+                             n=int(row.n), factor=factor, n_beta=s.n_beta, localization=s.localization,
+                             true_llc=float(row.true_llc),
+                             rank_maps=float(rank_maps_half_dimension(sizes, int(row['rank']))),
+                             llc=d.llc, llc_se=d.llc_se, acceptance=d.mala_acceptance, rhat=d.rhat,
+                             reach_used=d.reach_used, seconds=time.perf_counter() - t0))
+            if out is not None:
+                write_table(pd.DataFrame(rows), out)                # whole or not at all
     return pd.DataFrame(rows)

@@ -63,3 +63,39 @@ def test_matrix_chain_is_below_aoyagi_and_falls_with_depth():
     from fracsgd.dln import aoyagi_dln_lambda
     values = [matrix_chain_llc(L, 2, 1000.0, 3.0, n_samples=200_000)['llc'] for L in (2, 3, 4)]
     assert all(np.diff(values) < 0) and values[0] < float(aoyagi_dln_lambda([2, 2, 2], 0))
+
+
+def test_localization_tied_to_n_beta_sends_the_chain_to_zero():
+    tied = [chain_llc(3, t, localization=1.5e-3 * t) for t in (1e2, 1e4, 1e6)]
+    fixed = [chain_llc(3, t, localization=1.5) for t in (1e2, 1e4, 1e6)]
+    assert all(np.diff(tied) < 0) and tied[-1] < 0.01             # all of the chain's lambda is singular: lost
+    assert all(np.diff(fixed) > 0)                                 # a fixed localization: on its way to 1/2
+
+
+def _sweep_row(**changes):
+    return pd.DataFrame([dict(net=0, depth=3, layers='4-6-6-4', rank=1, n=2000, noise=0.0, true_llc=8.0) | changes])
+
+
+def test_automatic_setting_tends_to_the_rank_maps_not_lambda():
+    from fracsgd.dln import aoyagi_dln_lambda, rank_maps_half_dimension
+    assert aoyagi_dln_lambda([4, 6, 6, 4], 1) == 8 and rank_maps_half_dimension([4, 6, 6, 4], 1) == 3.5
+    from fracsgd.exact_chain import run_n_sweep
+    rows = run_n_sweep(_sweep_row(), factors=(10_000,), n_chains=2)        # 5,000 + 5,000 steps: ~10 s
+    r = rows.iloc[0]
+    assert r.rank_maps == 3.5 and r.true_llc == 8.0
+    assert abs(r.llc - 3.5) < 3 * r.llc_se + 0.1 and r.llc < 5     # the regular part alone, not lambda = 8
+
+
+def test_n_sweep_refuses_noisy_targets():
+    from fracsgd.exact_chain import run_n_sweep
+    with pytest.raises(ValueError, match='noiseless'):
+        run_n_sweep(_sweep_row(noise=1.0), factors=(10,))
+
+
+def test_rank_maps_half_dimension_is_regression_at_full_rank():
+    from fracsgd.dln import aoyagi_dln_lambda, rank_maps_half_dimension
+    for a, b in [(3, 5), (4, 4), (7, 2)]:
+        assert rank_maps_half_dimension([a, b], min(a, b)) == aoyagi_dln_lambda([a, b], min(a, b)) == a * b / 2
+    assert rank_maps_half_dimension([5, 3, 6], 0) == 0
+    with pytest.raises(ValueError, match='rank'):
+        rank_maps_half_dimension([3, 4], 4)

@@ -686,7 +686,11 @@ h_reg, exact, eps
 # every depth we want; the interval says how far to trust each number. Part of the remaining low error at depth and
 # large $n$ may not be the sampler's: on the scalar chain, where it can be computed, even an exact sampler of the
 # localized posterior lands far below λ at these $n$, and our estimator lands on that exact value
-# ([An exact truth at finite n](exact_chain.html)). The first validation set's large errors at
+# ([An exact truth at finite n](exact_chain.html)). The same chapter measures a limit of this rule: since γ grows
+# with $n\beta$, the localization wins in every singular direction as $n$ grows, and the estimate tends to the
+# regular part of λ (for a deep linear network, half the dimension of its rank-$r$ maps), not to λ. Estimates made
+# under it at very different $n$ are therefore not comparable, and at a fixed $n$ the deeper the network the more
+# of its singular part is missed. The first validation set's large errors at
 # depth came mostly from truths its data could not resolve (see the LLC-at-depth chapter). The previous rule,
 # $q=10^{-4}$, stiffness 0.3 with a burn-in stiffness of 2 and 6000 + 6000 steps, set on two networks of the DLN
 # suite, covered only 0.4 relaxation times: its chains drifted for the whole run, and they diverged on 6 of the

@@ -76,8 +76,16 @@ def aoyagi_dln_lambda(layer_sizes: Sequence[int], rank: int) -> Fraction:
     ell, S = len(sub) - 1, sum(sub)
     a = S - ell * (-(-S // ell) - 1)                                   # -(-S // ell) is ceil(S / ell)
     pairs = sum(sub[i] * sub[j] for i in range(len(sub)) for j in range(i + 1, len(sub)))
-    return (Fraction(-r * r + r * (H[0] + H[-1]), 2) + Fraction(a * (ell - a), 4 * ell)
+    return (rank_maps_half_dimension(H, r) + Fraction(a * (ell - a), 4 * ell)
             - Fraction(ell * (ell - 1), 4) * Fraction(S, ell) ** 2 + Fraction(pairs, 2))
+
+def rank_maps_half_dimension(layer_sizes: Sequence[int], rank: int) -> Fraction:
+    """Half the dimension of the rank-`rank` maps R^{H_0} -> R^{H_M}, r(H_0 + H_M - r)/2: the first term of
+    Aoyagi's lambda, and the LLC a regular model of those maps would have (the rank of the Hessian at w*, halved)."""
+    H, r = [int(width) for width in layer_sizes], int(rank)
+    if not 0 <= r <= min(H):
+        raise ValueError(f"rank must be in [0, min(layer_sizes)={min(H)}], got {rank}")
+    return Fraction(r * (H[0] + H[-1] - r), 2)
 
 
 # %%
@@ -85,8 +93,7 @@ def aoyagi_dln_lambda(layer_sizes: Sequence[int], rank: int) -> Fraction:
 assert aoyagi_dln_lambda([10, 8, 10], 4) == 42
 for sizes, r in [([12, 10, 8, 12], 3), ([24, 16, 16, 16, 24], 8), ([7, 3, 9, 4, 6], 2)]:
     d = sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
-    rank_r_maps = Fraction(-r * r + r * (sizes[0] + sizes[-1]), 2)   # half the dimension of the rank-r maps
-    assert rank_r_maps <= aoyagi_dln_lambda(sizes, r) <= Fraction(d, 2)
+    assert rank_maps_half_dimension(sizes, r) <= aoyagi_dln_lambda(sizes, r) <= Fraction(d, 2)
 for bad_sizes, bad_rank, word in [([3, 4], 5, 'rank'), ([3], 1, 'layer_sizes')]:
     try:
         aoyagi_dln_lambda(bad_sizes, bad_rank)
