@@ -690,7 +690,8 @@ h_reg, exact, eps
 # with $n\beta$, the localization wins in every singular direction as $n$ grows, and the estimate tends to the
 # regular part of λ (for a deep linear network, half the dimension of its rank-$r$ maps), not to λ. Estimates made
 # under it at very different $n$ are therefore not comparable, and at a fixed $n$ the deeper the network the more
-# of its singular part is missed. The first validation set's large errors at
+# of its singular part is missed. Holding γ fixed as $n$ grows moves the estimate towards λ instead, at a cost in
+# steps that grows with $n$; we have not made that the default, since it would change every committed LLC. The first validation set's large errors at
 # depth came mostly from truths its data could not resolve (see the LLC-at-depth chapter). The previous rule,
 # $q=10^{-4}$, stiffness 0.3 with a burn-in stiffness of 2 and 6000 + 6000 steps, set on two networks of the DLN
 # suite, covered only 0.4 relaxation times: its chains drifted for the whole run, and they diverged on 6 of the

@@ -91,7 +91,7 @@
 # | [Deep linear networks](dln.html) | `fracsgd.dln` | Aoyagi's exact λ and the estimator's error on DLNs |
 # | [LLC validation](llc_validation.html) | `fracsgd.llc_validation` | 40 random DLNs, a tuning/held-out split, the exact MALA reference, the experiment table (SGLD, RMSprop-SGLD, long chains, MALA), localization sensitivity that flags every estimate off by more than 15% |
 # | [LLC at depth](llc_depth.html) | `fracsgd.llc_depth` | a depth-covering set of resolved DLNs, the default's held-out error and coverage, devinterp beside it |
-# | [An exact truth at finite n](exact_chain.html) | `fracsgd.exact_chain` | the scalar chain's localized-posterior LLC by quadrature: how far below λ an exact sampler lands at depth, and our estimator against it |
+# | [An exact truth at finite n](exact_chain.html) | `fracsgd.exact_chain` | the scalar chain's localized-posterior LLC by quadrature: how far below λ an exact sampler lands at depth, our estimator against it, and where the automatic setting goes as n grows (the regular part of λ, not λ) |
 # | [Ensembles](ensemble.html) | `fracsgd.ensemble` | many nets of one architecture trained at once, recorded per member |
 # | [Sweeps](sweep.html) | `fracsgd.sweep` | resumable sweeps of run configurations on a process pool or Ray |
 # | [Runner](runner.html) | `fracsgd.runner` | the study protocol; placement, seeds, presets, trained state kept before analysis |
