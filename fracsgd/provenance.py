@@ -13,8 +13,8 @@ from .store import read_meta, read_plan, runs_table, status
 
 # %% auto #0
 __all__ = ['LEDGER_DIR', 'COMPACT', 'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LENGTH_FIELDS', 'FULL_CAVEAT', 'NBETA_NAMES',
-           'mark_stand_in', 'stand_in', 'study_configuration', 'compact_label', 'save_compact', 'study_presets',
-           'protocol_scale', 'scale_kind', 'result_scale', 'llc_nbeta']
+           'mark_stand_in', 'stand_in', 'study_configuration', 'compact_label', 'save_compact', 'committed_result',
+           'study_presets', 'protocol_scale', 'scale_kind', 'result_scale', 'llc_nbeta']
 
 # %% ../nbs/29_provenance.ipynb #64051206
 LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
@@ -90,6 +90,20 @@ def save_compact(folder, compact_dir=None) -> Path:
     with atomic_path(dest / 'provenance.json') as tmp:
         tmp.write_text(json.dumps(dict(cfg, run_seconds=round(seconds, 1), session=session), indent=1) + '\n')
     return dest
+
+def committed_result(study: str, preset: str = 'full', needs: str = 'summary.csv', compact_dir=None) -> dict | None:
+    """The committed compact result of `study`'s `preset` (`folder`, `provenance`, `timing`), for a study page to
+    show; None, after printing the commands that make it, when its file `needs` is not in the repository."""
+    folder = Path(compact_dir or COMPACT) / study / preset
+    if not (folder / needs).exists():
+        flag = f'--{preset}' if preset in ('smoke', 'quick', 'full') else f'--preset {preset}'
+        print(f"The {preset} configuration of {study} has not been run into this repository. Run it with\n"
+              f"  FRACSGD_DATA=/path/to/data fracsgd run {study} {flag} --out results/{study}-{preset}\n"
+              "(add --backend ray --address ... for a cluster), then\n"
+              f"  fracsgd.ledger.keep_results('results/{study}-{preset}')\nand commit nbs/ledger.")
+        return None
+    prov, timing = (json.loads((folder / f).read_text()) for f in ('provenance.json', 'timing.json'))
+    return dict(folder=folder, provenance=prov, timing=timing)
 
 # %% ../nbs/29_provenance.ipynb #e7e0c15d
 SCALES = ('paper scale', 'extended', 'assumed', 'reduced', 'stand-in')

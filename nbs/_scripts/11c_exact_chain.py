@@ -592,4 +592,3 @@ assert (both.x10_localization_held > both.at_own_n).all() and (both.x10_localiza
 both['share_kept_own_n'] = (both.at_own_n - both.rank_maps) / (both.true_llc - both.rank_maps)
 both['share_kept_x10_held'] = (both.x10_localization_held - both.rank_maps) / (both.true_llc - both.rank_maps)
 both.reset_index().round(3)
-

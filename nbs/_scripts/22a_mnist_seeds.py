@@ -596,11 +596,11 @@ STUDY = MNISTSeeds()
 
 # %%
 from IPython.display import display
-full_dir = COMPACT / 'mnist-seeds' / 'full'
-have_full = (full_dir / 'per_net.csv').exists()
+from fracsgd.provenance import committed_result
+full = committed_result('mnist-seeds', needs='per_net.csv')
+have_full = full is not None
 if have_full:
-    prov = json.loads((full_dir / 'provenance.json').read_text())
-    timing = json.loads((full_dir / 'timing.json').read_text())
+    full_dir, prov, timing = full['folder'], full['provenance'], full['timing']
     print(f"FULL configuration, {prov['config_hash']}: measured time {timing['seconds'] / 60:.1f} min in all "
           f"({prov['session']['time']}, {prov['session']['device']}): training with the LLC along the run "
           f"{timing['seconds_train'] / 60:.1f} min, LLCs at the final weights {timing['seconds_calibrated'] / 60:.1f} min")
@@ -610,10 +610,6 @@ if have_full:
               f"final-weight LLCs {first['seconds_calibrated'] / 60:.1f} min")
     full_nets = read_table(full_dir / 'per_net.csv')
     display(read_table(full_dir / 'summary.csv'))
-else:
-    print("The full configuration has not been run into this repository yet. Run it with\n"
-          "  FRACSGD_DATA=/path/to/data fracsgd run mnist-seeds --full --out results/mnist-seeds-full\n"
-          "then fracsgd.ledger.keep_results('results/mnist-seeds-full') and commit nbs/ledger.")
 
 # %%
 if have_full:

@@ -334,14 +334,12 @@ STUDY = MNISTArchitectures()
 # took, when they are in the repository; otherwise the command that makes them.
 
 # %%
-import json
 from IPython.display import display
 from fracsgd.core import read_table
-from fracsgd.provenance import COMPACT
-full_dir = COMPACT / 'mnist-architectures' / 'full'
-have_full = (full_dir / 'per_architecture.csv').exists()
-if have_full:
-    prov, timing = (json.loads((full_dir / f).read_text()) for f in ('provenance.json', 'timing.json'))
+from fracsgd.provenance import committed_result
+full = committed_result('mnist-architectures', needs='per_architecture.csv')
+if full:
+    full_dir, prov, timing = full['folder'], full['provenance'], full['timing']
     print(f"FULL configuration, {prov['config_hash']}: {timing['seconds'] / 60:.1f} min of runs "
           f"({prov['session']['time']}, {prov['session']['device']})")
     full_arch = read_table(full_dir / 'per_architecture.csv')
@@ -350,12 +348,6 @@ if have_full:
     display(read_table(full_dir / 'summary.csv'))
     traj = read_table(full_dir / 'trajectory_compact.parquet')
     plt.show(plot_architectures(full_arch, traj, 'FULL: table 7'))
-else:
-    print("The full configuration has not been run into this repository. Run it with\n"
-          "  FRACSGD_DATA=/path/to/data fracsgd run mnist-architectures --full --out results/mnist-architectures-full\n"
-          "(add --backend ray --address ... for a cluster), then\n"
-          "  fracsgd.ledger.keep_results('results/mnist-architectures-full')\n"
-          "and commit nbs/ledger.")
 
 # %% [markdown]
 # ## Results of the quick configuration (computed here)

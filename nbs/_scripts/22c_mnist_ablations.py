@@ -307,14 +307,12 @@ STUDY = MNISTAblations()
 # compact results, with the time and the machine, when they are in the repository:
 
 # %%
-import json
 from IPython.display import display
 from fracsgd.core import read_table
-from fracsgd.provenance import COMPACT
-full_dir = COMPACT / 'mnist-ablations' / 'full'
-have_full = (full_dir / 'per_net.csv').exists()
-if have_full:
-    prov, timing = (json.loads((full_dir / f).read_text()) for f in ('provenance.json', 'timing.json'))
+from fracsgd.provenance import committed_result
+full = committed_result('mnist-ablations', needs='per_net.csv')
+if full:
+    full_dir, prov, timing = full['folder'], full['provenance'], full['timing']
     print(f"FULL configuration, {prov['config_hash']}: {timing['seconds'] / 3600:.1f} h of runs "
           f"({prov['session']['time']}, {prov['session']['device']})")
     full_nets = read_table(full_dir / 'per_net.csv')
@@ -322,12 +320,6 @@ if have_full:
     display(read_table(full_dir / 'summary.csv'))
     plt.show(plot_grids(full_nets, 'FULL (our assumed grid): fig. 7 and 9'))
     plt.show(plot_relations(full_nets, 'FULL (our assumed grid): fig. 8, 12-17'))
-else:
-    print("The full configuration has not been run into this repository. Run it with\n"
-          "  FRACSGD_DATA=/path/to/data fracsgd run mnist-ablations --full --out results/mnist-ablations-full\n"
-          "(add --backend ray --address ... for a cluster), then\n"
-          "  fracsgd.ledger.keep_results('results/mnist-ablations-full')\n"
-          "and commit nbs/ledger.")
 
 # %% [markdown]
 # ## Results of the quick configuration (computed here)

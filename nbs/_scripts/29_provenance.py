@@ -115,6 +115,35 @@ def save_compact(folder, compact_dir=None) -> Path:
         tmp.write_text(json.dumps(dict(cfg, run_seconds=round(seconds, 1), session=session), indent=1) + '\n')
     return dest
 
+def committed_result(study: str, preset: str = 'full', needs: str = 'summary.csv', compact_dir=None) -> dict | None:
+    """The committed compact result of `study`'s `preset` (`folder`, `provenance`, `timing`), for a study page to
+    show; None, after printing the commands that make it, when its file `needs` is not in the repository."""
+    folder = Path(compact_dir or COMPACT) / study / preset
+    if not (folder / needs).exists():
+        flag = f'--{preset}' if preset in ('smoke', 'quick', 'full') else f'--preset {preset}'
+        print(f"The {preset} configuration of {study} has not been run into this repository. Run it with\n"
+              f"  FRACSGD_DATA=/path/to/data fracsgd run {study} {flag} --out results/{study}-{preset}\n"
+              "(add --backend ray --address ... for a cluster), then\n"
+              f"  fracsgd.ledger.keep_results('results/{study}-{preset}')\nand commit nbs/ledger.")
+        return None
+    prov, timing = (json.loads((folder / f).read_text()) for f in ('provenance.json', 'timing.json'))
+    return dict(folder=folder, provenance=prov, timing=timing)
+
+
+# %% [markdown]
+# `committed_result` is what a study page uses to show its committed full run, or how to make it:
+
+# %%
+import contextlib, io, tempfile
+shown = committed_result('mnist-architectures')
+assert shown['provenance']['study'] == 'mnist-architectures' and shown['timing']['seconds'] > 0
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    assert committed_result('mnist-architectures', compact_dir=tempfile.mkdtemp()) is None
+assert 'fracsgd run mnist-architectures --full --out results/mnist-architectures-full' in printed.getvalue()
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    committed_result('mnist-seeds', 'controls', compact_dir=tempfile.mkdtemp())
+assert '--preset controls' in printed.getvalue()
+
 
 # %% [markdown]
 # ## Scale: how a configuration compares with the paper's protocol
