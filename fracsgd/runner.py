@@ -4,7 +4,7 @@
 
 # %% ../nbs/13a_runner.ipynb #f2f51858
 from __future__ import annotations
-import dataclasses, importlib, json, os, time, warnings
+import dataclasses, importlib, json, os, re, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -21,7 +21,7 @@ from .sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 # %% auto #0
 __all__ = ['DTYPES', 'STUDIES', 'PROGRESS_EVERY', 'check_device', 'Placement', 'placement', 'current_placement', 'placed',
            'place', 'PlacementError', 'check_placed', 'Study', 'get_study', 'trained_path', 'progress_writer',
-           'run_one', 'default_folder', 'run_study', 'StudyFailed', 'study_config', 'report_study']
+           'run_one', 'default_folder', 'check_same_data', 'run_study', 'StudyFailed', 'study_config', 'report_study']
 
 # %% ../nbs/13a_runner.ipynb #35ffa433
 DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
@@ -171,6 +171,7 @@ class Study:
     def finish(self, folder, cfg): "A stage after every run finished; runs under the study's placement."
     def report(self, folder, cfg) -> dict: raise NotImplementedError
     def check_data(self, cfg): "Refuse, before any run, a configuration whose data cannot be found (say how)."
+    def data_source(self, cfg) -> str: "What the runs of `cfg` would read now, as their `data_source` says it ('': untold)."; return ''
     def stand_in(self, cfg) -> str: "What stands in for the paper's data or weights in `cfg` ('' for nothing)."; return ''
 
     def with_stand_in(self, cfg):
@@ -254,6 +255,24 @@ def default_folder(study: Study, preset: str, stand_in: str) -> Path:
     "`results/<study>/<preset>` (`-stand-in` added when something stands in)."
     return results_dir(study.name, preset + ('-stand-in' if stand_in else ''))
 
+def _data_identity(source: str) -> str:
+    "A data source without the folder it was read from: the same files moved elsewhere are the same data."
+    return re.sub(r' in \S+', '', str(source))
+
+def check_same_data(folder, source: str):
+    """Refuse to add runs that read `source` to a study folder whose finished runs read other data: one study is
+    one experiment, and a mix (e.g. a resume without `FRACSGD_DATA`, which falls back to a stand-in) is neither."""
+    if not source or not (Path(folder) / 'meta.json').exists():
+        return
+    from fracsgd.store import runs_table
+    done = runs_table(folder)
+    if 'data_source' not in done or done.empty:
+        return
+    stored = done.data_source.dropna().map(_data_identity).value_counts()
+    if set(stored.index) - {_data_identity(source)}:
+        raise ValueError(f"{folder}: its {len(done)} finished runs read {({k: int(v) for k, v in stored.items()})}, but this session would read "
+                         f"{source!r}. Point FRACSGD_DATA at the data they used, or start a new --out folder.")
+
 def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_in: bool = False, device=None,
               dtype: str = 'float32', threads: int | None = None, backend: str = 'local',
               workers: int | None = None, address: str | None = None, progress: bool = True,
@@ -274,6 +293,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     study.check_data(cfg)
     what = study.stand_in(cfg)
     folder = Path(folder) if folder is not None else default_folder(study, label, what)
+    check_same_data(folder, study.data_source(cfg))
     runs = study.runs(cfg)
     meta = dict(preset=label, config=config_record(cfg), placement=dataclasses.asdict(p), stand_in=what)
     fn = partial(run_one, study, p, str(folder))

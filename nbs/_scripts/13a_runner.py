@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import dataclasses, importlib, json, os, time, warnings
+import dataclasses, importlib, json, os, re, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -219,7 +219,12 @@ except PlacementError as e:
 # Presets are part of the study: `smoke` (seconds, for tests), `quick` (a laptop CPU in minutes), `full` (the
 # paper's configuration) and any others it needs. A stand-in for data or weights that cannot be had is a change
 # of the configuration (`with_stand_in`) that `stand_in(cfg)` describes; the runner records it in the folder, and
-# the ledger labels every row made from it.
+# the ledger labels every row made from it. A study that can say which data its runs would read now
+# (`data_source(cfg)`, in the words of its runs' `data_source` column) is protected from mixing: `run_study` refuses
+# to add runs to a folder whose finished runs read other data (`check_same_data`). The MNIST studies fall back to a
+# stand-in when `FRACSGD_DATA` is unset, so without this check a resume in a shell that lacked the variable would
+# quietly continue a real-MNIST study on other digits; this happened once to our mnist-ablations full run (25 of 27
+# runs on the stand-in, 2 on MNIST), which is why it is not committed.
 
 # %%
 #| export
@@ -253,6 +258,7 @@ class Study:
     def finish(self, folder, cfg): "A stage after every run finished; runs under the study's placement."
     def report(self, folder, cfg) -> dict: raise NotImplementedError
     def check_data(self, cfg): "Refuse, before any run, a configuration whose data cannot be found (say how)."
+    def data_source(self, cfg) -> str: "What the runs of `cfg` would read now, as their `data_source` says it ('': untold)."; return ''
     def stand_in(self, cfg) -> str: "What stands in for the paper's data or weights in `cfg` ('' for nothing)."; return ''
 
     def with_stand_in(self, cfg):
@@ -373,6 +379,24 @@ def default_folder(study: Study, preset: str, stand_in: str) -> Path:
     "`results/<study>/<preset>` (`-stand-in` added when something stands in)."
     return results_dir(study.name, preset + ('-stand-in' if stand_in else ''))
 
+def _data_identity(source: str) -> str:
+    "A data source without the folder it was read from: the same files moved elsewhere are the same data."
+    return re.sub(r' in \S+', '', str(source))
+
+def check_same_data(folder, source: str):
+    """Refuse to add runs that read `source` to a study folder whose finished runs read other data: one study is
+    one experiment, and a mix (e.g. a resume without `FRACSGD_DATA`, which falls back to a stand-in) is neither."""
+    if not source or not (Path(folder) / 'meta.json').exists():
+        return
+    from fracsgd.store import runs_table
+    done = runs_table(folder)
+    if 'data_source' not in done or done.empty:
+        return
+    stored = done.data_source.dropna().map(_data_identity).value_counts()
+    if set(stored.index) - {_data_identity(source)}:
+        raise ValueError(f"{folder}: its {len(done)} finished runs read {({k: int(v) for k, v in stored.items()})}, but this session would read "
+                         f"{source!r}. Point FRACSGD_DATA at the data they used, or start a new --out folder.")
+
 def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_in: bool = False, device=None,
               dtype: str = 'float32', threads: int | None = None, backend: str = 'local',
               workers: int | None = None, address: str | None = None, progress: bool = True,
@@ -393,6 +417,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     study.check_data(cfg)
     what = study.stand_in(cfg)
     folder = Path(folder) if folder is not None else default_folder(study, label, what)
+    check_same_data(folder, study.data_source(cfg))
     runs = study.runs(cfg)
     meta = dict(preset=label, config=config_record(cfg), placement=dataclasses.asdict(p), stand_in=what)
     fn = partial(run_one, study, p, str(folder))

@@ -35,7 +35,7 @@ from fracsgd.llc import calibrate, estimate_llc, final_llc
 from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
 from fracsgd.crossover import detect_crossover, fit_late_exponent
 from fracsgd.provenance import mark_stand_in
-from fracsgd.runner import Study
+from fracsgd.runner import Study, _data_identity
 from fracsgd.store import read_meta
 
 # %%
@@ -413,6 +413,10 @@ class MNISTStudy(Study):
         "Refuse a `FRACSGD_DATA` that names no folder or one without the MNIST files, before any run."
         _check_data_dir()
 
+    def data_source(self, cfg) -> str:
+        "The data source the first run of `cfg` would read now (the runner refuses to mix it with another)."
+        return run_data(self.runs(cfg)[0]).source
+
     def load_data(self, run: MNISTRun) -> MNISTData: return run_data(run)
 
     def build_models(self, run: MNISTRun) -> list[nn.Module]:
@@ -537,6 +541,9 @@ def record_data_source(folder, runs: pd.DataFrame) -> dict:
     done = runs[runs.status == 'done'] if 'status' in runs else runs
     column = lambda c: list(done[c].dropna()) if c in done else []
     data = dict(sources=sorted(set(column('data_source'))), warnings=sorted({w for w in column('data_warning') if w}))
+    if len({_data_identity(x) for x in data['sources']}) > 1:
+        raise ValueError(f"{folder}: its runs read different data, so they are not one experiment: {data['sources']}. "
+                         "Re-run the runs of one source into a new folder.")
     meta = read_meta(folder)
     if meta.get('data') != data:
         meta['data'] = data

@@ -303,8 +303,11 @@ STUDY = MNISTAblations()
 # ```
 #
 # then `fracsgd.ledger.keep_results('results/mnist-ablations-full')` records the claims and keeps the per-net table,
-# the compact trajectories and the measured times under `nbs/ledger/compact/mnist-ablations/full/`. The committed
-# compact results, with the time and the machine, when they are in the repository:
+# the compact trajectories and the measured times under `nbs/ledger/compact/mnist-ablations/full/`. A first full run
+# on this project's 2-core CPU (2026-11-24 to 27, about 10 hours of runs over several sittings) is **not** committed:
+# 25 of its 27 runs were resumed without `FRACSGD_DATA` and read a stand-in of 5,000 other digits, 2 read the MNIST
+# test set, so it is not one experiment. The runner now refuses such a resume ([runner](runner.html)). The
+# committed compact results, with the time and the machine, when they are in the repository:
 
 # %%
 from IPython.display import display

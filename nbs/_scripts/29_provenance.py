@@ -144,7 +144,6 @@ with contextlib.redirect_stdout(io.StringIO()) as printed:
     committed_result('mnist-seeds', 'controls', compact_dir=tempfile.mkdtemp())
 assert '--preset controls' in printed.getvalue()
 
-
 # %% [markdown]
 # ## Scale: how a configuration compares with the paper's protocol
 #
