@@ -145,7 +145,7 @@
 # local pool and on Ray. No check compares wall-clock times. One start-up limit is Ray's own: its node must
 # register within 30 s, which failed twice in the sweep chapter's Ray cell while six other jobs loaded the two
 # cores (load average 11); it has not failed on an idle machine. A later run on the same machine, otherwise idle
-# (2026-11-27, 592 tests), took 15 min 5 s, so expect 12 to 15 minutes. `make demo` took 11 s for
+# (2026-11-27, 592 tests), took 15 min 5 s, and the latest (599 tests) 15 min 35 s, so expect 12 to 16 minutes. `make demo` took 11 s for
 # 100 nets trained as ensembles (35–44 s for 24 nets trained one at a time).
 
 # %%
