@@ -26,7 +26,7 @@ from ..llc import calibrate, estimate_llc, final_llc
 from ..spectral import fit_power_law, spectral_dimension_from_volume
 from ..crossover import detect_crossover, fit_late_exponent
 from ..provenance import mark_stand_in
-from ..runner import Study, _data_identity
+from ..runner import Study, data_identity
 from ..store import read_meta
 
 # %% auto #0
@@ -332,7 +332,7 @@ def record_data_source(folder, runs: pd.DataFrame) -> dict:
     done = runs[runs.status == 'done'] if 'status' in runs else runs
     column = lambda c: list(done[c].dropna()) if c in done else []
     data = dict(sources=sorted(set(column('data_source'))), warnings=sorted({w for w in column('data_warning') if w}))
-    if len({_data_identity(x) for x in data['sources']}) > 1:
+    if len({data_identity(x) for x in data['sources']}) > 1:
         raise ValueError(f"{folder}: its runs read different data, so they are not one experiment: {data['sources']}. "
                          "Re-run the runs of one source into a new folder.")
     meta = read_meta(folder)

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from fracsgd.core import atomic_path, cpu_cores, default_device, reporting_progress, results_dir, seed_everything
-from fracsgd.store import read_meta, status, failed_keys, done_keys
+from fracsgd.store import read_meta, status, failed_keys, done_keys, runs_table
 from fracsgd.sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
 # %% [markdown]
@@ -379,7 +379,7 @@ def default_folder(study: Study, preset: str, stand_in: str) -> Path:
     "`results/<study>/<preset>` (`-stand-in` added when something stands in)."
     return results_dir(study.name, preset + ('-stand-in' if stand_in else ''))
 
-def _data_identity(source: str) -> str:
+def data_identity(source: str) -> str:
     "A data source without the folder it was read from: the same files moved elsewhere are the same data."
     return re.sub(r' in \S+', '', str(source))
 
@@ -388,13 +388,12 @@ def check_same_data(folder, source: str):
     one experiment, and a mix (e.g. a resume without `FRACSGD_DATA`, which falls back to a stand-in) is neither."""
     if not source or not (Path(folder) / 'meta.json').exists():
         return
-    from fracsgd.store import runs_table
     done = runs_table(folder)
     if 'data_source' not in done or done.empty:
         return
-    stored = done.data_source.dropna().map(_data_identity).value_counts()
-    if set(stored.index) - {_data_identity(source)}:
-        raise ValueError(f"{folder}: its {len(done)} finished runs read {({k: int(v) for k, v in stored.items()})}, but this session would read "
+    stored = {k: int(v) for k, v in done.data_source.dropna().map(data_identity).value_counts().items()}
+    if set(stored) - {data_identity(source)}:
+        raise ValueError(f"{folder}: its {len(done)} finished runs read {stored}, but this session would read "
                          f"{source!r}. Point FRACSGD_DATA at the data they used, or start a new --out folder.")
 
 def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_in: bool = False, device=None,

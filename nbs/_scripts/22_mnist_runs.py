@@ -35,7 +35,7 @@ from fracsgd.llc import calibrate, estimate_llc, final_llc
 from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
 from fracsgd.crossover import detect_crossover, fit_late_exponent
 from fracsgd.provenance import mark_stand_in
-from fracsgd.runner import Study, _data_identity
+from fracsgd.runner import Study, data_identity
 from fracsgd.store import read_meta
 
 # %%
@@ -541,7 +541,7 @@ def record_data_source(folder, runs: pd.DataFrame) -> dict:
     done = runs[runs.status == 'done'] if 'status' in runs else runs
     column = lambda c: list(done[c].dropna()) if c in done else []
     data = dict(sources=sorted(set(column('data_source'))), warnings=sorted({w for w in column('data_warning') if w}))
-    if len({_data_identity(x) for x in data['sources']}) > 1:
+    if len({data_identity(x) for x in data['sources']}) > 1:
         raise ValueError(f"{folder}: its runs read different data, so they are not one experiment: {data['sources']}. "
                          "Re-run the runs of one source into a new folder.")
     meta = read_meta(folder)
