@@ -14,7 +14,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .stack import ModelStack, as_data, batched_loss, full_data_loss, placement, resolve_loss
-from .sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta
+from .sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta, shared_settings
 from .criticality import criticality_problem, full_data_gradient, gradient_drop, gradient_pull_bound
 
 # %% auto #0
@@ -150,7 +150,7 @@ def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings
     trace = torch.cat([r.trace for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, steps]
     draws = torch.cat([r.draws for r in runs]).double().numpy().reshape(M, C, -1)  # [models, chains, draws]
     values = n_beta * (draws if settings.baseline == 'paired' else draws - baselines[:, None, None])
-    used = [r.settings for r in runs for _ in range(len(r.trace) // C)]  # per model, after back-off
+    used = [u for r in runs for u in (r.per_model or [r.settings] * (len(r.trace) // C))]  # per model, after back-off
     steps = pd.concat([r.diagnostics for r in runs], ignore_index=True)
     rows = []
     for m in range(M):
@@ -167,6 +167,7 @@ def _assemble(runs: list[SGLDRun], baselines: np.ndarray, settings: SGLDSettings
                  if gradient_sq is not None else float('nan'))
         problems = '; '.join(p for p in (problems, criticality_problem(st['llc'], pull)) if p)
         rows.append(dict(model=m, step_size=used[m].step_size, burnin_step_size=used[m].burnin_step_size,
+                         localization=used[m].localization,
                          **st, baseline=baselines[m], mala_acceptance=acc,
                          grad_to_noise=float(d.grad_to_noise.mean()) if len(d) else float('nan'),
                          distance=float(d.distance.iloc[-C:].mean()) if len(d) else float('nan'),
@@ -192,11 +193,12 @@ def _warn_problems(table: pd.DataFrame):
             warnings.warn(f"LLC of model {r.model}: {r.problems}", stacklevel=4)
 
 # %% ../nbs/10_llc.ipynb #e7a7d038
-def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSettings | None = None, *,
+def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSettings | list | None = None, *,
                  device=None, chunk_size: int | None = None, progress: bool = False, eval_batch: int = 4096,
                  **changes) -> LLCResult:
     """The LLC of a model, or of each of a list of same-architecture models, by SGLD under `settings`
-    (default `SGLDSettings()`) with keyword `changes` to it.
+    (default `SGLDSettings()`) with keyword `changes` to it. `settings` may be a list, one per model, whose step
+    sizes and localization differ (as `calibrate` gives them net by net): all models still run in one pass.
     `progress=True` shows a bar over all SGLD steps; `eval_batch` images at a time enter the baseline L_n(w*)
     (lower it for large images: its activations are held for that many at once)."""
     single = not isinstance(model_or_models, (list, tuple, nn.ModuleList))
@@ -204,15 +206,19 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("model_or_models must be an nn.Module or a non-empty list of them")
     device, X, y = placement(models, data, device, loss)              # nothing is moved
-    settings = (settings or SGLDSettings()).replace(**changes)
-    settings = settings.replace(n_beta=settings.n_beta or default_n_beta(len(X)))
+    per_model = isinstance(settings, (list, tuple))
+    if per_model and len(settings) != len(models):
+        raise ValueError(f"{len(settings)} settings for {len(models)} models: give one per model, or one for all")
+    filled = [(s or SGLDSettings()).replace(**changes) for s in (settings if per_model else [settings])]
+    filled = [s.replace(n_beta=s.n_beta or default_n_beta(len(X))) for s in filled]
+    settings, own = shared_settings(filled)                    # own: None where every model shares them
     loss_fn = resolve_loss(loss)
     modes = [m.training for m in models]
     try:
         for m in models:
             m.eval()                                   # batch norm uses running statistics, dropout is off
         stack = ModelStack(models, device)             # a copy of the weights on `device`; the models stay
-        sampler = SGLDSampler(stack, loss_fn, (X, y), settings)
+        sampler = SGLDSampler(stack, loss_fn, (X, y), own or settings)
         runs, baselines, gradient_sq, drops = _sample_in_chunks(sampler, chunk_size or max(1, 256 // settings.n_chains), progress,
                                              eval_batch)
     finally:
@@ -227,7 +233,8 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
     from fracsgd.localization import stronger_localization, with_localization_interval
     with warnings.catch_warnings(record=True):                   # its problems join the combined row's
         warnings.simplefilter('always')
-        stronger = estimate_llc(model_or_models, data, loss, stronger_localization(settings), device=device,
+        strong = [stronger_localization(s) for s in own] if own else stronger_localization(settings)
+        stronger = estimate_llc(model_or_models, data, loss, strong, device=device,
                                 chunk_size=chunk_size, progress=progress, eval_batch=eval_batch)
     return with_localization_interval(res, stronger)
 

@@ -44,13 +44,14 @@ print(json.dumps(bench_step_overhead(quick=False, device='$DEVICE', repeats=3), 
 # 3. mnist-seeds --full, end to end; phases with the GPU synchronised at their boundaries
 if want seeds; then
 t0=$(date +%s.%N)
-FRACSGD_SYNC_CLOCK=1 timeout "$(limit ${SEEDS_LIMIT:-200})" $PY -m fracsgd run mnist-seeds --full --device $DEVICE --workers 1 \
+FRACSGD_SYNC_CLOCK=1 timeout "$(limit ${SEEDS_LIMIT:-200})" $PY -m fracsgd run mnist-seeds --${SEEDS_PRESET:-full} --device $DEVICE --workers 1 \
   --out /tmp/seeds-full > /tmp/seeds.log 2>&1
 echo "exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" >> /tmp/seeds.log
 tr '\r' '\n' < /tmp/seeds.log | grep -v '^\s*$' | awk 'NR % 20 == 0 || /exit|Error|error|written/' > "$OUT/seeds.log"
 tail -40 /tmp/seeds.log | tr '\r' '\n' | tail -60 >> "$OUT/seeds.log"
 cp /tmp/seeds-full/runs/*/run.json "$OUT/seeds_run.json" 2>/dev/null
 cp /tmp/seeds-full/summary.csv "$OUT/seeds_summary.csv" 2>/dev/null
+tar czf "$OUT/seeds_full.tgz" -C /tmp --exclude='*.pt' seeds-full 2>/dev/null
 fi
 
 # 4. the benchmarks, each in one process against its baseline
@@ -61,13 +62,31 @@ if want bench; then
     || tail -5 /tmp/bench_ens.err >> "$OUT/check.log"
 fi
 
-# 5. the other full experiments, while time is left
-want full && for study in moons-diffusion moons-posterior; do
-  (( $(left) > 20 )) || break
-  t0=$(date +%s.%N)
-  timeout "$(limit 120)" $PY -m fracsgd run $study --full --device $DEVICE --workers 1 --no-progress \
-    --out /tmp/$study-full > /tmp/$study.log 2>&1
-  echo "$study exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" >> "$OUT/full.log"
-  tail -3 /tmp/$study.log >> "$OUT/full.log"
-done
-ls -la "$OUT"
+# 5. the other full experiments, at once in separate processes (the GPU is bound by each process's host loop, and
+#    the machine has cores to spare): each one timed end to end, the wall time of all of them, and what they wrote
+#    (their compact folders, tarred). FULL_LIMIT bounds each; ABLATION_WORKERS > 0 adds mnist-ablations --full on that
+#    many workers, stopped at the same deadline (the runner resumes its folder elsewhere).
+if want full; then
+  FL=$(limit ${FULL_LIMIT:-300}); t_all=$(date +%s.%N)
+  run_full() {   # study preset folder extra...
+    local study=$1 preset=${PRESET_OVERRIDE:-$2} dir=$3; shift 3
+    local t0; t0=$(date +%s.%N)
+    timeout "$FL" $PY -m fracsgd run $study --$preset --device $DEVICE --no-progress --out $dir "$@" > $dir.log 2>&1
+    echo "$study --$preset exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" >> "$OUT/full.log"
+  }
+  run_full moons-diffusion full /tmp/md-full --workers 1 &
+  run_full moons-diffusion long /tmp/md-long --workers 1 &
+  run_full moons-posterior full /tmp/mp-full --workers 1 &
+  run_full mnist-architectures full /tmp/ma-full --workers ${ARCH_WORKERS:-4} &
+  (( ${ABLATION_WORKERS:-0} > 0 )) && run_full mnist-ablations full /tmp/ab-full --workers $ABLATION_WORKERS &
+  wait
+  echo "all at once: $(python3 -c "import time; print(round(time.time() - $t_all, 1))") s wall" >> "$OUT/full.log"
+  for d in md-full md-long mp-full ma-full; do tail -4 /tmp/$d.log >> "$OUT/full.log"; done
+  tar czf "$OUT/full_results.tgz" -C /tmp --exclude='*.pt' md-full md-long mp-full ma-full \
+    $(ls /tmp/*.log | sed 's|/tmp/||') 2>/dev/null
+  [ -d /tmp/ab-full ] && tar czf - -C /tmp ab-full ab-full.log | split -b 15M - "$OUT/ablations.tgz.part-"
+fi
+# at most 8 files come back from the device tool: the small ones travel in one archive, and are printed too
+cd "$OUT" && for f in machine.txt step.json seeds.log full.log; do [ -f $f ] && { echo "== $f"; cat $f; }; done
+small=$(ls | grep -v -e '\.tgz' -e '\.part-'); [ -n "$small" ] && tar czf small.tgz $small && rm -f $small
+ls -la

@@ -14,7 +14,7 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import copy, dataclasses, math, warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
@@ -251,12 +251,13 @@ def sum_sq(fn, *tensors: torch.Tensor) -> torch.Tensor:
 
 def mala_acceptance(old: LangevinState, new: LangevinState, step_size: float,
                     precond: torch.Tensor | None = None) -> torch.Tensor:
-    """MALA's acceptance probability [chains] of the Langevin proposal `old -> new` with step size `step_size`;
-    `precond` [chains, params]: a diagonal preconditioner G, held fixed over the step (proposal covariance eps*G)."""
-    eps = step_size
+    """MALA's acceptance probability [chains] of the Langevin proposal `old -> new` with step size `step_size`
+    (a float, or a column [chains, 1] of each chain's own); `precond` [chains, params]: a diagonal preconditioner G, held fixed over the step (proposal covariance eps*G)."""
+    eps = step_size                                   # a float, or a column [chains, 1]: each chain's own
+    eps_row = eps if isinstance(eps, float) else eps.reshape(-1).double()
     if precond is None:
-        log_q_forward = -sum_sq(lambda w1, w0, g0: w1 - w0 + eps / 2 * g0, new.w, old.w, old.grad) / (2 * eps)
-        log_q_backward = -sum_sq(lambda w0, w1, g1: w0 - w1 + eps / 2 * g1, old.w, new.w, new.grad) / (2 * eps)
+        log_q_forward = -sum_sq(lambda w1, w0, g0: w1 - w0 + eps / 2 * g0, new.w, old.w, old.grad) / (2 * eps_row)
+        log_q_backward = -sum_sq(lambda w0, w1, g1: w0 - w1 + eps / 2 * g1, old.w, new.w, new.grad) / (2 * eps_row)
     else:
         log_q_forward = -sum_sq(lambda w1, w0, g0, G: (w1 - w0 + eps / 2 * G * g0) / G.sqrt(),
                                 new.w, old.w, old.grad, precond) / (2 * eps)
@@ -340,21 +341,63 @@ class SGLDRun(NamedTuple):
     diagnostics: pd.DataFrame
     settings: SGLDSettings
     recorded: list | None = None
+    per_model: list | None = None        # each model's own settings, after back-off, where models differ
 
 class _Chains(NamedTuple):
-    "The chains of one attempt: model indices, settings, w* per chain [chains, params], buffers per chain."
+    """The chains of one attempt: model indices, settings, w* per chain [chains, params], buffers per chain, and
+    where the models' settings differ, each model's own (`per_model`) and the columns [chains, 1] they give."""
     models: list
     settings: SGLDSettings
     w_star: torch.Tensor
     buffers: dict
+    per_model: list | None = None
+    columns: dict | None = None
+
+    def step_size_at(self, t: int, exact: bool = False):
+        """The step size of step `t`: a float when the models share it, else a column [chains, 1] in the
+        weights' dtype (`exact`: in float64, for the diagnostics)."""
+        if self.per_model is None:
+            return self.settings.step_size_at(t)
+        return self.columns[('burn-in' if self.settings.phase(t) == 'burn-in' else 'sampling', exact)]
+
+    def localization_(self, exact: bool = False):
+        "gamma: a float when the models share it, else a column [chains, 1] (`exact`: in float64)."
+        return self.settings.localization if self.per_model is None else self.columns[('localization', exact)]
+
+    def model_settings(self, k: int) -> SGLDSettings:
+        "The settings of the model of chain `k`."
+        return self.settings if self.per_model is None else self.per_model[k // self.settings.n_chains]
+
+PER_MODEL_FIELDS = ('step_size', 'burnin_step_size', 'localization')
+
+def shared_settings(per_model: list) -> tuple[SGLDSettings, list | None]:
+    """The settings every model shares, and the list itself when the models' `PER_MODEL_FIELDS` differ (else
+    None). Any other field that differs is refused: one run has one schedule, batch size, n_beta and seed."""
+    if not per_model or not all(isinstance(s, SGLDSettings) for s in per_model):
+        raise ValueError("settings per model must be a non-empty list of SGLDSettings")
+    first = per_model[0]
+    differ = sorted({f.name for s in per_model for f in fields(SGLDSettings)
+                     if getattr(s, f.name) != getattr(first, f.name)})
+    other = [f for f in differ if f not in PER_MODEL_FIELDS]
+    if other:
+        raise ValueError(f"settings per model may differ only in {PER_MODEL_FIELDS}; they also differ in {other}")
+    if differ and first.preconditioner != 'none':
+        raise ValueError("settings per model need preconditioner='none' (RMSprop-SGLD takes one step size)")
+    return first, (list(per_model) if differ else None)
 
 class SGLDSampler:
     """SGLD for the models of `stack` at their own weights, on `data` = (X, y) already on the stack's device;
     `record(params, buffers)`, if given, is called at every draw and its results come back in the run (a record
-    with `takes_flat = True` gets the flat weights [chains, params] instead of the dict of parameters)."""
-    def __init__(self, stack: ModelStack, loss_fn, data: tuple, settings: SGLDSettings, record=None):
+    with `takes_flat = True` gets the flat weights [chains, params] instead of the dict of parameters).
+    `settings` may be a list, one per model of the stack, that differs in step sizes and localization only."""
+    def __init__(self, stack: ModelStack, loss_fn, data: tuple, settings: SGLDSettings | list, record=None):
         if record is not None and not callable(record):
             raise ValueError(f"record must be a function (params, buffers) -> anything, got {record!r}")
+        self.per_model = None
+        if isinstance(settings, (list, tuple)):
+            if len(settings) != len(stack):
+                raise ValueError(f"{len(settings)} settings for {len(stack)} models: give one per model")
+            settings, self.per_model = shared_settings(settings)
         self.stack, self.loss_fn, self.settings, self.record = stack, loss_fn, settings, record
         self.X, self.y = data
         self.device = stack.flat.device
@@ -364,11 +407,19 @@ class SGLDSampler:
         self.n_beta = settings.n_beta if settings.n_beta is not None else default_n_beta(len(self.X))
         self.f = batched_loss(stack.template, loss_fn)
 
-    def _chains(self, models: list, settings: SGLDSettings) -> _Chains:
+    def _chains(self, models: list, settings: SGLDSettings, per_model: list | None = None) -> _Chains:
+        "The chains of `models`; `per_model`: their own settings (None: all share `settings`)."
         C = settings.n_chains
         w_star = self.stack.flat[models].repeat_interleave(C, 0)                           # [chains, params]
         buffers = {k: v[models].repeat_interleave(C, 0) for k, v in self.stack.buffers.items()}
-        return _Chains(list(models), settings, w_star, buffers)
+        if per_model is None:
+            return _Chains(list(models), settings, w_star, buffers)
+        values = {'burn-in': [s.step_size_at(0) for s in per_model], 'sampling': [s.step_size for s in per_model],
+                  'localization': [s.localization for s in per_model]}
+        columns = {(k, exact): torch.tensor(v, dtype=torch.float64 if exact else w_star.dtype,
+                                            device=w_star.device).repeat_interleave(C).unsqueeze(1)
+                   for k, v in values.items() for exact in (False, True)}
+        return _Chains(list(models), settings, w_star, buffers, list(per_model), columns)
 
     def _generators(self, chains: _Chains, stream: int, device) -> list[torch.Generator]:
         seed, C = chains.settings.seed, chains.settings.n_chains
@@ -448,7 +499,7 @@ def _check_finite(self: SGLDSampler, trace: torch.Tensor, steps: tuple[int, int]
         return
     t = steps[0] + int(bad.any(0).nonzero()[0])
     k = int(bad[:, t - steps[0]].nonzero()[0])
-    s, C = chains.settings, chains.settings.n_chains
+    s, C = chains.model_settings(k), chains.settings.n_chains
     eps, phase, model = s.step_size_at(t), s.phase(t), chains.models[k // C]
     raise SGLDDivergenceError(
         f"SGLD diverged at step {t} (model {model}, chain {k % C}, {phase}): the minibatch loss is "
@@ -482,8 +533,9 @@ def _state(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grad: torch.T
            chains: _Chains) -> LangevinState:
     """The potential n_beta L_B + gamma/2 |w - w*|^2 (float64) and its gradient at `w` [chains, params] (in the
     weights' dtype: one copy of the weights, whatever the model's size)."""
-    gamma, w_star = chains.settings.localization, chains.w_star
-    potential = self.n_beta * loss.double() + gamma / 2 * sum_sq(torch.sub, w, w_star)
+    gamma, w_star = chains.localization_(), chains.w_star                   # a float or a column [chains, 1]
+    gamma_row = gamma if isinstance(gamma, float) else chains.localization_(exact=True).reshape(-1)
+    potential = self.n_beta * loss.double() + gamma_row / 2 * sum_sq(torch.sub, w, w_star)
     return LangevinState(w, potential, torch.sub(w, w_star).mul_(gamma).add_(grad, alpha=self.n_beta))
 
 @patch
@@ -500,14 +552,15 @@ def _diagnostics(self: SGLDSampler, t: int, before: dict, w: torch.Tensor, batch
                  chains: _Chains) -> dict:
     """For the step just taken, per chain and left on the device: MALA acceptance, grad-to-noise ratio, distance
     from w* (`diagnostics_table` makes the table)."""
-    eps, C = chains.settings.step_size_at(t), chains.settings.n_chains
+    eps = chains.step_size_at(t, exact=True)                       # a float or a column [chains, 1]
     w_new = w.detach().clone().requires_grad_(True)
     loss = self.f(self.stack.params(w_new), chains.buffers, *batch)   # one more forward + backward
     grad, = torch.autograd.grad(loss.sum(), w_new)
     with torch.no_grad():
         acc = mala_acceptance(before['state'], self._state(w_new.detach(), loss, grad, chains), eps,
                               before['precond'])
-        ratio = (eps / 2 * self.n_beta * before['grad_norm']) / (math.sqrt(eps) * before['noise_norm'])
+        eps = eps if isinstance(eps, float) else eps.reshape(-1)
+        ratio = (eps / 2 * self.n_beta * before['grad_norm']) / (eps ** 0.5 * before['noise_norm'])
     return dict(step=t, step_size=eps, mala_acceptance=acc, grad_to_noise=ratio, distance=before['distance'])
 
 def diagnostics_table(rows: list[dict], chains: _Chains) -> pd.DataFrame:
@@ -518,11 +571,12 @@ def diagnostics_table(rows: list[dict], chains: _Chains) -> pd.DataFrame:
     C, M = chains.settings.n_chains, len(chains.models)
     n, cols = len(rows), ('mala_acceptance', 'grad_to_noise', 'distance')
     values = {c: torch.stack([r[c] for r in rows]).cpu().numpy().reshape(-1) for c in cols}   # [steps x chains]
+    sizes = (np.repeat([r['step_size'] for r in rows], M * C) if chains.per_model is None    # per chain otherwise
+             else torch.stack([r['step_size'] for r in rows]).double().cpu().numpy().reshape(-1))
     return pd.DataFrame({'step': np.repeat([r['step'] for r in rows], M * C),
                          'model': np.tile(np.repeat(chains.models, C), n),
                          'chain': np.tile(np.arange(C), M * n),
-                         'step_size': np.repeat([r['step_size'] for r in rows], M * C),
-                         **values})
+                         'step_size': sizes, **values})
 
 
 # %%
@@ -571,9 +625,10 @@ def preconditioned_step(w, w_star, grad, noise, precond, step_size: float, local
 # %%
 #| export
 @patch
-def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SGLDRun:
-    "One try at every chain of `models` under `settings`; raises `SGLDDivergenceError`."
-    chains = self._chains(models, settings)
+def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_model: list | None = None) -> SGLDRun:
+    """One try at every chain of `models` under `settings` (`per_model`: each model's own step sizes and
+    localization, where they differ); raises `SGLDDivergenceError`."""
+    chains = self._chains(models, settings, per_model)
     s, n = settings, len(self.X)
     noise_gens = self._generators(chains, 0, self.device)
     batches = chain_minibatches(self.X, self.y, min(s.batch_size or n, n),
@@ -586,6 +641,13 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     flat_record = getattr(self.record, 'takes_flat', False)      # a record that reads w [chains, params] as is
     rmsprop = s.preconditioner == 'rmsprop'
     square_avg = torch.zeros_like(w) if rmsprop else None        # RMSprop's running mean of g^2 [chains, params]
+    if per_model is not None:                                    # per phase: eps gamma/2, -eps n_beta/2, sqrt(eps)
+        gamma = chains.localization_(exact=True)
+        per_chain = {phase: ((e * gamma / 2).to(w.dtype),
+                             [(-e * self.n_beta / 2).to(w.dtype).view(-1, *[1] * (x.dim() - 1)) for x in leaves],
+                             e.sqrt().to(w.dtype))
+                     for phase, e in (('burn-in', chains.step_size_at(0, exact=True)),
+                                      ('sampling', chains.step_size_at(s.n_burnin, exact=True)))}
     for t in range(s.n_steps):
         eps, batch = s.step_size_at(t), next(batches)
         loss = step_loss(*batch)                                 # [chains] (0-d for a lone chain)
@@ -614,10 +676,15 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
                 before = self._before_step(w, loss, grads, noise, chains, precond if rmsprop else None)
             if rmsprop:
                 preconditioned_step(w, chains.w_star, g, noise, precond, eps, s.localization, self.n_beta)
-            else:
+            elif per_model is None:
                 w.lerp_(chains.w_star, eps * s.localization / 2)                  # w -= eps/2 gamma (w - w*)
                 torch._foreach_add_(leaves, grads, alpha=-eps * self.n_beta / 2)  # w -= eps/2 n_beta grad L_B
                 w.add_(noise, alpha=math.sqrt(eps))                               # w += N(0, eps)
+            else:                                                # the same step with each chain's eps and gamma
+                pull, grad_scales, noise_scale = per_chain[s.phase(t)]
+                w.lerp_(chains.w_star, pull)
+                torch._foreach_addcmul_(leaves, grads, grad_scales)
+                w.addcmul_(noise, noise_scale)
         if check:
             diagnostics.append(self._diagnostics(t, before, w, batch, chains))
         if bar is not None:
@@ -625,7 +692,8 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar) -> SG
     draws = (torch.stack(paired, 1) if s.baseline == 'paired'
              else trace[:, s.n_burnin::s.steps_between_draws])
     table = diagnostics_table(diagnostics, chains)
-    return SGLDRun(trace.cpu(), draws.cpu(), table, settings, recorded if self.record is not None else None)
+    return SGLDRun(trace.cpu(), draws.cpu(), table, settings, recorded if self.record is not None else None,
+                   per_model)
 
 
 # %% [markdown]
@@ -680,24 +748,32 @@ assert phases_to_halve(s.replace(n_burnin=0), divergence('sampling', 1)) == ('sa
 #| export
 @patch
 def sample(self: SGLDSampler, models: list, bar=None) -> SGLDRun:
-    "Every chain of the models `models`; backs off and retries on divergence if the settings say so."
+    """Every chain of the models `models`; backs off and retries on divergence if the settings say so. With
+    settings per model, only the diverging model's step sizes are halved (all models run again)."""
     settings, start = self.settings, bar.n if bar is not None else 0
+    per_model = None if self.per_model is None else [self.per_model[m] for m in models]
     for attempt in range(4):
         try:
-            return self._attempt(models, settings, bar)
+            return self._attempt(models, settings, bar, per_model)
         except SGLDDivergenceError as e:
             if settings.on_divergence == 'raise' or attempt == 3:
                 raise
             if bar is not None:                                   # the retry runs these steps again
                 bar.n = start
                 bar.refresh()
-            phases = phases_to_halve(settings, e)
+            k = models.index(e.model)
+            own = settings if per_model is None else per_model[k]
+            phases = phases_to_halve(own, e)
             for phase in phases:
-                settings = settings.halved(phase)
-            sizes = ', '.join(f"{settings.step_size_at(0 if p == 'burn-in' else settings.n_burnin):.3g}"
-                              for p in phases)
+                own = own.halved(phase)
+            if per_model is None:
+                settings = own
+            else:
+                per_model[k] = own
+            sizes = ', '.join(f"{own.step_size_at(0 if p == 'burn-in' else own.n_burnin):.3g}" for p in phases)
             which = ' and '.join(phases) + (' step sizes' if len(phases) > 1 else ' step size')
-            msg = f"SGLD diverged; retrying models {models} with the {which} {sizes} ({e})"
+            whose = f"models {models}" if per_model is None else f"model {e.model} (of {models})"
+            msg = f"SGLD diverged; retrying {whose} with the {which} {sizes} ({e})"
             warnings.warn(msg, stacklevel=3)
 
 
@@ -859,6 +935,53 @@ assert torch.isfinite(rescued.trace).all() and len(caught) == 1
 assert 'burn-in and sampling step sizes' in str(caught[0].message)
 assert rescued.settings.burnin_step_size == thrown_out.burnin_step_size / 2
 rescued.settings.burnin_step_size * scale, rescued.settings.step_size * scale
+
+# %% [markdown]
+# **Settings per model.** `calibrate` (the [LLC chapter](llc.html)) gives each net its own step size and
+# localization, from its own curvature. Run one net at a time, ten nets cost ten sampler loops; on a GPU each
+# loop is bound by the host, so ten loops cost ten times one. Given a list of settings, one per model, the sampler
+# runs them all in one vectorized pass, each chain with its model's $\epsilon$ and $\gamma$ (`shared_settings`
+# refuses lists that differ in anything else: one pass has one schedule). What it must do: chain $k$ of model
+# $m$ takes exactly the path it takes in a pass where every model has $m$'s settings, since its generators and
+# minibatches depend only on the seed, $m$ and $k$. Three regression models, three step sizes and localizations
+# a factor of 4 apart:
+
+# %%
+models3 = [make_dln([10, 3], 3, seed=i) for i in range(3)]
+stack3 = ModelStack(models3, 'cpu')
+data3 = as_data(dln_data(models3[0], 2000), 'cpu')
+own = [settings.replace(step_size=settings.step_size / 4 ** i, localization=10.0 * 4 ** i, n_chains=2)
+       for i in range(3)]
+together = SGLDSampler(stack3, resolve_loss('regression'), data3, own).sample([0, 1, 2])
+for m, s_m in enumerate(own):
+    alone = SGLDSampler(stack3, resolve_loss('regression'), data3, s_m).sample([0, 1, 2])  # everyone at m's
+    rows = slice(2 * m, 2 * m + 2)
+    assert torch.allclose(together.trace[rows], alone.trace[rows], rtol=1e-5, atol=1e-7)
+    d, a = (r.diagnostics[r.diagnostics.model == m].reset_index(drop=True) for r in (together, alone))
+    assert np.allclose(d.step_size, s_m.step_size) and np.allclose(d.mala_acceptance, a.mala_acceptance, atol=1e-6)
+assert together.per_model == own and not torch.equal(together.trace[0], together.trace[2])
+for bad, word in [([own[0], own[1].replace(batch_size=100), own[2]], 'batch_size'), (own[:2], '2 settings')]:
+    try:
+        SGLDSampler(stack3, resolve_loss('regression'), data3, bad)
+        raise AssertionError
+    except ValueError as e:
+        assert word in str(e), e
+assert SGLDSampler(stack3, resolve_loss('regression'), data3, [own[0]] * 3).per_model is None  # one shared setting
+
+# %% [markdown]
+# With back-off, a model that diverges has its own step sizes halved, and the others keep theirs (the pass runs
+# again for all):
+
+# %%
+wild = [s_m.replace(on_divergence='backoff', n_burnin=0) for s_m in own]
+wild[1] = wild[1].replace(step_size=10 / default_n_beta(2000))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    calmed = SGLDSampler(stack3, resolve_loss('regression'), data3, wild).sample([0, 1, 2])
+assert calmed.per_model[1].step_size < wild[1].step_size and calmed.per_model[0] == wild[0]
+assert calmed.per_model[2] == wild[2] and torch.isfinite(calmed.trace).all()
+assert all('model 1' in str(w.message) for w in caught)
+[s_m.step_size * default_n_beta(2000) for s_m in calmed.per_model]
 
 # %%
 #| hide
