@@ -51,7 +51,7 @@ tr '\r' '\n' < /tmp/seeds.log | grep -v '^\s*$' | awk 'NR % 20 == 0 || /exit|Err
 tail -40 /tmp/seeds.log | tr '\r' '\n' | tail -60 >> "$OUT/seeds.log"
 cp /tmp/seeds-full/runs/*/run.json "$OUT/seeds_run.json" 2>/dev/null
 cp /tmp/seeds-full/summary.csv "$OUT/seeds_summary.csv" 2>/dev/null
-tar czf "$OUT/seeds_full.tgz" -C /tmp --exclude='*.pt' seeds-full 2>/dev/null
+tar czf "$OUT/seeds_full.tgz" -C /tmp --exclude='*.pt' --exclude='trained' seeds-full 2>/dev/null
 fi
 
 # 4. the benchmarks, each in one process against its baseline
@@ -71,8 +71,8 @@ if want full; then
   run_full() {   # study preset folder extra...
     local study=$1 preset=${PRESET_OVERRIDE:-$2} dir=$3; shift 3
     local t0; t0=$(date +%s.%N)
-    timeout "$FL" $PY -m fracsgd run $study --$preset --device $DEVICE --no-progress --out $dir "$@" > $dir.log 2>&1
-    echo "$study --$preset exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" >> "$OUT/full.log"
+    timeout "$FL" $PY -m fracsgd run $study --preset $preset --device $DEVICE --no-progress --out $dir "$@" > $dir.log 2>&1
+    echo "$study --preset $preset exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" >> "$OUT/full.log"
   }
   run_full moons-diffusion full /tmp/md-full --workers 1 &
   run_full moons-diffusion long /tmp/md-long --workers 1 &
@@ -82,8 +82,9 @@ if want full; then
   wait
   echo "all at once: $(python3 -c "import time; print(round(time.time() - $t_all, 1))") s wall" >> "$OUT/full.log"
   for d in md-full md-long mp-full ma-full; do tail -4 /tmp/$d.log >> "$OUT/full.log"; done
-  tar czf "$OUT/full_results.tgz" -C /tmp --exclude='*.pt' md-full md-long mp-full ma-full \
-    $(ls /tmp/*.log | sed 's|/tmp/||') 2>/dev/null
+  # at most 16 MB a file comes back: the archives travel in parts (cat them together to unpack)
+  tar czf - -C /tmp --exclude='*.pt' --exclude='trained' md-full md-long mp-full ma-full \
+    $(ls /tmp/*.log | sed 's|/tmp/||') 2>/dev/null | split -b 15M - "$OUT/full_results.tgz.part-"
   [ -d /tmp/ab-full ] && tar czf - -C /tmp ab-full ab-full.log | split -b 15M - "$OUT/ablations.tgz.part-"
 fi
 # at most 8 files come back from the device tool: the small ones travel in one archive, and are printed too
