@@ -1,7 +1,7 @@
 # %% [markdown]
 # # SGLD
 #
-# > Stochastic-gradient Langevin dynamics for many chains of many models at once, localized at each model's own weights: one settings object, divergence caught and named, MALA acceptance as a diagnostic, and a step-size back-off.
+# > Stochastic-gradient Langevin dynamics for many chains of many models at once, localized at each model's own weights: divergence caught and named, MALA acceptance as a diagnostic, and a step-size back-off.
 
 # %%
 #| default_exp sgld
@@ -13,8 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import copy, dataclasses, math, warnings
-from dataclasses import dataclass, fields
+import copy, math, warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -24,7 +23,7 @@ from torch import nn
 
 from fastcore.basics import patch
 
-from fracsgd.core import added_field, check_range, check_whole, replace_checked
+from fracsgd.sgld_settings import PAPER_PRESET, SGLDSettings, default_n_beta, preset, shared_settings
 from fracsgd.stack import ModelStack, batched_loss, chain_minibatches, chain_seed, data_device
 
 # %%
@@ -47,161 +46,6 @@ torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids
 #
 # The inverse temperature defaults to $n\beta = n/\log n$ with $n$ the number of training samples. (devinterp's
 # `default_nbeta` uses the *batch* size instead; pass `n_beta=` to reproduce it.)
-
-# %%
-#| export
-def default_n_beta(n: int) -> float:
-    "The inverse temperature n*beta = n / log n (Lau et al. 2024, Algorithm 1) for n training samples."
-    if n < 2:
-        raise ValueError(f"n_beta = n/log n needs at least 2 training samples, got n={n}")
-    return n / math.log(n)
-
-
-# %%
-assert abs(default_n_beta(10_000) - 10_000 / math.log(10_000)) < 1e-9
-
-
-# %% [markdown]
-# ## Settings
-#
-# One frozen object holds everything that decides a chain: step size $\epsilon$, localization $\gamma$, chains,
-# draws, burn-in, steps between draws, batch size, $n\beta$, the baseline, the seed, how often to compute
-# diagnostics, an optional larger step for the discarded burn-in, and what to do when a chain diverges. It
-# checks itself when it is made, knows how many steps its chains take and which step size applies at step $t$,
-# and `replace` gives a changed copy (refusing names it does not know). `baseline='paired'` makes each draw the
-# difference $L_B(w_t)-L_B(w^*)$ on the same minibatch, which removes the minibatch noise of the baseline;
-# `'full'` subtracts $L_n(w^*)$ afterwards.
-
-# %%
-#| export
-@dataclass(frozen=True)
-class SGLDSettings:
-    """Everything that decides an SGLD run.
-    Unset `n_beta` means n/log n; unset `burnin_step_size` means `step_size`."""
-    step_size: float = 1e-4
-    localization: float = 1.0
-    n_chains: int = 4
-    n_draws: int = 200
-    n_burnin: int = 100
-    steps_between_draws: int = 1
-    batch_size: int | None = 256            # None: the full data at every step
-    n_beta: float | None = None
-    baseline: str = 'full'                  # 'full': subtract L_n(w*); 'paired': L_B(w_t) - L_B(w*) per draw
-    seed: int = 0
-    diag_every: int = 20                    # 0: no per-step diagnostics
-    burnin_step_size: float | None = None
-    on_divergence: str = 'raise'            # or 'backoff': halve the step sizes to blame; 3 retries
-    preconditioner: str = added_field('none')   # or 'rmsprop': RMSprop-SGLD (devinterp's `SGMCMC.rmsprop_sgld`)
-    rmsprop_alpha: float = added_field(0.99)   # decay of the running mean of squared gradients (devinterp's alpha)
-    rmsprop_eps: float = added_field(0.1)      # added to its square root (devinterp's eps)
-    systematic: bool = added_field(False)      # also estimate at 3x the localization: extrapolate, and an interval
-
-    def __post_init__(self):
-        for name in ('n_chains', 'n_draws', 'steps_between_draws'):
-            check_whole(name, getattr(self, name))
-        check_whole('n_burnin', self.n_burnin, 0)
-        check_whole('diag_every', self.diag_every, 0)
-        check_range('step_size', self.step_size, 0, low_ok=False)
-        if self.burnin_step_size is not None:
-            check_range('burnin_step_size', self.burnin_step_size, 0, low_ok=False)
-        check_range('localization', self.localization, 0)
-        if self.n_beta is not None:
-            check_range('n_beta', self.n_beta, 0, low_ok=False)
-        if self.batch_size is not None:
-            check_whole('batch_size', self.batch_size)
-        if self.baseline not in ('full', 'paired'):
-            raise ValueError(f"baseline must be 'full' or 'paired', got {self.baseline!r}")
-        if self.on_divergence not in ('raise', 'backoff'):
-            raise ValueError(f"on_divergence must be 'raise' or 'backoff', got {self.on_divergence!r}")
-        if self.preconditioner not in ('none', 'rmsprop'):
-            raise ValueError(f"preconditioner must be 'none' or 'rmsprop', got {self.preconditioner!r}")
-        check_range('rmsprop_alpha', self.rmsprop_alpha, 0, 1)
-        check_range('rmsprop_eps', self.rmsprop_eps, 0, low_ok=False)
-        if not isinstance(self.systematic, bool):
-            raise ValueError(f"systematic must be True or False, got {self.systematic!r}")
-
-    @property
-    def n_steps(self) -> int:
-        "SGLD steps per chain: the burn-in, then `n_draws` draws `steps_between_draws` apart."
-        return self.n_burnin + self.n_draws * self.steps_between_draws
-
-    def phase(self, t: int) -> str:
-        "'burn-in' or 'sampling': the phase step `t` belongs to."
-        return 'burn-in' if t < self.n_burnin else 'sampling'
-
-    def step_size_at(self, t: int) -> float:
-        "The step size of step `t`: `burnin_step_size` during burn-in when it is set, else `step_size`."
-        return self.burnin_step_size if t < self.n_burnin and self.burnin_step_size else self.step_size
-
-    @property
-    def flat_step_size(self) -> float:
-        """The sampling step of a coordinate with a vanishing gradient: `step_size`, over `rmsprop_eps` with
-        RMSprop (there G = 1/rmsprop_eps). The steps of the flat directions, which set their relaxation time."""
-        return self.step_size / self.rmsprop_eps if self.preconditioner == 'rmsprop' else self.step_size
-
-    def is_draw(self, t: int) -> bool:
-        "Whether step `t` is a draw: after the burn-in, every `steps_between_draws` steps."
-        return t >= self.n_burnin and (t - self.n_burnin) % self.steps_between_draws == 0
-
-    def replace(self, **changes) -> SGLDSettings:
-        "A copy with `changes`, checked; an unknown name is refused with the list of known ones."
-        return replace_checked(self, **changes)
-
-    def halved(self, phase: str) -> SGLDSettings:
-        "A copy whose step size of `phase` ('burn-in' or 'sampling') is half as large."
-        if phase == 'burn-in':
-            return self.replace(burnin_step_size=(self.burnin_step_size or self.step_size) / 2)
-        return self.replace(step_size=self.step_size / 2)
-
-
-# %%
-s = SGLDSettings(n_burnin=10, n_draws=5, steps_between_draws=3, burnin_step_size=1e-3)
-assert s.n_steps == 10 + 5 * 3
-assert s.step_size_at(9) == 1e-3 and s.step_size_at(10) == 1e-4 and s.phase(9) == 'burn-in'
-assert [t for t in range(s.n_steps) if s.is_draw(t)] == [10, 13, 16, 19, 22]
-assert s.halved('burn-in').burnin_step_size == 5e-4 and s.halved('sampling').step_size == 5e-5
-assert s.flat_step_size == 1e-4 and s.replace(preconditioner='rmsprop', rmsprop_eps=0.1).flat_step_size == 1e-3
-assert SGLDSettings().halved('burn-in').burnin_step_size == 5e-5        # unset: half of step_size
-for bad, word in [(dict(n_chains=0), 'n_chains'), (dict(step_size=-1), 'step_size'),
-                  (dict(baseline='some'), 'baseline'), (dict(n_burnin=1.5), 'n_burnin'),
-                  (dict(localization=float('nan')), 'localization'), (dict(stepsize=1), 'unknown')]:
-    try:
-        s.replace(**bad)
-        raise AssertionError(bad)
-    except ValueError as e:
-        assert word in str(e), e
-try:
-    s.step_size = 1.0
-    raise AssertionError
-except dataclasses.FrozenInstanceError:
-    pass
-
-# %% [markdown]
-# ## The paper's preset
-#
-# Hennick & De Baerdemacker estimate every LLC with one SGLD setting (appendix G, table 3): step size $10^{-5}$,
-# localization 100, one chain of 400 draws, no burn-in, one step between draws. `preset('paper')` is that
-# setting. The paper gives neither the batch size nor $n\beta$, so those keep the defaults above unless you
-# replace them.
-
-# %%
-#| export
-PAPER_PRESET = SGLDSettings(step_size=1e-5, localization=100.0, n_chains=1, n_draws=400, n_burnin=0,
-                            steps_between_draws=1)
-
-def preset(name: str) -> SGLDSettings:
-    "Named SGLD settings: 'paper' is Hennick & De Baerdemacker's appendix G, table 3."
-    presets = {'paper': PAPER_PRESET}
-    if name not in presets:
-        raise ValueError(f"unknown LLC preset {name!r}; known: {sorted(presets)}")
-    return presets[name]
-
-
-# %%
-assert preset('paper').n_steps == 400 and preset('paper').localization == 100.0
-assert preset('paper').replace(batch_size=500).step_size == 1e-5
-preset('paper')
-
 
 # %% [markdown]
 # ## When a chain diverges
@@ -254,7 +98,7 @@ def mala_acceptance(old: LangevinState, new: LangevinState, step_size: float,
     """MALA's acceptance probability [chains] of the Langevin proposal `old -> new` with step size `step_size`
     (a float, or a column [chains, 1] of each chain's own); `precond` [chains, params]: a diagonal preconditioner G, held fixed over the step (proposal covariance eps*G)."""
     eps = step_size                                   # a float, or a column [chains, 1]: each chain's own
-    eps_row = eps if isinstance(eps, float) else eps.reshape(-1).double()
+    eps_row = eps.reshape(-1).double() if isinstance(eps, torch.Tensor) else eps
     if precond is None:
         log_q_forward = -sum_sq(lambda w1, w0, g0: w1 - w0 + eps / 2 * g0, new.w, old.w, old.grad) / (2 * eps_row)
         log_q_backward = -sum_sq(lambda w0, w1, g1: w0 - w1 + eps / 2 * g1, old.w, new.w, new.grad) / (2 * eps_row)
@@ -368,22 +212,6 @@ class _Chains(NamedTuple):
         "The settings of the model of chain `k`."
         return self.settings if self.per_model is None else self.per_model[k // self.settings.n_chains]
 
-PER_MODEL_FIELDS = ('step_size', 'burnin_step_size', 'localization')
-
-def shared_settings(per_model: list) -> tuple[SGLDSettings, list | None]:
-    """The settings every model shares, and the list itself when the models' `PER_MODEL_FIELDS` differ (else
-    None). Any other field that differs is refused: one run has one schedule, batch size, n_beta and seed."""
-    if not per_model or not all(isinstance(s, SGLDSettings) for s in per_model):
-        raise ValueError("settings per model must be a non-empty list of SGLDSettings")
-    first = per_model[0]
-    differ = sorted({f.name for s in per_model for f in fields(SGLDSettings)
-                     if getattr(s, f.name) != getattr(first, f.name)})
-    other = [f for f in differ if f not in PER_MODEL_FIELDS]
-    if other:
-        raise ValueError(f"settings per model may differ only in {PER_MODEL_FIELDS}; they also differ in {other}")
-    if differ and first.preconditioner != 'none':
-        raise ValueError("settings per model need preconditioner='none' (RMSprop-SGLD takes one step size)")
-    return first, (list(per_model) if differ else None)
 
 class SGLDSampler:
     """SGLD for the models of `stack` at their own weights, on `data` = (X, y) already on the stack's device;
@@ -534,7 +362,7 @@ def _state(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grad: torch.T
     """The potential n_beta L_B + gamma/2 |w - w*|^2 (float64) and its gradient at `w` [chains, params] (in the
     weights' dtype: one copy of the weights, whatever the model's size)."""
     gamma, w_star = chains.localization_(), chains.w_star                   # a float or a column [chains, 1]
-    gamma_row = gamma if isinstance(gamma, float) else chains.localization_(exact=True).reshape(-1)
+    gamma_row = chains.localization_(exact=True).reshape(-1) if isinstance(gamma, torch.Tensor) else gamma
     potential = self.n_beta * loss.double() + gamma_row / 2 * sum_sq(torch.sub, w, w_star)
     return LangevinState(w, potential, torch.sub(w, w_star).mul_(gamma).add_(grad, alpha=self.n_beta))
 
@@ -559,8 +387,9 @@ def _diagnostics(self: SGLDSampler, t: int, before: dict, w: torch.Tensor, batch
     with torch.no_grad():
         acc = mala_acceptance(before['state'], self._state(w_new.detach(), loss, grad, chains), eps,
                               before['precond'])
-        eps = eps if isinstance(eps, float) else eps.reshape(-1)
-        ratio = (eps / 2 * self.n_beta * before['grad_norm']) / (eps ** 0.5 * before['noise_norm'])
+        eps = eps.reshape(-1) if isinstance(eps, torch.Tensor) else eps
+        root = eps.sqrt() if isinstance(eps, torch.Tensor) else math.sqrt(eps)
+        ratio = (eps / 2 * self.n_beta * before['grad_norm']) / (root * before['noise_norm'])
     return dict(step=t, step_size=eps, mala_acceptance=acc, grad_to_noise=ratio, distance=before['distance'])
 
 def diagnostics_table(rows: list[dict], chains: _Chains) -> pd.DataFrame:

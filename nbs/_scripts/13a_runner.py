@@ -466,10 +466,13 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
 #   290 s with six workers;
 # - on one H100 (2026-11-26), mnist-seeds `--full` trained its 2,000 steps, with the LLC along the run, in about
 #   80 s, but its LLCs at the final weights (the calibrated setting, one net at a time) ran past a 330 s limit;
-#   moons-diffusion `--full` trained its 10 runs in under a minute (the [benchmarks page](bench.html) has the
-#   report).
+#   moons-diffusion `--full` trained its 10 runs in under a minute;
+# - on one H100 (2026-11-27), with the calibrated LLCs in one vectorized pass, mnist-seeds `--full` took 155 s end
+#   to end; at once on the same card, moons-diffusion `--full` took 139 s and moons-posterior `--full` 210 s; 12
+#   of mnist-architectures' 17 runs finished within 235 s on 12 workers (109–207 s each), and agree with the
+#   committed CPU run (the [benchmarks page](bench.html) has both reports).
 #
-# No multi-GPU run has been timed by this project: the one device lent was a single H100, for 15 minutes. The
+# No multi-GPU run has been timed by this project: the devices lent were single H100s, 15 minutes each. The
 # per-phase profile of mnist-seeds is on the [benchmarks page](bench.html).
 
 # %%

@@ -633,7 +633,10 @@ if have_full:
 # `.gitignore` kept them out of the commit), so the configuration was run again on 2026-11-24 while four other
 # studies shared the two cores (load average 8–12 for its first hour): 72 min of training, 13 min of final-weight
 # LLCs. The committed files are the second run's; the two runs agree net by net in every column except our
-# calibrated LLC, which moved by at most 0.3 (in about −100).
+# calibrated LLC, which moved by at most 0.3 (in about −100). Both ran the calibrated LLCs one net at a time. The
+# code now runs them in one vectorized pass, which draws other random numbers: a run of the same configuration on
+# an H100 (2026-11-27, the [benchmarks page](bench.html)) gave −96.9 for their mean, inside the committed
+# interval, like every other summary value of that run.
 #
 # * **No late sub-diffusion within the paper's 2,000 steps.** Every net's $R(t)$ is close to one power law, slope
 #   about 0.66 over the whole run (eq.-17 fit, r² above 0.997 for all 50 nets, so fig. 18's "mostly high" holds).

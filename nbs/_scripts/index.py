@@ -84,7 +84,8 @@
 # | [Jumps](jumps.html) | `fracsgd.jumps` | jumps in R(t), the LLC and accuracy, their coincidences, power laws between jumps, heavy-tailed steps |
 # | [Random walks on fractals](walks.html) | `fracsgd.walks` | ground truth for the fits; $d_w = 2d_f/d_s$ |
 # | [The model stack](stack.html) | `fracsgd.stack` | many same-architecture models as one tensor, batched loss |
-# | [SGLD](sgld.html) | `fracsgd.sgld` | `SGLDSettings`, the sampler, divergence, MALA acceptance, back-off |
+# | [SGLD settings](sgld_settings.html) | `fracsgd.sgld_settings` | `SGLDSettings`, the paper's preset, $n\beta = n/\log n$, settings per model |
+# | [SGLD](sgld.html) | `fracsgd.sgld` | the sampler (many chains of many models, each model its own step size and localization if asked), divergence, MALA acceptance, back-off |
 # | [LLC](llc.html) | `fracsgd.llc` | the LLC estimate, its error and diagnostics, calibration, recorder hook |
 # | [Localization](localization.html) | `fracsgd.localization` | the localization's systematic error measured with every automatic estimate, the sweep, the plateau |
 # | [Near a minimum?](criticality.html) | `fracsgd.criticality` | the gradient's pull on an LLC estimate, the test every estimate gets, the ball of app. A.1 |
