@@ -325,6 +325,41 @@ if full:
     plt.show(plot_relations(full_nets, 'FULL (our assumed grid): fig. 8, 12-17'))
 
 # %% [markdown]
+# **The full run in progress.** The run takes longer than one sitting of this project's machine, and the machine
+# starts empty at every sitting. So the runner's own folder for it is committed: the finished runs, without the
+# runner's scratch (trained weights, progress, lock), under `nbs/ledger/partial/mnist-ablations/full/`. Either of
+# these resumes it; the runner skips the finished runs and refuses to add runs that read other data:
+#
+# ```
+# FRACSGD_DATA=/path/to/data fracsgd run mnist-ablations --full --out nbs/ledger/partial/mnist-ablations/full
+# STEPS=ablations ABLATION_WORKERS=14 bash tools/gpu_session.sh 560      # on a machine with one GPU
+# ```
+#
+# What it costs: on the 2-core CPU, with the other core busy, a run at batch 64 (7,900 SGD steps, 79 LLC
+# estimates) took 30 min, and one at batch 32 takes about twice that. Most of the time goes to the LLC estimates
+# (400 SGLD steps of the 3 nets at batch 256, every 100 SGD steps), not to training. On the H100, the
+# architectures' runs (5,000 SGD steps and 50 LLC estimates each) took 2–3.5 min with 12 at once. The ablation
+# runs are 0.4 to 3 times that work, so the whole grid would take roughly 10 min on that card with 14 workers, the
+# batch-32 runs (about 6–11 min each) setting the pace. That is a projection, not a measurement. The runs
+# finished so far:
+
+# %%
+import json
+from fracsgd.runner import data_identity
+from fracsgd.sweep import unique_runs
+partial = Path('ledger/partial/mnist-ablations/full')
+planned = unique_runs(runs(FULL))
+finished = {p.parent.name: json.loads(p.read_text()) for p in sorted(partial.glob('runs/*/run.json'))}
+assert set(finished) <= set(planned)                      # every finished run is one of the FULL grid's
+progress = pd.DataFrame([dict(optimizer=planned[k].optimizer, lr=planned[k].lr, batch_size=planned[k].batch_size,
+                              momentum=planned[k].momentum, minutes=round(r['seconds'] / 60, 1),
+                              data=data_identity(r['metrics']['data_source'])) for k, r in finished.items()])
+if len(progress):
+    assert progress.data.str.startswith('IDX files').all() and progress.data.nunique() == 1   # the MNIST files, one source
+print(f"{len(finished)} of {len(planned)} runs of the FULL grid finished")
+progress
+
+# %% [markdown]
 # ## Results of the quick configuration (computed here)
 #
 # Ten nets, 300 steps each. Four nets per optimizer are too few for the bootstrap: a resample of four pairs often

@@ -618,10 +618,12 @@ phases_gpu.rename('seconds on the H100')
 #   step. One net at a time, they had not finished in 250 s.
 #
 # The CPU time of each phase equals its wall time, so the host is what the run waits for, not the GPU. The two
-# LLC phases go through `vmap`, and its dispatch costs a few milliseconds a step whatever the arithmetic.
-# A batched matrix-product path for MLPs (measured on this CPU: 229 operator events per forward and backward of
-# the 50 nets, against 448 under `vmap`) would roughly halve that dispatch. It is not bit-identical (losses
-# differ by 5·10⁻⁷), so every committed LLC would move within its Monte-Carlo error. It is not done here.
+# LLC phases go through `vmap`, and its dispatch costs a few milliseconds a step whatever the arithmetic. One
+# lead was tried on this CPU and dropped. Writing the MLP's forward pass as batched matrix products (`bmm`) gives
+# the same losses and gradients bit for bit, with 230 profiler events per forward and backward pass of the 50 nets
+# instead of 448. But with nets 8 units wide, where only dispatch is left, it took the same host time as `vmap`:
+# 15.9 against 16.7 ms, the median of six interleaved timings, on a loaded machine. Fewer events did not mean less
+# time, as with the SGLD step below.
 #
 # The same run, on another device and with the vectorized calibrated pass, reproduces the committed CPU run.
 # Every summary value lies inside the CPU run's interval:
