@@ -112,7 +112,7 @@
 # | [Grokking models](grokking_models.html) | `fracsgd.studies.grokking_models` | embedding MLP, one-layer transformer, accuracy and step-projection measurements |
 # | [Provenance and scale](provenance.html) | `fracsgd.provenance` | what made a result: its configuration, any stand-in, the compact copy the ledger keeps, and its scale against the paper's protocol |
 # | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |
-# | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step |
+# | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step; where a full mnist-seeds run spends its time; what the lent GPUs measured |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench_llc` | LLC speed against devinterp and against loops |
 # | [Ensemble benchmarks](bench_ensemble.html) | `fracsgd.bench_ensemble` | ensemble training against a loop and the floor |
 # | [Command line](cli.html) | `fracsgd.cli` | `fracsgd run`, `status`, `report`, `bench`, `list` |
