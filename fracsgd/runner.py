@@ -173,6 +173,7 @@ class Study:
     def report(self, folder, cfg) -> dict: raise NotImplementedError
     def check_data(self, cfg): "Refuse, before any run, a configuration whose data cannot be found (say how)."
     def data_source(self, cfg) -> str: "What the runs of `cfg` would read now, as their `data_source` says it ('': untold)."; return ''
+    def run_cost(self, run) -> float: "The relative work of `run`, for the progress bar's time left (default: all alike)."; return 1.0
     def stand_in(self, cfg) -> str: "What stands in for the paper's data or weights in `cfg` ('' for nothing)."; return ''
 
     def with_stand_in(self, cfg):
@@ -299,7 +300,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     fn = partial(run_one, study, p, str(folder))
     cuda = p.torch_device.type == 'cuda'
     gpus = (1.0 if cuda else 0.0) if gpus_per_run is None else float(gpus_per_run)
-    counts = run_sweep(Sweep(study.name, fn, runs, device=p.device, meta=meta), folder, backend=backend,
+    counts = run_sweep(Sweep(study.name, fn, runs, device=p.device, meta=meta, cost=study.run_cost), folder, backend=backend,
                        workers=workers, address=address, progress=progress,
                        start_method='spawn' if cuda else None, gpus_per_run=gpus)
     for key in done_keys(folder):

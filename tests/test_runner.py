@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pandas as pd
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -199,6 +200,36 @@ def test_ray_pool_refuses_a_negative_gpu_count():
     from fracsgd.sweep import RayPool
     with pytest.raises(ValueError, match='gpus per run'):
         RayPool(gpus=-1)
+
+
+def test_the_bar_counts_work_not_runs(tmp_path):
+    # a run three times as costly as the others moves the bar three times as far, and the weights sum to the runs
+    from dataclasses import dataclass
+    from tqdm.auto import tqdm
+    from fracsgd.core import report_progress, reporting_progress
+    from fracsgd.runner import progress_writer
+    from fracsgd.sweep import PROGRESS_DIR, ProgressWatcher, Sweep, run_key
+
+    @dataclass(frozen=True)
+    class Job:
+        steps: int
+        seed: int
+
+    jobs = [Job(100, 0), Job(100, 1), Job(300, 2)]
+    short, long = run_key(jobs[0]), run_key(jobs[2])
+    w = Sweep('jobs', print, jobs, cost=lambda j: j.steps).weights()
+    assert np.isclose(sum(w.values()), 3) and np.isclose(w[long], 3 * w[short])   # 0.6, 0.6 and 1.8
+    bar = tqdm(total=3, disable=True)
+    watcher = ProgressWatcher(tmp_path / PROGRESS_DIR, bar, done=w[short], enabled=False, weights=w)
+    with reporting_progress(progress_writer(tmp_path, long, every=3600)):
+        report_progress(150, 300, 'training step')            # half of the long run
+    watcher.show()
+    assert np.isclose(bar.n, w[short] + 0.5 * w[long])          # 0.6 + 0.9 of 3
+    watcher.finished(long)
+    assert np.isclose(bar.n, w[short] + w[long])
+    watcher.stop()
+    with pytest.raises(ValueError, match='positive'):
+        Sweep('jobs', print, jobs, cost=lambda j: 0).weights()
 
 
 def test_a_run_in_flight_reports_its_step_to_the_sweep_bar(tmp_path):

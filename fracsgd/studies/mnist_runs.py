@@ -303,6 +303,11 @@ class MNISTStudy(Study):
         return dict(trajectory=table, data_source=data.source, data_warning=data.warning,
                     seconds_train=seconds_train, **extra, **clock.seconds('seconds_train_'))
 
+    def run_cost(self, run: MNISTRun) -> float:
+        "SGD steps plus the SGLD steps of the LLC estimates along the run: most of a run's time on any device."
+        estimates = run.n_steps // run.llc_every + 1 if run.llc_every else 0
+        return run.n_steps + estimates * llc_setting(run.llc).n_steps
+
     def evaluate(self, run: MNISTRun, data: MNISTData, nets, trained: dict) -> dict:
         """The trained nets' test and training loss and accuracy, and, if `run.calibrated`, their LLCs at the final
         weights under the other paper setting and ours: the `nets` table (one row per net), the time of the

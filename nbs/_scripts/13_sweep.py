@@ -367,6 +367,16 @@ class Sweep:
     configs: Sequence
     device: str | None = None          # recorded in meta.json; default: `default_device()`
     meta: dict | None = None           # more fields for meta.json (the runner records the preset here)
+    cost: Callable | None = None       # config -> its relative work, for the time left (default: runs cost alike)
+
+    def weights(self) -> dict:
+        "`{key: weight}` of the unique runs: their relative work, scaled to sum to the number of runs."
+        runs = unique_runs(self.configs)
+        work = {k: float(self.cost(c)) if self.cost else 1.0 for k, c in runs.items()}
+        if not all(math.isfinite(w) and w > 0 for w in work.values()):
+            raise ValueError(f"{self.name}: the cost of every run must be a positive number, got {work}")
+        scale = len(work) / sum(work.values())
+        return {k: w * scale for k, w in work.items()}
 
 
 # %%
@@ -424,19 +434,25 @@ assert set(got) == set(few) and sorted(o[0] for o in got.values()) == ['done', '
 # the fraction done: a run that calls `fracsgd.core.report_progress` (the ensemble trainer does at every step)
 # writes it to `<folder>/progress/<key>.json` through the runner's `progress_writer`, from whichever process or
 # machine runs it (on a shared folder), and `ProgressWatcher` reads those files every two seconds. The time left
-# tqdm prints then counts the part of each run already done.
+# tqdm prints then counts the part of each run already done. Runs of one sweep can differ in cost by an order of
+# magnitude (the MNIST ablations' batch-32 runs take 14 times the batch-256 ones): a sweep's `cost` gives each
+# run's relative work, and the bar counts work, not runs, so that its time left does not take a long run for a
+# short one.
 
 # %%
 #| export
 PROGRESS_DIR = 'progress'             # where a run in flight says how far it is (the runner's progress_writer)
 
 class ProgressWatcher:
-    """The sweep's progress bar `bar`: `done` finished runs plus the fraction of each run in flight, read from the
+    """The sweep's progress bar `bar`: `done` finished work plus the fraction of each run in flight, read from the
     progress files in `folder` every `every` seconds by a thread; its postfix names the latest run's step. A run
     that goes on to a later phase (its evaluation, say) restarts its count: the bar keeps the run's largest fraction
-    so far, so it never goes back, while the postfix says what the run is doing now."""
-    def __init__(self, folder, bar, done: int, every: float = 2.0, enabled: bool = True):
+    so far, so it never goes back, while the postfix says what the run is doing now. `weights`: each run's share
+    of the work (`Sweep.weights`; default 1 each), so that the time left counts a long run as long."""
+    def __init__(self, folder, bar, done: float, every: float = 2.0, enabled: bool = True,
+                 weights: dict | None = None, runs: tuple[int, int] | None = None):
         self.folder, self.bar, self.done, self.lock = Path(folder), bar, done, threading.Lock()
+        self.weights, self.runs, self.name = weights or {}, list(runs) if runs else None, getattr(bar, 'desc', '')
         self.fraction = {}                                          # run key -> largest fraction reported
         shutil.rmtree(self.folder, ignore_errors=True)            # what a stopped sweep left
         self._stop = threading.Event()
@@ -460,7 +476,10 @@ class ProgressWatcher:
                 if r.get('total'):
                     f = min(1.0, r['done'] / r['total'])
                     self.fraction[r['key']] = max(f, self.fraction.get(r['key'], 0.0))
-            self.bar.n = self.done + sum(self.fraction.get(r['key'], 0.0) for r in now)
+            self.bar.n = self.done + sum(self.fraction.get(r['key'], 0.0) * self.weights.get(r['key'], 1.0)
+                                         for r in now)
+            if self.runs:                                          # runs done / runs, beside the work done
+                self.bar.set_description_str(f'{self.name}, {self.runs[0]}/{self.runs[1]} runs done', refresh=False)
             if now:
                 r = max(now, key=lambda r: r['time'])
                 self.bar.set_postfix_str(f"run {r['key'][:8]}: {r['what']} {r['done']:,}/{r['total']:,}"
@@ -471,7 +490,9 @@ class ProgressWatcher:
 
     def finished(self, key: str) -> None:
         with self.lock:
-            self.done += 1
+            self.done += self.weights.get(key, 1.0)
+            if self.runs:
+                self.runs[0] += 1
             self.fraction.pop(key, None)
             (self.folder / f'{key}.json').unlink(missing_ok=True)
         self.show()
@@ -519,9 +540,13 @@ def run_sweep(sweep: Sweep, folder, backend: str = 'local', workers: int | None 
         todo = [k for k in runs if k not in finished]
         counts = dict(done=0, failed=0, skipped=len(runs) - len(todo))
         limit = workers or (cpu_cores() if backend == 'local' else len(todo)) or 1
-        bar = tqdm(total=len(runs), initial=counts['skipped'], desc=sweep.name, unit='run', disable=not progress,
-                   bar_format='{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total} runs [{elapsed}<{remaining}{postfix}]')
-        watcher = ProgressWatcher(Path(folder) / PROGRESS_DIR, bar, counts['skipped'], enabled=progress)
+        weights = sweep.weights()                        # each run's share of the work: the bar counts work
+        bar = tqdm(total=len(runs), initial=sum(weights.get(k, 0.0) for k in finished), desc=sweep.name, unit='run',
+                   disable=not progress,
+                   bar_format='{desc} |{bar}| {percentage:3.0f}% of the work [{elapsed}<{remaining}{postfix}]')
+        watcher = ProgressWatcher(Path(folder) / PROGRESS_DIR, bar, bar.n, enabled=progress, weights=weights,
+                                  runs=(counts['skipped'], len(runs)))
+        watcher.show()
         outcomes = _outcomes(partial(_pool, backend, workers, address, start_method, gpus_per_run), sweep.fn, runs,
                              todo, limit)
         try:
