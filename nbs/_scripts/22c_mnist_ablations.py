@@ -336,7 +336,7 @@ if full:
 # ```
 #
 # What it costs: on the 2-core CPU, with other jobs on it, a run at batch 64 (7,900 SGD steps, 79 LLC estimates)
-# took 30–45 min and one at batch 32 about 50 min (the table below). Most of the time goes to the LLC estimates
+# took 30–45 min and one at batch 32 50–65 min (the table below). Most of the time goes to the LLC estimates
 # (400 SGLD steps of the 3 nets at batch 256, every 100 SGD steps), not to training. On the H100, the
 # architectures' runs (5,000 SGD steps and 50 LLC estimates each) took 2–3.5 min with 12 at once. The ablation
 # runs are 0.4 to 3 times that work, so the whole grid would take roughly 10 min on that card with 14 workers, the
