@@ -448,7 +448,7 @@ class ProgressWatcher:
     progress files in `folder` every `every` seconds by a thread; its postfix names the latest run's step. A run
     that goes on to a later phase (its evaluation, say) restarts its count: the bar keeps the run's largest fraction
     so far, so it never goes back, while the postfix says what the run is doing now. `weights`: each run's share
-    of the work (`Sweep.weights`; default 1 each), so that the time left counts a long run as long."""
+    of the work (from the sweep's cost of each run; default 1 each), so that the time left counts a long run as long."""
     def __init__(self, folder, bar, done: float, every: float = 2.0, enabled: bool = True,
                  weights: dict | None = None, runs: tuple[int, int] | None = None):
         self.folder, self.bar, self.done, self.lock = Path(folder), bar, done, threading.Lock()
