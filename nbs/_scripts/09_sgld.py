@@ -204,7 +204,7 @@ class _Chains(NamedTuple):
             return self.settings.step_size_at(t)
         return self.columns[('burn-in' if self.settings.phase(t) == 'burn-in' else 'sampling', exact)]
 
-    def localization_(self, exact: bool = False):
+    def gamma_column(self, exact: bool = False):
         "gamma: a float when the models share it, else a column [chains, 1] (`exact`: in float64)."
         return self.settings.localization if self.per_model is None else self.columns[('localization', exact)]
 
@@ -361,8 +361,8 @@ def _state(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grad: torch.T
            chains: _Chains) -> LangevinState:
     """The potential n_beta L_B + gamma/2 |w - w*|^2 (float64) and its gradient at `w` [chains, params] (in the
     weights' dtype: one copy of the weights, whatever the model's size)."""
-    gamma, w_star = chains.localization_(), chains.w_star                   # a float or a column [chains, 1]
-    gamma_row = chains.localization_(exact=True).reshape(-1) if isinstance(gamma, torch.Tensor) else gamma
+    gamma, w_star = chains.gamma_column(), chains.w_star                   # a float or a column [chains, 1]
+    gamma_row = chains.gamma_column(exact=True).reshape(-1) if isinstance(gamma, torch.Tensor) else gamma
     potential = self.n_beta * loss.double() + gamma_row / 2 * sum_sq(torch.sub, w, w_star)
     return LangevinState(w, potential, torch.sub(w, w_star).mul_(gamma).add_(grad, alpha=self.n_beta))
 
@@ -471,7 +471,7 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_m
     rmsprop = s.preconditioner == 'rmsprop'
     square_avg = torch.zeros_like(w) if rmsprop else None        # RMSprop's running mean of g^2 [chains, params]
     if per_model is not None:                                    # per phase: eps gamma/2, -eps n_beta/2, sqrt(eps)
-        gamma = chains.localization_(exact=True)
+        gamma = chains.gamma_column(exact=True)
         per_chain = {phase: ((e * gamma / 2).to(w.dtype),
                              [(-e * self.n_beta / 2).to(w.dtype).view(-1, *[1] * (x.dim() - 1)) for x in leaves],
                              e.sqrt().to(w.dtype))
