@@ -59,7 +59,7 @@ test-nbs:
 # pytest-xdist spreads the tests over the cores (tests/conftest.py keeps the Ray tests on one worker and the site tests
 # on one): on two cores the tests take about 6.5 min instead of 10.
 test-py:
-	$(BIN)/pytest -q -n auto --dist loadgroup tests
+	$(BIN)/pytest -q -n auto --dist loadgroup --durations=15 tests
 
 ## Documentation site into _site/: Quarto when it is on PATH, else the pure-Python renderer.
 docs: venv

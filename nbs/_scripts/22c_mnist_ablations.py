@@ -360,36 +360,62 @@ print(f"{len(finished)} of {len(planned)} runs of the FULL grid finished")
 progress
 
 # %% [markdown]
-# ## Results of the quick configuration (computed here)
+# ## Results of the quick configuration (committed)
 #
 # Ten nets, 300 steps each. Four nets per optimizer are too few for the bootstrap: a resample of four pairs often
 # repeats one pair, so some intervals of ρ come out narrow (0.82 to 1 for two nets at each of two learning rates)
 # where the data cannot support it. The quick run shows the machinery and early training, not the appendix's
-# relations; the full configuration has 12 nets per optimizer and learning rate. The time is printed.
+# relations; the full configuration has 12 nets per optimizer and learning rate. These are the committed compact
+# results of the quick run, with the date, commit and machine that made them; the cell checks that today's quick
+# configuration would run the same runs. `fracsgd run mnist-ablations --quick` (or the `#| heavy` cell at the end
+# of this section) runs it again in a few minutes.
 
 # %%
-import tempfile, time, warnings
-from fracsgd.runner import run_study
-from fracsgd.store import read_meta
-quick_dir = Path(tempfile.mkdtemp()) / 'mnist-ablations-quick'
-t0 = time.perf_counter()
-with warnings.catch_warnings():
-    warnings.simplefilter('ignore')
-    res = run_study(STUDY, 'quick', quick_dir, progress=False)
-print(f"QUICK configuration: {time.perf_counter() - t0:.0f} s in all "
-      f"({load_study(quick_dir).runs.seconds.sum():.0f} s in its runs)")
-n = res['nets']
+from fracsgd.sweep import unique_runs
+quick = committed_result('mnist-ablations', 'quick', needs='per_net.csv')
+prov = quick['provenance']
+assert prov['run_keys'] == sorted(unique_runs(runs(QUICK)))            # made by today's quick configuration
+print(f"QUICK configuration, {prov['config_hash']}: {quick['timing']['seconds']:.0f} s of runs as recorded "
+      f"({prov['session']['time'][:10]}, commit {prov['session']['git_commit'][:7]}, {prov['session']['device']}; "
+      f"data: {prov['stand_in'] or 'the MNIST test set'})")
+n = read_table(quick['folder'] / 'per_net.csv')
 assert len(n) == 10 and set(n.optimizer) == {'sgd', 'adam'} and set(n.momentum) == {0.0, 0.9}
 assert n.prediction_ratio.gt(0).all() and np.allclose(n.d_s, 2 * n.llc_mean * n.slope)
-from fracsgd.provenance import stand_in
-assert (bool(read_meta(quick_dir)['data']['warnings']) == bool(stand_in(quick_dir)))   # real MNIST, or a labelled stand-in (offline)
-s = res['summary'].set_index('quantity')
+s = read_table(quick['folder'] / 'summary.csv').set_index('quantity')
 assert {'sgd: mean d_s', 'adam: mean test accuracy (%)', relation_name('sgd', 'lr', 'd_s')} <= set(s.index)
 n[['optimizer', 'lr', 'batch_size', 'momentum', 'slope', 'r2', 'llc_final', 'd_s', 'R_final', 'R_predicted',
    'prediction_r2', 'test_accuracy']].round(3)
 
 # %%
-res['summary']
+s.reset_index()
 
 # %%
-res['figures']['relations']
+plt.show(plot_relations(n, 'QUICK: fig. 8, 12-17'))
+
+# %% [markdown]
+# The smoke preset (one net per grid point, a few steps on 100 images) runs here through the same runner and report,
+# so this page tests the code that made the results above:
+
+# %%
+import tempfile, time, warnings
+from fracsgd.runner import run_study
+from fracsgd.store import read_meta
+from fracsgd.provenance import stand_in
+smoke_dir = Path(tempfile.mkdtemp()) / 'mnist-ablations-smoke'
+t0 = time.perf_counter()
+with warnings.catch_warnings():
+    warnings.simplefilter('ignore')
+    res = run_study(STUDY, 'smoke', smoke_dir, progress=False)
+print(f"SMOKE configuration: {time.perf_counter() - t0:.0f} s in all")
+n_smoke = res['nets']
+assert len(n_smoke) == sum(r.n_nets for r in runs(SMOKE)) and set(n_smoke.optimizer) == set(n.optimizer)
+assert np.allclose(n_smoke.d_s, 2 * n_smoke.llc_mean * n_smoke.slope)
+assert (bool(read_meta(smoke_dir)['data']['warnings']) == bool(stand_in(smoke_dir)))   # real MNIST, or a labelled stand-in (offline)
+assert set(res['summary'].columns) == set(s.reset_index().columns)
+n_smoke[['optimizer', 'lr', 'batch_size', 'momentum', 'slope', 'llc_final', 'd_s', 'test_accuracy']].round(3)
+
+# %%
+#| heavy
+quick_dir = Path(tempfile.mkdtemp()) / 'mnist-ablations-quick'
+res = run_study(STUDY, 'quick', quick_dir)
+res['nets'], res['summary'], res['figures']['relations']

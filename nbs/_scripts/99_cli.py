@@ -181,8 +181,10 @@ def _main(argv):
 # (written by hand, the one module that no notebook generates).
 
 # %% [markdown]
-# Each kind of bad input ends in one line on standard error and exit status 2. The check runs the command
-# in a fresh process, as a user would, so it sees exactly what they see:
+# Each kind of bad input ends in one line on standard error and exit status 2. The check calls `main` in this
+# process with standard error captured (a fresh Python process per case would spend most of the check importing
+# torch), and runs the first case again as a user would, as a fresh `fracsgd` process, to show that it sees the
+# same line and the same exit status:
 
 # %%
 import contextlib, io, subprocess, sys, tempfile
@@ -193,6 +195,14 @@ def fracsgd(*args) -> subprocess.CompletedProcess:
     "Run the `fracsgd` command in a fresh process; its exit status and output."
     code = 'import sys; from fracsgd.cli import main; sys.exit(main(sys.argv[1:]))'
     return subprocess.run([sys.executable, '-c', code, *args], capture_output=True, text=True)
+
+def fracsgd_here(*args) -> subprocess.CompletedProcess:
+    "`main(args)` in this process, with its exit status and captured output in the shape `fracsgd` returns."
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try: code = main(list(args))
+        except SystemExit as e: code = e.code
+    return subprocess.CompletedProcess(['fracsgd', *args], code, out.getvalue(), err.getvalue())
 
 scratch = Path(tempfile.mkdtemp())
 (scratch / 'other').mkdir()
@@ -207,16 +217,18 @@ bad_inputs = {'no-such-study': ['run', 'no-such-study'],
 if os.geteuid() != 0:                                    # root may write anywhere: nothing to refuse then
     bad_inputs['Permission denied'] = ['run', 'moons-diffusion', '--out', str(scratch / 'locked' / 'x')]
 for words, argv in bad_inputs.items():
-    p = fracsgd(*argv)
+    p = fracsgd_here(*argv)
     assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, (argv, p.stderr)
     print(p.stderr.strip())
 for argv, words in [(['--device', 'tpu9'], "unknown device 'tpu9'"), (['--preset', 'huge'], "no preset 'huge'"),
                     (['--dtype', 'float8'], "unknown dtype 'float8'")] + \
                    ([] if torch.cuda.is_available() else [(['--device', 'cuda'], "'cuda' is not available")]):
-    p = fracsgd('run', 'moons-diffusion', '--out', str(scratch / 'new'), *argv)
+    p = fracsgd_here('run', 'moons-diffusion', '--out', str(scratch / 'new'), *argv)
     assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, (argv, p.stderr)
     print(p.stderr.strip())
 assert not (scratch / 'new').exists()                   # refused before anything was written
+fresh, here = fracsgd('run', 'no-such-study'), fracsgd_here('run', 'no-such-study')
+assert (fresh.returncode, fresh.stderr) == (here.returncode, here.stderr) == (2, fresh.stderr), (fresh, here)
 
 # %% [markdown]
 # `--backend ray` without Ray installed is refused the same way, naming the extra to install (checked where Ray is
