@@ -16,6 +16,17 @@ if _WORKERS > 1:
 from fracsgd.datasets.mnist import write_idx
 
 
+def smoke_run_checks(study, res):
+    """What every study's smoke run through the runner must leave: no failed run, every planned run done, the
+    progress files cleared, a summary, and the preset in the folder's metadata."""
+    from pathlib import Path
+    from fracsgd.store import read_meta, status
+    from fracsgd.sweep import PROGRESS_DIR, unique_runs
+    assert res['counts']['failed'] == 0 and status(res['folder'])['done'] == len(unique_runs(study.runs(res['config'])))
+    assert not (Path(res['folder']) / PROGRESS_DIR).exists()
+    assert len(res['summary']) > 0 and read_meta(res['folder'])['preset'] == 'smoke'
+
+
 @pytest.fixture
 def mnist_files(tmp_path, monkeypatch):
     "FRACSGD_DATA pointing at a folder with 200 synthetic digits in the real IDX format (seed 0)."
@@ -29,6 +40,7 @@ def mnist_files(tmp_path, monkeypatch):
     return raw
 
 
+@pytest.hookimpl(tryfirst=True)   # before xdist's own hook, which reads the groups (it is registered later, so runs first)
 def pytest_collection_modifyitems(config, items):
     """Under `pytest -n N --dist loadgroup` (as `make test` runs it), keep the tests that start a Ray cluster on one
     worker, one after the other (two local clusters at once would compete for ports and cores), and the site

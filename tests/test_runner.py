@@ -17,6 +17,7 @@ from fracsgd.runner import (STUDIES, Placement, PlacementError, Study, StudyFail
                             placement, report_study, run_study, trained_path)
 from fracsgd.store import read_meta, status
 from fracsgd.sweep import PROGRESS_DIR, run_key, unique_runs
+from conftest import smoke_run_checks
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -164,7 +165,18 @@ def test_no_study_module_picks_a_device(path):
 # Every study's smoke preset through the runner, placed in float64 on the CPU: a module or tensor that the runner
 # did not place stays float32 and fails here the way a CPU module fails on a GPU.
 
-@pytest.mark.parametrize('name', sorted(STUDIES))
+# Studies whose own test file runs the smoke preset through the runner in float64, with `smoke_run_checks` and
+# checks of its own: one smoke run of each study, not two.
+OWN_SMOKE_TEST = {'tinystories': 'test_tinystories.py', 'tiny-imagenet': 'test_tiny_imagenet.py'}
+
+def test_the_studies_left_out_below_run_their_smoke_preset_elsewhere():
+    for name, file in OWN_SMOKE_TEST.items():
+        assert name in STUDIES
+        src = (Path(__file__).parent / file).read_text()
+        assert 'def test_smoke_through_the_runner_in_float64' in src and 'smoke_run_checks(' in src, file
+
+
+@pytest.mark.parametrize('name', sorted(set(STUDIES) - set(OWN_SMOKE_TEST)))
 def test_every_study_smoke_preset_runs_under_a_float64_placement(name, tmp_path):
     study = get_study(name)
     assert {'smoke', 'quick', 'full'} <= set(study.presets), study
@@ -178,9 +190,7 @@ def test_every_study_smoke_preset_runs_under_a_float64_placement(name, tmp_path)
         warnings.simplefilter('ignore')
         res = run_study(study, 'smoke', tmp_path / name, stand_in=stand_in, device='cpu', dtype='float64',
                         workers=1, progress=True)              # the bar on: its progress files are cleared after
-    assert res['counts']['failed'] == 0 and status(res['folder'])['done'] == len(unique_runs(study.runs(res['config'])))
-    assert not (Path(res['folder']) / PROGRESS_DIR).exists()
-    assert len(res['summary']) > 0 and read_meta(res['folder'])['preset'] == 'smoke'
+    smoke_run_checks(study, res)
 
 
 def test_a_smoke_study_runs_on_ray_and_resumes(tmp_path):

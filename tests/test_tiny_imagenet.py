@@ -17,6 +17,7 @@ from fracsgd.convnets import PretrainedWeightsMissing, build_net
 from fracsgd.runner import placement, run_one, run_study
 from fracsgd.studies import tiny_imagenet as ti
 from fracsgd.sweep import unique_runs
+from conftest import smoke_run_checks
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,8 +152,9 @@ def test_run_on_the_real_format(tmp_path, monkeypatch):
 
 def test_smoke_through_the_runner_in_float64(tmp_path):
     "The smoke preset on the stand-in (no dataset, no downloaded weights), through the runner on the CPU in float64."
-    res = run_study(ti.STUDY, 'smoke', tmp_path, stand_in=True, device='cpu', dtype='float64', progress=False)
+    res = run_study(ti.STUDY, 'smoke', tmp_path, stand_in=True, device='cpu', dtype='float64', progress=True, workers=1)
     assert res['counts'] == dict(done=1, failed=0, skipped=0), res['counts']
+    smoke_run_checks(ti.STUDY, res)                     # as every study's (test_runner.py leaves this one to us)
     assert (tmp_path / 'summary.csv').exists() and len(res['summary']) == 7
     assert json.loads((tmp_path / 'meta.json').read_text())['stand_in'] == ti.STUDY.stand_in(
         ti.STUDY.with_stand_in(ti.SMOKE))

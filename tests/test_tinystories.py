@@ -13,6 +13,7 @@ from fracsgd.datasets.tinystories import (EOT, CausalLMLogits, TokenBlocks, chec
                                           stand_in_stories, token_blocks, token_loss, train_tokenizer)
 from fracsgd.llc import batch_means_se, estimate_llc
 from fracsgd.sgld import SGLDSettings
+from conftest import smoke_run_checks
 
 torch.set_num_threads(1)
 transformers = pytest.importorskip('transformers')
@@ -171,8 +172,9 @@ def test_smoke_through_the_runner_in_float64(tmp_path):
     from fracsgd.runner import get_study, run_study
     from fracsgd.studies import tinystories as study
     assert get_study('tinystories') is study.STUDY
-    res = run_study(study.STUDY, 'smoke', tmp_path / 'smoke', device='cpu', dtype='float64', progress=False, workers=1)
+    res = run_study(study.STUDY, 'smoke', tmp_path / 'smoke', device='cpu', dtype='float64', progress=True, workers=1)
     assert res['counts'] == dict(done=2, failed=0, skipped=0) and res['preset'] == 'smoke'
+    smoke_run_checks(study.STUDY, res)                  # as every study's (test_runner.py leaves this one to us)
     s = res['summary'].dropna(subset=['value'])
     assert len(s) == 10 and ((s.ci_low <= s.value) & (s.value <= s.ci_high)).all()
     assert json.loads((tmp_path / 'smoke' / 'meta.json').read_text())['stand_in'] == study.STAND_IN
