@@ -145,11 +145,16 @@
 # MNIST studies' pages, the interval-coverage test of the crossover chapter, and the sweep runner's kill tests on a
 # local pool and on Ray. No check compares wall-clock times. One start-up limit is Ray's own: its node must
 # register within 30 s, which failed twice in the sweep chapter's Ray cell while six other jobs loaded the two
-# cores (load average 11); it has not failed on an idle machine. A later run on the same machine, otherwise idle
-# (2026-11-27, 592 tests), took 15 min 5 s, and a later one (599 tests) 15 min 35 s. The latest (600 tests, the
-# other jobs paused) took 23 min 46 s: 10.7 min of site build and 9.5 of pytest. Both took about twice as long
-# as before, and the tests added since then take under half a minute, so the cause was not found. Expect 12 to
-# 24 minutes here; CI took 16.7 minutes for the landing before it. `make demo` took 11 s for
+# cores (load average 11); it has not failed on an idle machine. Later runs on the same machine took 15 to 24
+# minutes; two pages timed at both ends of that change took the same time, so the doubling was the machine, not
+# the code. CI took 23.7 minutes for the landing of 2026-11-27.
+# Three changes then brought it down (2026-11-27, 601 tests, other jobs paused): every page of the site is forked
+# from a process that has already imported torch, pandas, nbdev and fracsgd (about 4 s saved per page); the
+# architectures and ablations pages show their committed quick results and run the smoke preset (the quick runs
+# had taken 1 and 2 minutes); and the pytest-xdist groups work again (pytest 9.2 had silently broken them, so the
+# site was crawled twice and the Ray tests ran side by side; pytest is now pinned below 9.2). `make test` on a fresh
+# clone then took 17 min 50 s: 5.5 min of site build (was 10.7) and 8.7 of pytest (was 9.5), installation
+# included. Expect 15 to 20 minutes here. `make demo` took 11 s for
 # 100 nets trained as ensembles (35–44 s for 24 nets trained one at a time).
 
 # %%
