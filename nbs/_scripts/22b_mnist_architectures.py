@@ -360,12 +360,8 @@ if full:
 
 # %%
 from fracsgd.sweep import unique_runs
-quick = committed_result('mnist-architectures', 'quick', needs='per_architecture.csv')
-prov = quick['provenance']
-assert prov['run_keys'] == sorted(unique_runs(runs(QUICK)))            # made by today's quick configuration
-print(f"QUICK configuration, {prov['config_hash']}: {quick['timing']['seconds']:.0f} s of runs as recorded "
-      f"({prov['session']['time'][:10]}, commit {prov['session']['git_commit'][:7]}, {prov['session']['device']}; "
-      f"data: {prov['stand_in'] or 'the MNIST test set'})")
+quick = committed_result('mnist-architectures', 'quick', needs='per_architecture.csv', run_keys=unique_runs(runs(QUICK)))  # today's quick runs
+print(quick['line'])
 a = read_table(quick['folder'] / 'per_architecture.csv')
 assert list(a.params) == sorted(weight_count(PAPER_TABLE7.hidden[i]) for i in QUICK.rows)
 assert (a.llc_final_ci_low <= a.llc_final).all() and (a.llc_final <= a.llc_final_ci_high).all()

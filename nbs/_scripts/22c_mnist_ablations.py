@@ -372,12 +372,8 @@ progress
 
 # %%
 from fracsgd.sweep import unique_runs
-quick = committed_result('mnist-ablations', 'quick', needs='per_net.csv')
-prov = quick['provenance']
-assert prov['run_keys'] == sorted(unique_runs(runs(QUICK)))            # made by today's quick configuration
-print(f"QUICK configuration, {prov['config_hash']}: {quick['timing']['seconds']:.0f} s of runs as recorded "
-      f"({prov['session']['time'][:10]}, commit {prov['session']['git_commit'][:7]}, {prov['session']['device']}; "
-      f"data: {prov['stand_in'] or 'the MNIST test set'})")
+quick = committed_result('mnist-ablations', 'quick', needs='per_net.csv', run_keys=unique_runs(runs(QUICK)))  # today's quick runs
+print(quick['line'])
 n = read_table(quick['folder'] / 'per_net.csv')
 assert len(n) == 10 and set(n.optimizer) == {'sgd', 'adam'} and set(n.momentum) == {0.0, 0.9}
 assert n.prediction_ratio.gt(0).all() and np.allclose(n.d_s, 2 * n.llc_mean * n.slope)

@@ -115,9 +115,11 @@ def save_compact(folder, compact_dir=None) -> Path:
         tmp.write_text(json.dumps(dict(cfg, run_seconds=round(seconds, 1), session=session), indent=1) + '\n')
     return dest
 
-def committed_result(study: str, preset: str = 'full', needs: str = 'summary.csv', compact_dir=None) -> dict | None:
-    """The committed compact result of `study`'s `preset` (`folder`, `provenance`, `timing`), for a study page to
-    show; None, after printing the commands that make it, when its file `needs` is not in the repository."""
+def committed_result(study: str, preset: str = 'full', needs: str = 'summary.csv', compact_dir=None,
+                     run_keys=None) -> dict | None:
+    """The committed compact result of `study`'s `preset` (`folder`, `provenance`, `timing`, and a `line` that names
+    it), for a study page to show; None, after printing the commands that make it, when its file `needs` is not in
+    the repository. With `run_keys` (today's runs of the preset), a result made by other runs is refused."""
     folder = Path(compact_dir or COMPACT) / study / preset
     if not (folder / needs).exists():
         flag = f'--{preset}' if preset in ('smoke', 'quick', 'full') else f'--preset {preset}'
@@ -127,7 +129,13 @@ def committed_result(study: str, preset: str = 'full', needs: str = 'summary.csv
               f"  fracsgd.ledger.keep_results('results/{study}-{preset}')\nand commit nbs/ledger.")
         return None
     prov, timing = (json.loads((folder / f).read_text()) for f in ('provenance.json', 'timing.json'))
-    return dict(folder=folder, provenance=prov, timing=timing)
+    if run_keys is not None and sorted(run_keys) != prov['run_keys']:
+        raise ValueError(f"the committed {preset} result of {study} was made by other runs than today's {preset} "
+                         f"preset: run it again (fracsgd run {study} --{preset}) and keep_results it")
+    session, data = prov['session'], prov['stand_in'] or "the study's own, no stand-in"
+    line = (f"{preset.upper()} configuration, {prov['config_hash']}: {timing['seconds']:.0f} s of runs as recorded "
+            f"({session['time'][:10]}, commit {session['git_commit'][:7]}, {session['device']}; data: {data})")
+    return dict(folder=folder, provenance=prov, timing=timing, line=line)
 
 
 # %% [markdown]
@@ -143,6 +151,14 @@ assert 'fracsgd run mnist-architectures --full --out results/mnist-architectures
 with contextlib.redirect_stdout(io.StringIO()) as printed:
     committed_result('mnist-seeds', 'controls', compact_dir=tempfile.mkdtemp())
 assert '--preset controls' in printed.getvalue()
+keys = json.loads((COMPACT / 'mnist-ablations' / 'quick' / 'provenance.json').read_text())['run_keys']
+quick = committed_result('mnist-ablations', 'quick', run_keys=keys[::-1])          # in any order
+assert quick['line'].startswith('QUICK configuration, ') and 'commit ' in quick['line']
+try:
+    committed_result('mnist-ablations', 'quick', run_keys=['another-run'])
+    raise AssertionError('a result of other runs was not refused')
+except ValueError as e:
+    assert 'made by other runs' in str(e)
 
 # %% [markdown]
 # ## Scale: how a configuration compares with the paper's protocol
