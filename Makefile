@@ -57,7 +57,8 @@ test-nbs:
 	$(BIN)/nbdev_test --n_workers 1 --timing
 
 # pytest-xdist spreads the tests over the cores (tests/conftest.py keeps the Ray tests on one worker and the site tests
-# on one): on two cores the tests take about 6.5 min instead of 10.
+# on one; the groups need pytest < 9.2, see settings.ini): on two cores about 8.5 min (2026-11-27). The 15 slowest
+# tests are listed at the end.
 test-py:
 	$(BIN)/pytest -q -n auto --dist loadgroup --durations=15 tests
 
