@@ -341,8 +341,8 @@ if full:
 # architectures' runs (5,000 SGD steps and 50 LLC estimates each) took 2–3.5 min with 12 at once. The ablation
 # runs are 0.4 to 3 times that work, so the whole grid would take roughly 10 min on that card with 14 workers, the
 # batch-32 runs (about 6–11 min each) setting the pace. That is a projection, not a measurement. The runs
-# finished so far, with their wall-clock minutes as recorded. Five of them (26e23c1e, 4733340b, 7209ad64, ccc2454d,
-# 5f6b1b05, finished on 2026-11-27) also count the time the run was paused, 5 to 19 minutes at a time, while the
+# finished so far, with their wall-clock minutes as recorded. Six of them (26e23c1e, 4733340b, 7209ad64, ccc2454d,
+# 5f6b1b05 and c019fe29, finished on 2026-11-27) also count the time the run was paused, 5 to 19 minutes at a time, while the
 # test suite was timed on the same two cores, so their minutes read high:
 
 # %%
