@@ -13,7 +13,8 @@ from fracsgd.ledger import keep_results
 from fracsgd.provenance import COMPACT
 from fracsgd.runner import StudyFailed, report_study, run_study
 from fracsgd.store import load_study, read_meta
-from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, analyse_net, record_data_source, run_data
+from fracsgd.net_analysis import analyse_net
+from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source, run_data
 from fracsgd.sweep import run_key, unique_runs
 
 STUDY = study.STUDY

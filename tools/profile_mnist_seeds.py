@@ -47,6 +47,7 @@ def phases(steps: int = 300, calibrated_nets: int = 2, smoke: bool = False) -> p
     from fracsgd.store import load_study, open_study, save_plan, save_run, write_runs
     from fracsgd.sweep import config_record, run_key
     from fracsgd.studies import mnist_runs as mr
+    from fracsgd.net_analysis import analyse_nets
     from fracsgd.studies.mnist_seeds import FULL, SMOKE, STUDY, runs, summarize
     if smoke:                                                      # a check of this script, in seconds
         FULL, steps = replace(SMOKE, n_models=2, epochs=12, llc_every=4), 36
@@ -95,12 +96,12 @@ def phases(steps: int = 300, calibrated_nets: int = 2, smoke: bool = False) -> p
             rep = report_study(folder)
         slice_traj = load_study(folder).trajectories.drop(columns='key')
         with clock('report_analysis_slice'):
-            summarize(mr.analyse_nets(slice_traj, ds_llc=FULL.ds_llc, n_boot=FULL.n_boot).assign(
+            summarize(analyse_nets(slice_traj, ds_llc=FULL.ds_llc, n_boot=FULL.n_boot).assign(
                 test_accuracy=np.nan), FULL.n_boot)
         # the report's analysis on the committed full-length trajectories (2,000 steps, 20 LLC estimates per net)
         full_traj = read_table(COMPACT / 'mnist-seeds' / 'full' / 'trajectory_compact.parquet')
         with clock('report_analysis_full'):
-            summarize(mr.analyse_nets(full_traj, ds_llc=FULL.ds_llc, n_boot=FULL.n_boot).assign(
+            summarize(analyse_nets(full_traj, ds_llc=FULL.ds_llc, n_boot=FULL.n_boot).assign(
                 test_accuracy=np.nan), FULL.n_boot)
     settings_full, settings_slice = full_run.settings(), run.settings()
     rec_full, rec_slice = _records(settings_full, full_run.n_steps), _records(settings_slice, run.n_steps)

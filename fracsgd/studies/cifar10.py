@@ -23,7 +23,7 @@ from ..provenance import mark_stand_in
 from ..sgld import PAPER_PRESET
 from ..spectral import fit_power_law
 from ..store import load_study
-from .mnist_runs import analyse_net
+from ..net_analysis import analyse_net, compact_trajectories
 from ..runner import Study
 
 # %% auto #0
@@ -316,7 +316,6 @@ def plot_size_test(arch: pd.DataFrame):
 def report(folder, cfg: CIFARConfig) -> dict:
     """Analyse the study in `folder`; write summary.csv, per_arch.csv, tables 5–6, down-sampled trajectories
     and the figures there."""
-    from fracsgd.studies.mnist_seeds import compact_trajectories
     out = Path(folder)
     arch, traj = per_arch(out, cfg)
     found = sorted({w for w in arch.stand_in.astype(str) if w and w != 'nan'})

@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt
 from ..core import write_table, save_figures
 from ..crossover import predict_displacement
 from ..store import load_study
-from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
-                                        record_data_source)
+from ..net_analysis import analyse_nets, compact_trajectories
+from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 from .mnist_seeds import stat_row, summary_row
 from .mnist_architectures import spearman_interval
 

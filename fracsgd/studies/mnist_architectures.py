@@ -14,8 +14,8 @@ from scipy import stats
 
 from ..core import write_table, save_figures
 from ..store import load_study
-from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
-                                        record_data_source)
+from ..net_analysis import analyse_nets, compact_trajectories
+from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 from .mnist_seeds import summary_row
 
 # %% auto #0
@@ -53,7 +53,7 @@ class MNISTArchitecturesConfig:
     epochs: int = 15
     llc: str = 'paper-devinterp-nbeta'         # LLC setting along the run (mnist_runs.LLC_SETTINGS)
     llc_every: int = 100
-    ds_llc: str = 'mean'                       # which λ enters eq. 17 (mnist_runs.DS_READINGS)
+    ds_llc: str = 'mean'                       # which λ enters eq. 17 (net_analysis.DS_READINGS)
     n_boot: int = 200
     batch_size: int = 256
     n_images: int = 10_000                     # the subset of MNIST, half of it held out

@@ -22,8 +22,8 @@ from ..displacement import runs_matrix
 from ..ledger import record_claims
 from ..provenance import COMPACT
 from ..store import load_study, read_meta
-from .mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
-                                        record_data_source)
+from ..net_analysis import analyse_nets, compact_trajectories
+from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'CONTROL_AGES', 'CONTROLS', 'CONTROLS_SMOKE', 'PAPER_TABLE8', 'CONTROL_AGEING_LAG',
@@ -43,7 +43,7 @@ class MNISTSeedsConfig:
     llc: str = 'paper-devinterp-nbeta'      # LLC setting along the run (mnist_runs.LLC_SETTINGS)
     calibrated: str = '2nets-1x200'         # our setting at the final weights (mnist_runs.CALIBRATED_SETTINGS)
     volume_eps: tuple = (0.003, 0.03)       # cell sizes of the explored-volume d_s
-    ds_llc: str = 'mean'                    # which λ enters eq. 17 (mnist_runs.DS_READINGS)
+    ds_llc: str = 'mean'                    # which λ enters eq. 17 (net_analysis.DS_READINGS)
     n_boot: int = 100
     llc_every: int = 100
     batch_size: int = 256

@@ -31,8 +31,8 @@ from fracsgd.displacement import runs_matrix
 from fracsgd.ledger import record_claims
 from fracsgd.provenance import COMPACT
 from fracsgd.store import load_study, read_meta
-from fracsgd.studies.mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
-                                        record_data_source)
+from fracsgd.net_analysis import analyse_nets, compact_trajectories
+from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
 
 # %%
 import torch
@@ -96,7 +96,7 @@ class MNISTSeedsConfig:
     llc: str = 'paper-devinterp-nbeta'      # LLC setting along the run (mnist_runs.LLC_SETTINGS)
     calibrated: str = '2nets-1x200'         # our setting at the final weights (mnist_runs.CALIBRATED_SETTINGS)
     volume_eps: tuple = (0.003, 0.03)       # cell sizes of the explored-volume d_s
-    ds_llc: str = 'mean'                    # which λ enters eq. 17 (mnist_runs.DS_READINGS)
+    ds_llc: str = 'mean'                    # which λ enters eq. 17 (net_analysis.DS_READINGS)
     n_boot: int = 100
     llc_every: int = 100
     batch_size: int = 256
@@ -170,8 +170,8 @@ PAPER_TABLE8.describe().loc[['mean', 'std', 'min', 'max']].round(3)
 # %% [markdown]
 # ## From the study folder to one row per net
 #
-# `per_net` reads the study folder with `load_study` and nothing else: `analyse_net` of the [protocol
-# chapter](mnist_runs.html) on each net's trajectory (eq.-17 slope and r², crossover and late slope, λ̄, final
+# `per_net` reads the study folder with `load_study` and nothing else: `analyse_net` of the [net
+# analysis chapter](net_analysis.html) on each net's trajectory (eq.-17 slope and r², crossover and late slope, λ̄, final
 # LLC, $d_s$, explored-volume $d_s$), joined with the net's test accuracy and calibrated LLC. The data source of
 # every run goes into the folder's `meta.json` (`record_data_source` of the protocol chapter), with a warning when
 # it is not the real MNIST test set.

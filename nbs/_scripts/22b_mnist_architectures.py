@@ -23,8 +23,8 @@ from scipy import stats
 
 from fracsgd.core import write_table, save_figures
 from fracsgd.store import load_study
-from fracsgd.studies.mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
-                                        record_data_source)
+from fracsgd.net_analysis import analyse_nets, compact_trajectories
+from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
 from fracsgd.studies.mnist_seeds import summary_row
 
 # %%
@@ -147,7 +147,7 @@ class MNISTArchitecturesConfig:
     epochs: int = 15
     llc: str = 'paper-devinterp-nbeta'         # LLC setting along the run (mnist_runs.LLC_SETTINGS)
     llc_every: int = 100
-    ds_llc: str = 'mean'                       # which λ enters eq. 17 (mnist_runs.DS_READINGS)
+    ds_llc: str = 'mean'                       # which λ enters eq. 17 (net_analysis.DS_READINGS)
     n_boot: int = 200
     batch_size: int = 256
     n_images: int = 10_000                     # the subset of MNIST, half of it held out
@@ -171,7 +171,7 @@ assert runs(QUICK)[0].n_steps == 300 and runs(QUICK)[0].lr == 1e-3 and runs(QUIC
 # ## One row per architecture
 #
 # `per_architecture` reads the study folder (`load_study`) and nothing else: `analyse_nets` of the
-# [protocol chapter](mnist_runs.html) on each run's trajectory, the run's architecture from the runs table, the
+# [net analysis chapter](net_analysis.html) on each run's trajectory, the run's architecture from the runs table, the
 # net's test accuracy, and an interval for the final LLC: the mean of the last (up to) 10 estimates ± a Student-t
 # 95% half-width from their spread. The estimates along a run are correlated in time, so this interval says how
 # much the last estimates scatter, not how far they are from a learning coefficient.

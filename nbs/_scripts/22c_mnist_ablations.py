@@ -24,8 +24,8 @@ import matplotlib.pyplot as plt
 from fracsgd.core import write_table, save_figures
 from fracsgd.crossover import predict_displacement
 from fracsgd.store import load_study
-from fracsgd.studies.mnist_runs import (MNISTRun, MNISTStudy, analyse_nets, compact_trajectories,
-                                        record_data_source)
+from fracsgd.net_analysis import analyse_nets, compact_trajectories
+from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
 from fracsgd.studies.mnist_seeds import stat_row, summary_row
 from fracsgd.studies.mnist_architectures import spearman_interval
 
@@ -129,8 +129,8 @@ assert len({r.first_seed for r in runs(FULL)}) == 27
 # %% [markdown]
 # ## One row per net
 #
-# `per_net` reads the study folder and nothing else: `analyse_nets` of the [protocol chapter](mnist_runs.html) on
-# each net, the net's grid point from the runs table, its test accuracy, its final displacement, and the
+# `per_net` reads the study folder and nothing else: `analyse_nets` of the [net analysis chapter](net_analysis.html)
+# on each net, the net's grid point from the runs table, its test accuracy, its final displacement, and the
 # displacement predicted by eq. 17: a power law fitted to the first half of the run and extrapolated to the
 # second (`predict_displacement`, [crossover chapter](crossover.html)), with its held-out r² and the ratio of the
 # predicted to the measured final $R$.

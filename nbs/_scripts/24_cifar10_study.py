@@ -32,7 +32,7 @@ from fracsgd.provenance import mark_stand_in
 from fracsgd.sgld import PAPER_PRESET
 from fracsgd.spectral import fit_power_law
 from fracsgd.store import load_study
-from fracsgd.studies.mnist_runs import analyse_net
+from fracsgd.net_analysis import analyse_net, compact_trajectories
 from fracsgd.runner import Study
 
 # %%
@@ -277,7 +277,7 @@ smoke['nets']
 # %% [markdown]
 # ## One net's numbers, and the super-diffusion test
 #
-# For each net, `analyse_arch` takes `analyse_net` of the MNIST protocol (the eq.-17 slope on the LLC
+# For each net, `analyse_arch` takes `analyse_net` of the [net analysis chapter](net_analysis.html) (the eq.-17 slope on the LLC
 # checkpoints with its bootstrap interval, the crossover, λ̄, final LLC = mean of the last 10 estimates, and $d_s$)
 # and adds two measures of early super-diffusion that need no LLC:
 #
@@ -456,7 +456,6 @@ def plot_size_test(arch: pd.DataFrame):
 def report(folder, cfg: CIFARConfig) -> dict:
     """Analyse the study in `folder`; write summary.csv, per_arch.csv, tables 5–6, down-sampled trajectories
     and the figures there."""
-    from fracsgd.studies.mnist_seeds import compact_trajectories
     out = Path(folder)
     arch, traj = per_arch(out, cfg)
     found = sorted({w for w in arch.stand_in.astype(str) if w and w != 'nan'})

@@ -94,6 +94,7 @@
 # | [LLC at depth](llc_depth.html) | `fracsgd.llc_depth` | a depth-covering set of resolved DLNs, the default's held-out error and coverage, devinterp beside it |
 # | [An exact truth at finite n](exact_chain.html) | `fracsgd.exact_chain` | the scalar chain's localized-posterior LLC by quadrature: how far below λ an exact sampler lands at depth, our estimator against it, and where the automatic setting goes as n grows (the regular part of λ, not λ) |
 # | [Ensembles](ensemble.html) | `fracsgd.ensemble` | many nets of one architecture trained at once, recorded per member |
+# | [One net's numbers](net_analysis.html) | `fracsgd.net_analysis` | a trajectory table read per net: the eq.-17 slope and $d_s$, crossover and late slope, λ̄, the explored volume's $d_s$; what the ledger keeps |
 # | [Sweeps](sweep.html) | `fracsgd.sweep` | resumable sweeps of run configurations on a process pool or Ray |
 # | [Runner](runner.html) | `fracsgd.runner` | the study protocol; placement, seeds, presets, trained state kept before analysis |
 # | [Results store](store.html) | `fracsgd.store` | one folder per study; `load_study` reads it back in one call |
@@ -102,7 +103,7 @@
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
 # | [Comparing SGD with the posterior](posterior_comparison.html) | `fracsgd.studies.posterior_comparison` | the moons posterior study's analysis from its stored tables: clusters, exponents, $D_\xi$, ξ scan, table 2, figures |
 # | [Study: moons posterior](moons_posterior.html) | `fracsgd.studies.moons_posterior` | paper §4.2: fig. 3–4, table 2 |
-# | [MNIST protocol](mnist_runs.html) | `fracsgd.studies.mnist_runs` | appendix G.1 as one sweep run; one net's eq.-17 numbers |
+# | [MNIST protocol](mnist_runs.html) | `fracsgd.studies.mnist_runs` | appendix G.1 as one sweep run: data, nets, training, evaluation |
 # | [Study: MNIST seeds](mnist_seeds.html) | `fracsgd.studies.mnist_seeds` | paper table 8, fig. 2a, 18, 21 |
 # | [Study: MNIST architectures](mnist_architectures.html) | `fracsgd.studies.mnist_architectures` | paper table 7: 17 architectures, parameter counts checked |
 # | [Study: MNIST ablations](mnist_ablations.html) | `fracsgd.studies.mnist_ablations` | paper appendix H: SGD vs Adam, lr / batch / momentum, fig. 7–17 |
