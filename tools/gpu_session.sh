@@ -7,7 +7,7 @@
 #   bash tools/gpu_session.sh [SECONDS]     # SECONDS: the whole session's deadline (default 450)
 #   DEVICE=cpu PY=.venv/bin/python WHEELS=0 bash tools/gpu_session.sh 90   # a check of this script on a CPU
 #   STEPS=step,seeds SEEDS_LIMIT=330 bash tools/gpu_session.sh 400   # some steps: check, step, seeds, bench, full
-#   STEPS=ablations ABLATION_WORKERS=14 bash tools/gpu_session.sh 560   # resume the committed mnist-ablations run
+#   STEPS=full ABLATION_WORKERS=14 bash tools/gpu_session.sh 560   # the full experiments, mnist-ablations too
 # On a machine that gets a copy of the tree, name the commit sent: FRACSGD_COMMIT=$(git rev-parse --short HEAD) ...
 # (the copy's .git may name another).
 #
@@ -88,20 +88,6 @@ if want full; then
     $(ls /tmp/*.log | sed 's|/tmp/||') 2>/dev/null | split -b 15M - "$OUT/full_results.tgz.part-"
   [ -d /tmp/ab-full ] && tar czf - -C /tmp ab-full ab-full.log | split -b 15M - "$OUT/ablations.tgz.part-"
 fi
-# 6. the mnist-ablations full run, resumed from the folder committed in the repository (its finished runs travel
-#    with the tree), on ABLATION_WORKERS workers until the deadline; the finished runs come back in parts, to be
-#    unpacked over the same folder here and committed (the runner skips them on the next resume)
-PARTIAL=nbs/ledger/partial/mnist-ablations/full
-if want ablations; then
-  t0=$(date +%s.%N)
-  timeout "$(limit 600)" $PY -m fracsgd run mnist-ablations --full --device $DEVICE --workers ${ABLATION_WORKERS:-12} \
-    --no-progress --out $PARTIAL > /tmp/ablations.log 2>&1
-  echo "mnist-ablations --full exit $? after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s, \
-$(ls $PARTIAL/runs | wc -l) of 27 runs in the folder" >> "$OUT/full.log"
-  tail -5 /tmp/ablations.log >> "$OUT/full.log"
-  tar czf - --exclude='trained' --exclude='progress' --exclude='.lock' $PARTIAL | split -b 15M - "$OUT/ablations.tgz.part-"
-fi
-
 # at most 8 files come back from the device tool: the small ones travel in one archive, and are printed too
 cd "$OUT" && for f in machine.txt step.json seeds.log full.log; do [ -f $f ] && { echo "== $f"; cat $f; }; done
 small=$(ls | grep -v -e '\.tgz' -e '\.part-'); [ -n "$small" ] && tar czf small.tgz $small && rm -f $small

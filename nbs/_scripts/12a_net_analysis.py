@@ -22,6 +22,7 @@ from fracsgd.llc import final_llc
 from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
 from fracsgd.crossover import detect_crossover, fit_late_exponent
 
+
 # %% [markdown]
 # Training produces trajectory tables (the [ensemble chapter](ensemble.html): one row per net and recorded step);
 # analysis reads them and never the training loop. The MNIST studies and the CIFAR-10 study take their per-net
@@ -148,6 +149,7 @@ b = analyse_net(bent, n_boot=0)
 assert 200 < b['t_c'] < 450 and abs(b['late_slope'] - 0.3) < 0.02 and 0.3 < b['slope'] < 0.9, b
 {k: b[k] for k in ('t_c', 'late_slope', 'slope', 'd_s', 'd_s_late', 'crossover_note')}
 
+
 # %% [markdown]
 # ## What the ledger keeps of a trajectory
 #
@@ -165,6 +167,7 @@ def compact_trajectories(traj: pd.DataFrame, n_log: int = 60) -> pd.DataFrame:
     picks = set(np.unique(np.geomspace(1, steps.max(), n_log).round())) | {0}
     keep = traj.step.isin([s for s in steps if s in picks]) | traj.llc.notna()
     return traj[keep].reset_index(drop=True)
+
 
 # %%
 t_all = np.arange(0, 2001)

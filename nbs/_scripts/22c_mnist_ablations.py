@@ -35,19 +35,50 @@ torch.set_num_threads(1)   # two cores shared with other work
 
 # %% [markdown]
 # **What this study found**, as the [claims ledger](ledger.html) records it (read from the committed ledger, so it
-# cannot drift from it). Only the quick configuration has run (4 nets per optimizer, 15 of 100 epochs, a corner of
-# the grid), and the paper does not state its sweep at all, so every row reads "not run at paper scale"; its
-# intervals come from 4 nets (marked FEW POINTS), and Spearman intervals from so few points are artefacts of
-# resampling them. The LLCs on this page use the $n\beta$ printed first.
+# cannot drift from it). The full configuration has run on the real MNIST subset: 27 runs, 81 nets of 100 epochs,
+# on our grid (below). The paper does not state its sweep, so the grid is an assumption, the ledger files these
+# rows as `assumed`, and no row can be decisive: every verdict reads "not run at paper scale", and the `rule`
+# column says what the verdict rule makes of the numbers. The quick rows (4 nets per optimizer, 15 epochs) stand
+# beside them. The LLCs use the $n\beta$ printed first.
 
 # %%
 from fracsgd.ledger_checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('mnist-ablations').items():
     print(f'LLC estimates, {label}: {nbeta}')
 found = study_verdicts('mnist-ablations')
-assert (found.verdict == 'not run at paper scale').all() and (found.scale.str.startswith('reduced')).all()
-assert found.why.str.contains('FEW POINTS').sum() >= 10
+full_rows, quick_rows = found[found.config == 'full'], found[found.config == 'quick']
+assert (found.verdict == 'not run at paper scale').all() and len(full_rows) + len(quick_rows) == len(found)
+assert len(full_rows) == 19 and full_rows.scale.str.startswith('assumed').all() and quick_rows.scale.str.startswith('reduced').all()
+assert quick_rows.why.str.contains('FEW POINTS').sum() >= 10 and not full_rows.why.str.contains('FEW POINTS').any()
 found.drop(columns='what')
+
+# %% [markdown]
+# What the full grid says (Spearman ρ over the 36 nets of each optimizer's plain grid, 95% bootstrap intervals;
+# every number is checked against the committed summary in the full results section):
+#
+# * **The optimizer table is not matched, and could not be at an unknown grid.** Mean $d_s$: SGD 40.0
+#   [37.3, 42.8], Adam 20.9 [13.0, 28.9], where the paper has 7.8 and 0.41; mean final LLC: SGD 47.5, Adam 25.1
+#   (paper 12.5 and 3.1). The ordering holds (SGD above Adam in both). Test accuracy does not: SGD 86.3%, Adam
+#   95.5% (paper 94.1% and 90.4%); our SGD mean is pulled down by learning rate 1e-4, where plain SGD has not
+#   converged in 100 epochs (56–84% per grid point). A mean over a sweep measures the sweep as much as the
+#   optimizer.
+# * **Learning rate (fig. 9, 11).** With Adam, $d_s$ falls with the learning rate as far as a rank correlation
+#   can show it: ρ = −0.943, the bound for three learning rates of 12 tied nets each, so every net at a larger
+#   rate has the smaller $d_s$. At lr 1e-2 Adam's final LLC is near zero (0.001–0.04 per grid point). With SGD,
+#   fig. 11 reports little correlation of λ with the learning rate and a substantial one of $d_s$; here the LLC
+#   moves more (ρ = 0.90 [0.83, 0.93]) than $d_s$ (0.58 [0.23, 0.77]).
+# * **Batch size and momentum (fig. 8, 10).** Over SGD's whole plain grid neither $d_s$ (ρ = −0.12 [−0.46, 0.25])
+#   nor the final LLC (−0.24 [−0.52, 0.10]) correlates with the batch size; within learning rates 1e-4 and 1e-3
+#   the final LLC does fall with every doubling of the batch (the grid table below), and at 1e-2 it does not.
+#   Momentum at one point (12 nets) gives ρ = −0.19 [−0.70, 0.94]: no relation can be read, as fig. 8 claims one.
+# * **Accuracy (fig. 12–13).** With Adam, $d_s$ relates to test accuracy a little more strongly than the final LLC
+#   does (ρ = −0.54 [−0.78, −0.19] against −0.47 [−0.71, −0.12]), as the paper says, with overlapping intervals.
+# * **Displacement (fig. 14–17).** The final displacement follows the final LLC strongly for SGD (ρ = 0.93
+#   [0.78, 0.98]), as appendix H.0.1 says, and just as strongly, with the opposite sign, for Adam (−0.94
+#   [−0.97, −0.86]), where the paper reports a weak relation. Eq. 17 fitted on the first half of a run ranks the
+#   final displacements almost perfectly (ρ = 0.99) because they span three orders of magnitude across the grid,
+#   but as a prediction it fails: median held-out r² −6.1, and it overshoots the final $R$ by a median 31%
+#   [29%, 34%].
 
 
 # %% [markdown]
@@ -75,8 +106,9 @@ found.drop(columns='what')
 # **Quick vs full.** `QUICK` runs SGD and Adam at two learning rates and batch 256, plus SGD with momentum 0.9,
 # two nets each (trained together), for 15 epochs (300 steps); its relations with batch size are empty (one batch
 # size); `FULL` is the grid above at 100 epochs, 3 nets per point (27 runs, 81 nets; more steps than
-# the seeds study, since batch 32 takes 157 steps an epoch: a GPU job, `fracsgd run mnist-ablations --full`, or
-# with `--backend ray` on a cluster). `SMOKE` (five nets of 784-16-10 on 100 images, 40 steps) is for the tests.
+# the seeds study, since batch 32 takes 157 steps an epoch: about 2 h on an idle 2-core CPU with two workers,
+# `fracsgd run mnist-ablations --full`, or with `--backend ray` on a cluster). `SMOKE` (five nets of 784-16-10 on
+# 100 images, 40 steps) is for the tests.
 
 # %%
 #| export
@@ -303,63 +335,78 @@ STUDY = MNISTAblations()
 # ```
 #
 # then `fracsgd.ledger.keep_results('results/mnist-ablations-full')` records the claims and keeps the per-net table,
-# the compact trajectories and the measured times under `nbs/ledger/compact/mnist-ablations/full/`. A first full run
-# on this project's 2-core CPU (2026-11-24 to 27, about 10 hours of runs over several sittings) is **not** committed:
-# 25 of its 27 runs were resumed without `FRACSGD_DATA` and read a stand-in of 5,000 other digits, 2 read the MNIST
-# test set, so it is not one experiment. The runner now refuses such a resume ([runner](runner.html)). The
-# committed compact results, with the time and the machine, when they are in the repository:
+# the compact trajectories and the measured times under `nbs/ledger/compact/mnist-ablations/full/`.
+#
+# **How the committed run was made.** On this project's 2-core CPU, over four sittings (2026-11-24 to 27), with
+# two workers of one thread each, on the real MNIST files. A sitting's machine starts empty, so between sittings the
+# runner's own folder (the finished runs, without its scratch) was committed and resumed; the runner skips finished
+# runs, and a run cut off by the end of a sitting starts again. An earlier attempt is not in the repository: 25 of
+# its 27 runs were resumed without `FRACSGD_DATA`, read a stand-in of 5,000 other digits, and so were not one
+# experiment with the other two; the runner now refuses such a resume ([runner](runner.html)). The recorded time,
+# 10.1 h of runs (the sum over runs; two ran at once), overstates the cost: in the earlier sittings the runs
+# shared the two cores with the test suite, and six of them (26e23c1e, 4733340b, 7209ad64, ccc2454d, 5f6b1b05,
+# c019fe29) also count pauses of 5 to 19 minutes. The last sitting's 11 runs had the machine to themselves and
+# took 45 min of wall clock; at their minutes per run (the table below: 21 at batch 32, 11 at 64, 5.3 at 128,
+# 2.7 at 256, 85–90% of it the LLC estimates along training) the whole grid takes about 2 h on two idle cores.
+# On a GPU the runs are bound by the host's operator dispatch (see the [benchmarks](bench.html)).
 
 # %%
 from IPython.display import display
 from fracsgd.core import read_table
 from fracsgd.provenance import committed_result
-full = committed_result('mnist-ablations', needs='per_net.csv')
+from fracsgd.sweep import unique_runs
+full = committed_result('mnist-ablations', needs='per_net.csv', run_keys=unique_runs(runs(FULL)))
 if full:
-    full_dir, prov, timing = full['folder'], full['provenance'], full['timing']
-    print(f"FULL configuration, {prov['config_hash']}: {timing['seconds'] / 3600:.1f} h of runs "
-          f"({prov['session']['time']}, {prov['session']['device']})")
+    full_dir = full['folder']
+    print(full['line'])
     full_nets = read_table(full_dir / 'per_net.csv')
     assert len(full_nets) == 81 and full_nets.groupby(['optimizer', 'lr', 'batch_size', 'momentum']).size().eq(3).all()
-    display(read_table(full_dir / 'summary.csv'))
-    plt.show(plot_grids(full_nets, 'FULL (our assumed grid): fig. 7 and 9'))
-    plt.show(plot_relations(full_nets, 'FULL (our assumed grid): fig. 8, 12-17'))
+    full_runs = read_table(full_dir / 'runs.parquet')
+    assert (full_runs.status == 'done').all() and full_runs.data_source.str.startswith('IDX files').all()
+    assert abs(full['timing']['seconds'] / 3600 - 10.1) < 0.05
+    full_summary = read_table(full_dir / 'summary.csv')
+    display(full_summary)
 
 # %% [markdown]
-# **The full run in progress.** The run takes longer than one sitting of this project's machine, and the machine
-# starts empty at every sitting. So the runner's own folder for it is committed: the finished runs, without the
-# runner's scratch (trained weights, progress, lock), under `nbs/ledger/partial/mnist-ablations/full/`. Either of
-# these resumes it; the runner skips the finished runs and refuses to add runs that read other data:
-#
-# ```
-# FRACSGD_DATA=/path/to/data fracsgd run mnist-ablations --full --out nbs/ledger/partial/mnist-ablations/full
-# STEPS=ablations ABLATION_WORKERS=14 bash tools/gpu_session.sh 560      # on a machine with one GPU
-# ```
-#
-# What it costs: on the 2-core CPU, with other jobs on it, a run at batch 64 (7,900 SGD steps, 79 LLC estimates)
-# took 30–45 min and one at batch 32 50–65 min (the table below). Most of the time goes to the LLC estimates
-# (400 SGLD steps of the 3 nets at batch 256, every 100 SGD steps), not to training. On the H100, the
-# architectures' runs (5,000 SGD steps and 50 LLC estimates each) took 2–3.5 min with 12 at once. The ablation
-# runs are 0.4 to 3 times that work, so the whole grid would take roughly 10 min on that card with 14 workers, the
-# batch-32 runs (about 6–11 min each) setting the pace. That is a projection, not a measurement. The runs
-# finished so far, with their wall-clock minutes as recorded. Six of them (26e23c1e, 4733340b, 7209ad64, ccc2454d,
-# 5f6b1b05 and c019fe29, finished on 2026-11-27) also count the time the run was paused, 5 to 19 minutes at a time, while the
-# test suite was timed on the same two cores, so their minutes read high:
+# The grid point by point: the mean over its 3 nets of the eq.-17 slope, the final and mean LLC, $d_s$, test
+# accuracy, the final displacement and the eq.-17 prediction's ratio to it, and the run's recorded minutes:
 
 # %%
-import json
-from fracsgd.runner import data_identity
-from fracsgd.sweep import unique_runs
-partial = Path('ledger/partial/mnist-ablations/full')
-planned = unique_runs(runs(FULL))
-finished = {p.parent.name: json.loads(p.read_text()) for p in sorted(partial.glob('runs/*/run.json'))}
-assert set(finished) <= set(planned)                      # every finished run is one of the FULL grid's
-progress = pd.DataFrame([dict(optimizer=planned[k].optimizer, lr=planned[k].lr, batch_size=planned[k].batch_size,
-                              momentum=planned[k].momentum, minutes=round(r['seconds'] / 60, 1),
-                              data=data_identity(r['metrics']['data_source'])) for k, r in finished.items()])
-if len(progress):
-    assert progress.data.str.startswith('IDX files').all() and progress.data.nunique() == 1   # the MNIST files, one source
-print(f"{len(finished)} of {len(planned)} runs of the FULL grid finished")
-progress
+if full:
+    by_point = (full_nets.groupby(['optimizer', 'lr', 'batch_size', 'momentum'])
+                [['slope', 'llc_final', 'llc_mean', 'd_s', 'test_accuracy', 'R_final', 'prediction_ratio']].mean()
+                .join(full_runs.set_index(['optimizer', 'lr', 'batch_size', 'momentum']).seconds.div(60)
+                      .rename('minutes')))
+    v = full_summary.set_index('quantity')
+    r = lambda q, k=2: [round(x, k) for x in v.loc[q, ['value', 'ci_low', 'ci_high']]]
+    # the numbers the opening of this page quotes
+    assert r('sgd: mean d_s', 1) == [40.0, 37.3, 42.8] and r('adam: mean d_s', 1) == [20.9, 13.0, 28.9]
+    assert round(v.value['sgd: mean final LLC'], 1) == 47.5 and round(v.value['adam: mean final LLC'], 1) == 25.1
+    assert round(v.value['sgd: mean test accuracy (%)'], 1) == 86.3 and round(v.value['adam: mean test accuracy (%)'], 1) == 95.5
+    assert round(v.value['adam: Spearman rho, lr vs d_s'], 3) == -0.943
+    assert r('sgd: Spearman rho, lr vs llc_final') == [0.90, 0.83, 0.93] and r('sgd: Spearman rho, lr vs d_s') == [0.58, 0.23, 0.77]
+    assert r('sgd: Spearman rho, batch_size vs d_s') == [-0.12, -0.46, 0.25]
+    assert r('sgd: Spearman rho, batch_size vs llc_final') == [-0.24, -0.52, 0.10]
+    assert r('sgd: Spearman rho, momentum vs d_s') == [-0.19, -0.70, 0.94]
+    assert r('adam: Spearman rho, d_s vs test_accuracy') == [-0.54, -0.78, -0.19]
+    assert r('adam: Spearman rho, llc_final vs test_accuracy') == [-0.47, -0.71, -0.12]
+    assert r('sgd: Spearman rho, R_final vs llc_final') == [0.93, 0.78, 0.98] and r('adam: Spearman rho, R_final vs llc_final') == [-0.94, -0.97, -0.86]
+    assert round(v.value['Spearman rho, predicted vs measured final R'], 2) == 0.99
+    assert round(v.value['median held-out r² of the eq.-17 prediction'], 1) == -6.1
+    assert r('median predicted / measured final R') == [1.31, 1.29, 1.34]
+    sgd_acc = by_point.loc[('sgd', 1e-4)].test_accuracy
+    assert 0.55 < sgd_acc.min() and sgd_acc.max() < 0.85                          # lr 1e-4: not converged
+    assert by_point.loc[('adam', 1e-2)].llc_final.between(0, 0.05).all()
+    for lr in (1e-4, 1e-3):                                                       # the LLC falls with each doubling
+        assert by_point.loc[('sgd', lr, slice(None), 0.0)].llc_final.is_monotonic_decreasing
+    assert not by_point.loc[('sgd', 1e-2, slice(None), 0.0)].llc_final.is_monotonic_decreasing
+    assert full_nets.R_final.max() / full_nets.R_final.min() > 1e3
+    display(by_point.round(3))
+
+# %%
+if full:
+    plt.show(plot_grids(full_nets, 'FULL (our assumed grid): fig. 7 and 9'))
+    plt.show(plot_relations(full_nets, 'FULL (our assumed grid): fig. 8, 12-17'))
 
 # %% [markdown]
 # ## Results of the quick configuration (committed)
