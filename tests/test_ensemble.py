@@ -71,6 +71,8 @@ CASES = {
                         lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3)),
     'adam': (dict(optimizer='adam', lr=3e-3, betas=(0.9, 0.99), weight_decay=1e-4), False,
              lambda p: torch.optim.Adam(p, lr=3e-3, betas=(0.9, 0.99), weight_decay=1e-4)),
+    'adamw': (dict(optimizer='adamw', lr=3e-3, betas=(0.9, 0.99), weight_decay=1e-2), False,
+              lambda p: torch.optim.AdamW(p, lr=3e-3, betas=(0.9, 0.99), weight_decay=1e-2)),
     'batchnorm-sgd-momentum': (dict(optimizer='sgd', lr=0.05, momentum=0.9, dampening=0.1), True,
                                lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, dampening=0.1)),
 }

@@ -34,7 +34,7 @@ def test_table7_parameter_counts_are_our_nets_weights():
         assert sum(w.numel() for w in net.parameters() if w.dim() == 2) == params, hidden
 
 
-@pytest.mark.parametrize('module, label', [(architectures, 'quick'), (ablations, 'quick')])
+@pytest.mark.parametrize('module, label', [(architectures, 'quick'), (ablations, 'quick'), (ablations, 'full')])
 def test_run_keys_of_the_committed_results(module, label):
     prov = json.loads((COMPACT / module.STUDY.name / label / 'provenance.json').read_text())
     assert sorted(unique_runs(module.STUDY.runs(module.STUDY.config(label)))) == prov['run_keys']
@@ -66,6 +66,25 @@ def test_ablations_smoke_grid_and_relations(tmp_path, mnist_files):
     assert (n.R_predicted > 0).all() and np.allclose(n.prediction_ratio, n.R_predicted / n.R_final)
     for name in ablations.STUDY.keep + ('summary.csv', 'grids.png', 'relations.png'):
         assert (res['folder'] / name).exists(), name
+
+
+def test_ablations_with_adamw_and_weight_decay(tmp_path, mnist_files):
+    # the arXiv version's ablations: AdamW and a weight-decay axis, through the same runner and report
+    from dataclasses import replace
+    cfg = replace(ablations.SMOKE, optimizers=('sgd', 'adamw'), lrs=(1e-2,), weight_decays=(0.0, 0.1))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        res = run_study(ablations.STUDY, config=cfg, folder=tmp_path / 'adamw', device='cpu', dtype='float64',
+                        progress=False)
+    assert res['counts']['done'] == 2 * 2 + 1 and res['counts']['failed'] == 0
+    n, s = res['nets'], res['summary'].set_index('quantity')
+    assert set(map(tuple, n[['optimizer', 'weight_decay']].values)) == {('sgd', 0.0), ('sgd', 0.1), ('adamw', 0.0),
+                                                                        ('adamw', 0.1)}
+    plain = n[(n.optimizer == 'adamw') & (n.momentum == 0)]
+    assert s.loc['adamw: mean d_s', 'value'] == pytest.approx(plain.d_s.mean())       # pooled over weight decays
+    assert ablations.relation_name('adamw', 'lr', 'd_s') in s.index and 'adam: mean d_s' not in s.index
+    # the weight-decay axis stays out of the keys of runs without it: the committed runs keep theirs
+    assert [r.weight_decay for r in ablations.runs(ablations.FULL)] == [0.0] * 27
 
 
 def test_stand_in_data_is_labelled_for_the_ledger(tmp_path):

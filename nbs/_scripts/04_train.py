@@ -49,12 +49,12 @@ def _check_data(model, X, y, loss_fn):
 
 def make_optimizer(params, optimizer: str = 'sgd', lr: float = 1e-2, momentum: float = 0.,
                    weight_decay: float = 0.):
-    "The optimizer by name: 'sgd' (with optional momentum) or 'adam'."
+    "The optimizer by name: 'sgd' (with optional momentum), 'adam' (L2 weight decay) or 'adamw' (decoupled)."
     if optimizer == 'sgd':
         return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
-    if optimizer == 'adam':
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-    raise ValueError(f"unknown optimizer {optimizer!r}: use 'sgd' or 'adam'")
+    if optimizer in ('adam', 'adamw'):
+        return (torch.optim.Adam if optimizer == 'adam' else torch.optim.AdamW)(params, lr=lr, weight_decay=weight_decay)
+    raise ValueError(f"unknown optimizer {optimizer!r}: use 'sgd', 'adam' or 'adamw'")
 
 def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batch_size: int,
           epochs: int | None = None, steps: int | None = None, optimizer: str = 'sgd', momentum: float = 0.,

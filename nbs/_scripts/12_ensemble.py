@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Ensembles
 #
-# > Many nets of one architecture trained at once: each member with its own initialization and minibatch order, SGD with momentum or Adam on stacked tensors, batch norm kept per member, one trajectory table with a `member` column, and chunks that fit a memory budget.
+# > Many nets of one architecture trained at once: each member with its own initialization and minibatch order, SGD with momentum, Adam or AdamW on stacked tensors, batch norm kept per member, one trajectory table with a `member` column, and chunks that fit a memory budget.
 
 # %%
 #| default_exp ensemble
@@ -68,10 +68,12 @@ torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids
 
 # %%
 #| export
+OPTIMIZERS = ('sgd', 'adam', 'adamw')      # torch.optim's update rules, on stacked tensors
+
 @dataclass(frozen=True)
 class EnsembleSettings:
     "Everything that decides an ensemble's training; `every` and `groups` as for `Recorder`."
-    optimizer: str = 'sgd'                  # 'sgd' or 'adam', with torch.optim's update rules
+    optimizer: str = 'sgd'                  # 'sgd', 'adam' or 'adamw', with torch.optim's update rules
     lr: float = 0.01
     momentum: float = 0.0
     dampening: float = 0.0
@@ -89,8 +91,8 @@ class EnsembleSettings:
     memory_budget: int | None = None        # bytes per chunk; None: default_memory_budget(device)
 
     def __post_init__(self):
-        if self.optimizer not in ('sgd', 'adam'):
-            raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         check_range('lr', self.lr, 0, low_ok=False)
         check_range('momentum', self.momentum, 0)
         if not 0 <= self.dampening <= 1:
@@ -161,18 +163,22 @@ for bad, word in [(dict(optimizer='rmsprop'), 'optimizer'), (dict(lr=0), 'lr'), 
 #   AdamW): $m \leftarrow \beta_1 m + (1-\beta_1) g$, $v \leftarrow \beta_2 v + (1-\beta_2) g^2$, and
 #   $w \leftarrow w - \frac{\eta}{1-\beta_1^t}\, m \big/ \big(\sqrt{v}/\sqrt{1-\beta_2^t} + \epsilon\big)$,
 #   with $\epsilon$ added *after* the bias-corrected square root.
+# * **AdamW** (Loshchilov & Hutter's decoupled weight decay, as `torch.optim.AdamW`): the same update on the bare
+#   gradient, after the weights shrink by $w \leftarrow (1 - \eta\lambda)\, w$. The two versions of the paper
+#   name different optimizers for their MNIST ablations (Adam in the ICLR version, AdamW with a weight-decay axis
+#   in the arXiv version), so both are here.
 #
 # The parameters are updated in place, so they may be views of a larger tensor (the ensemble's flat weights).
-# The gradients are consumed: weight decay is added to them in place.
+# The gradients are consumed: weight decay is added to them in place (SGD, Adam).
 
 # %%
 #| export
 class StackedOptimizer:
-    "`torch.optim`'s SGD or Adam under `settings`, applied in place to the tensors `params` (any shapes)."
+    "`torch.optim`'s SGD, Adam or AdamW under `settings`, applied in place to the tensors `params` (any shapes)."
     def __init__(self, params: Sequence[torch.Tensor], settings: EnsembleSettings):
         self.params, self.s, self.t = list(params), settings, 0
         zeros = lambda: [torch.zeros_like(p) for p in self.params]
-        if settings.optimizer == 'adam':
+        if settings.optimizer in ('adam', 'adamw'):
             self.exp_avg, self.exp_avg_sq = zeros(), zeros()
         elif settings.momentum:
             self.momentum_buffer = zeros()
@@ -182,9 +188,11 @@ class StackedOptimizer:
         "One update of every parameter with the gradients `grads` (same shapes; changed in place)."
         self.t += 1
         grads = list(grads)
-        if self.s.weight_decay:
+        if self.s.weight_decay and self.s.optimizer == 'adamw':              # decoupled: the weights shrink
+            torch._foreach_mul_(self.params, 1 - self.s.lr * self.s.weight_decay)
+        elif self.s.weight_decay:                                              # L2: added to the gradient
             torch._foreach_add_(grads, self.params, alpha=self.s.weight_decay)
-        if self.s.optimizer == 'adam':
+        if self.s.optimizer in ('adam', 'adamw'):
             self._adam(grads)
         else:
             self._sgd(grads)
@@ -239,7 +247,9 @@ cases = [(EnsembleSettings(lr=0.1), lambda p: torch.optim.SGD(p, lr=0.1)),
          (EnsembleSettings(lr=0.1, momentum=0.9, nesterov=True),
           lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True)),
          (EnsembleSettings(optimizer='adam', lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
-          lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1))]
+          lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)),
+         (EnsembleSettings(optimizer='adamw', lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
+          lambda p: torch.optim.AdamW(p, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1))]
 errors = [against_torch_optim(s, make) for s, make in cases]
 assert max(errors) < 1e-13, errors
 errors
@@ -288,7 +298,7 @@ def member_bytes(template: nn.Module, sample_input: torch.Tensor, settings: Ense
     """Estimated bytes one member needs during a step on a minibatch shaped like `sample_input`
     [batch, ...]: parameters with their state, plus activations and their gradients."""
     params = list(template.parameters())
-    per_param = 3 + (2 if settings.optimizer == 'adam' else int(settings.momentum > 0))  # w, w0, grad, state
+    per_param = 3 + (2 if settings.optimizer in ('adam', 'adamw') else int(settings.momentum > 0))  # w, w0, grad, state
     param_bytes = per_param * sum(p.numel() * p.element_size() for p in params)
     counted = []
     def count(module, inputs, output):

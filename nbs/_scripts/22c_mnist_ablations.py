@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.core import write_table, save_figures
+from fracsgd.core import added_field, write_table, save_figures
 from fracsgd.crossover import predict_displacement
 from fracsgd.store import load_study
 from fracsgd.net_analysis import analyse_nets, compact_trajectories
@@ -96,6 +96,7 @@ found.drop(columns='what')
 # | the architecture | 784-128-64-32-10 with batch norm, the seeds study's |
 # | the grid values of learning rate, batch size and momentum | `FULL`: lr 1e-4, 1e-3, 1e-2; batch 32, 64, 128, 256; SGD momentum 0.5, 0.9, 0.99 at lr 1e-3, batch 256 |
 # | Adam's β's and ε | PyTorch's defaults (0.9, 0.999, 1e-8) |
+# | Adam or AdamW, and weight decay | the versions disagree: the ICLR version names SGD and Adam; the arXiv version says SGD and AdamW, with the weight decay varied too. `QUICK` and `FULL` follow the ICLR version, whose table this page compares with; `optimizers=('sgd', 'adamw')` and `weight_decays` (a third grid axis, default 0 only) give the arXiv version's (`tests/test_mnist_studies.py` runs it) |
 # | the epochs | 100, as for the seeds study |
 # | nets per grid point | `FULL`: 3 seeds; the figures are scatter plots of single runs |
 # | the LLC setting and $d_s$ reading | as in the seeds study: table 3 with devinterp's $n\beta$, $d_s = 2\bar\lambda\times$slope |
@@ -115,7 +116,7 @@ found.drop(columns='what')
 @dataclass(frozen=True)
 class MNISTAblationsConfig:
     "Settings of the MNIST ablation study (paper appendix H)."
-    optimizers: tuple = ('sgd', 'adam')
+    optimizers: tuple = ('sgd', 'adam')     # any of ensemble.OPTIMIZERS: 'adamw' is the arXiv version's
     lrs: tuple = (1e-3, 1e-2)
     batch_sizes: tuple = (256,)
     momenta: tuple = (0.9,)                 # extra SGD runs at (momentum_lr, momentum_batch) with these momenta
@@ -129,6 +130,7 @@ class MNISTAblationsConfig:
     ds_llc: str = 'mean'
     n_boot: int = 200
     n_images: int = 10_000                  # the subset of MNIST, half of it held out
+    weight_decays: tuple = added_field((0.0,))  # the arXiv version's third axis (the ICLR version has none)
 
 QUICK = MNISTAblationsConfig()
 FULL = replace(QUICK, lrs=(1e-4, 1e-3, 1e-2), batch_sizes=(32, 64, 128, 256), momenta=(0.5, 0.9, 0.99),
@@ -137,11 +139,12 @@ SMOKE = replace(QUICK, lrs=(1e-3, 1e-2), batch_sizes=(16,), momenta=(0.9,), mome
                 hidden=(16,), epochs=10, llc='smoke', llc_every=8, n_boot=20, n_images=100)
 
 def grid(cfg: MNISTAblationsConfig) -> list[dict]:
-    "The grid points: optimizer × lr × batch (momentum 0), then SGD at the momentum point with each momentum."
-    points = [dict(optimizer=o, lr=lr, batch_size=b, momentum=0.0)
-              for o, lr, b in itertools.product(cfg.optimizers, cfg.lrs, cfg.batch_sizes)]
-    return points + [dict(optimizer='sgd', lr=cfg.momentum_lr, batch_size=cfg.momentum_batch, momentum=m)
-                     for m in cfg.momenta]
+    """The grid points: optimizer × lr × batch × weight decay (momentum 0), then SGD at the momentum point with
+    each momentum (no weight decay)."""
+    points = [dict(optimizer=o, lr=lr, batch_size=b, momentum=0.0, weight_decay=w)
+              for o, lr, b, w in itertools.product(cfg.optimizers, cfg.lrs, cfg.batch_sizes, cfg.weight_decays)]
+    return points + [dict(optimizer='sgd', lr=cfg.momentum_lr, batch_size=cfg.momentum_batch, momentum=m,
+                          weight_decay=0.0) for m in cfg.momenta]
 
 def runs(cfg: MNISTAblationsConfig) -> list[MNISTRun]:
     "One run per grid point, `nets_per_point` nets each, with seeds that differ between points."
@@ -181,7 +184,7 @@ def per_net(folder, cfg: MNISTAblationsConfig) -> tuple[pd.DataFrame, pd.DataFra
     study = load_study(folder)
     record_data_source(folder, study.runs)
     traj, nets = study.trajectories, study.tables['nets']
-    point = study.runs.set_index('key')[['optimizer', 'lr', 'batch_size', 'momentum']]
+    point = study.runs.set_index('key')[['optimizer', 'lr', 'batch_size', 'momentum', 'weight_decay']]
     rows = [dict(key=key, run=run, **point.loc[key].to_dict(), **_prediction(g),
                  **analyse_nets(g, ds_llc=cfg.ds_llc, n_boot=cfg.n_boot).iloc[0].drop('run').to_dict())
             for (key, run), g in traj.groupby(['key', 'run'])]
@@ -227,9 +230,10 @@ def summarize(nets: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
                  stat_row(f'{opt}: sd final LLC', g.llc_final, sd, n_boot),
                  stat_row(f'{opt}: mean test accuracy (%)', 100 * g.test_accuracy, mean, n_boot)]
     for fig, opt, x, y in RELATIONS:
-        g = plain[plain.optimizer == opt]
-        rows.append(summary_row(relation_name(opt, x, y), *spearman_interval(g[x], g[y], n_boot),
-                                f'{fig}; {len(g)} nets'))
+        for o in sorted({o for o in plain.optimizer if o in (opt, opt + 'w')}):   # Adam's relations for AdamW too
+            g = plain[plain.optimizer == o]
+            rows.append(summary_row(relation_name(o, x, y), *spearman_interval(g[x], g[y], n_boot),
+                                    f'{fig}; {len(g)} nets'))
     mom = momentum_nets(nets)
     rows.append(summary_row(relation_name('sgd', 'momentum', 'd_s'), *spearman_interval(mom.momentum, mom.d_s, n_boot),
                      f'fig. 8; {len(mom)} nets at one (lr, batch)'))
@@ -254,16 +258,19 @@ def summarize(nets: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
 # %%
 #| export
 def plot_grids(nets: pd.DataFrame, title: str = ''):
-    "Heat maps of d_s and the final LLC over (batch size, lr), one row per optimizer (paper fig. 7, 9)."
-    plain = nets[nets.momentum == 0]
-    opts = sorted(plain.optimizer.unique())
-    fig, axes = plt.subplots(len(opts), 2, figsize=(9, 3.3 * len(opts)), squeeze=False)
-    for row, opt in zip(axes, opts):
+    """Heat maps of d_s and the final LLC over (batch size, lr), one row per optimizer and weight decay (paper
+    fig. 7, 9); each cell the mean over its nets."""
+    plain = nets[nets.momentum == 0].assign(weight_decay=nets.get('weight_decay', 0.0))
+    rows = sorted(plain[['optimizer', 'weight_decay']].drop_duplicates().itertuples(index=False))
+    fig, axes = plt.subplots(len(rows), 2, figsize=(9, 3.3 * len(rows)), squeeze=False)
+    for row, (opt, wd) in zip(axes, rows):
         for ax, col in zip(row, ('d_s', 'llc_final')):
-            m = plain[plain.optimizer == opt].pivot_table(index='batch_size', columns='lr', values=col)
+            m = plain[(plain.optimizer == opt) & (plain.weight_decay == wd)].pivot_table(
+                index='batch_size', columns='lr', values=col)
             im = ax.imshow(m.values, cmap='viridis', aspect='auto')
             ax.set(xticks=range(len(m.columns)), xticklabels=[f'{v:g}' for v in m.columns], xlabel='learning rate',
-                   yticks=range(len(m.index)), yticklabels=m.index, ylabel='batch size', title=f'{opt}: {col}')
+                   yticks=range(len(m.index)), yticklabels=m.index, ylabel='batch size',
+                   title=f'{opt}' + (f', weight decay {wd:g}' if wd else '') + f': {col}')
             for (i, j), v in np.ndenumerate(m.values):
                 ax.text(j, i, f'{v:.1f}', ha='center', va='center', color='w', fontsize=8)
             fig.colorbar(im, ax=ax)
