@@ -164,6 +164,9 @@ def plot_relations(nets: pd.DataFrame, title: str = ''):
         if fig_name == 'fig. 14-15':
             lim = [nets[[x, y]].min().min(), nets[[x, y]].max().max()]
             ax.plot(lim, lim, 'k:', lw=1)
+        if x == 'R_final':                            # displacements span orders of magnitude across a grid
+            ax.set_xscale('log')
+            ax.set_yscale('log' if y == 'R_predicted' else 'linear')
         ax.set(xlabel=x, ylabel=y, title=fig_name)
         ax.legend(fontsize=7)
     fig.suptitle(title)

@@ -39,7 +39,6 @@ from fracsgd.models import make_mlp
 from fracsgd.displacement import Recorder, log_steps
 torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs
 
-
 # %% [markdown]
 # Most of the paper's evidence is statistics over many identical networks that differ only in their random
 # initialization: 500 moons nets for the posterior-concentration experiment (Hennick & De Baerdemacker,
