@@ -147,7 +147,10 @@ assert [round(x, 2) for x in _l.loc[('tab3-llc-settings', 'held-out-stand-in'), 
 #   on a grid of our choosing, since the paper states none: its optimizer table's means are 4 to 50 times the
 #   paper's (they measure the sweep as much as the optimizer), and of its figures' relations, some hold on our grid
 #   (SGD's displacement follows its final LLC), some do not (Adam's follows it too, inversely: together they trace
-#   one curve that rises and then falls; batch size and momentum show no relation). Table 8's seed-to-seed sd of $d_s$ (4.34) is as large as most of table 7's differences. Tables 1
+#   one curve that rises and then falls; batch size and momentum show no relation). The falling side is at least
+#   partly the estimator's: table 3's fixed setting reads batch norm's weight scale as flatness (scaling a net's
+#   hidden weights 8-fold leaves its function unchanged and lowers the estimate about 30-fold), so Adam's LLC rows
+#   carry that caveat. Table 8's seed-to-seed sd of $d_s$ (4.34) is as large as most of table 7's differences. Tables 1
 #   and 4–6 ran only on stand-ins.
 
 # %% [markdown]
