@@ -15,9 +15,9 @@ import torch.nn.functional as F
 
 from .core import default_device
 from .displacement import Recorder, log_steps
-from .ensemble import EnsembleSettings, EnsembleTrainer, batched_forward, member_losses
+from .ensemble import EnsembleSettings, EnsembleTrainer
 from .models import make_mlp
-from .stack import ModelStack, chain_minibatches, chain_seed, cross_entropy_loss
+from .stack import ModelStack, batched_forward, chain_minibatches, chain_seed, cross_entropy_loss, member_losses
 from .bench import report, timed
 
 # %% auto #0

@@ -13,9 +13,8 @@ from torch import nn
 from sklearn.cluster import AgglomerativeClustering, KMeans
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 
-from .ensemble import batched_forward
 from .sgld import SGLDSampler, SGLDSettings
-from .stack import ModelStack, model_dtype, placement, resolve_loss
+from .stack import ModelStack, batched_forward, model_dtype, placement, resolve_loss
 
 # %% auto #0
 __all__ = ['SILHOUETTE_STRONG', 'SILHOUETTE_NONE', 'ARI_STRONG', 'POSTERIOR_PAPER', 'K_RULES', 'probe_grid', 'predict_on_probe',

@@ -16,7 +16,7 @@ from .stack import as_data, resolve_loss
 
 # %% auto #0
 __all__ = ['CRITICALITY_LIMIT', 'RADIUS_TOLERANCE', 'quadratic_llc', 'gradient_pull_bound', 'quadratic_drop',
-           'full_data_gradient', 'gradient_drop', 'criticality_problem', 'hessian_vector_product', 'lanczos_quadrature',
+           'full_data_gradient', 'GradientDrop', 'criticality_problem', 'hessian_vector_product', 'lanczos_quadrature',
            'quadratic_reference', 'radius_reading', 'radius_test']
 
 # %% ../nbs/10b_criticality.ipynb #a12904df
@@ -59,16 +59,33 @@ def full_data_gradient(f: Callable, stack, flat: torch.Tensor, buffers: dict, X:
         total += torch.cat([g.reshape(K, -1) for g in grads], 1).double()
     return total / len(X)
 
-def gradient_drop(gradient: torch.Tensor, w_star: torch.Tensor, n_chains: int) -> Callable:
-    """A `record` for `SGLDSampler`: at each draw, g.(w - w*) [chains] for the models' full-data gradients
-    `gradient` [models, params] at `w_star` [models, params], `n_chains` chains each. It reads the sampler's flat
-    weights (`takes_flat`), so no dict of parameter views is made and joined again at every draw."""
-    g = gradient.to(w_star.dtype).repeat_interleave(n_chains, 0)
-    w0 = w_star.repeat_interleave(n_chains, 0)
-    def record(w: torch.Tensor, buffers: dict) -> torch.Tensor:
-        return ((w - w0) * g).sum(1, dtype=torch.float64)
-    record.takes_flat = True                     # the sampler passes its flat weights [chains, params], not a dict
-    return record
+class GradientDrop:
+    """A `record` for `SGLDSampler` that measures g.(w - w*) over the draws, for the models' full-data gradients
+    `gradient` [models, params] at `w_star` [models, params], `n_chains` chains each. The product is linear in w,
+    so the record only sums the chains' flat weights (`takes_flat`) in float64, one in-place addition per draw;
+    `mean()` gives the mean over each model's chains and draws [models]. The sampler calls `reset()` before each
+    try, so a diverged try leaves nothing behind."""
+    takes_flat = True                            # the sampler passes its flat weights [chains, params]
+    def __init__(self, gradient: torch.Tensor, w_star: torch.Tensor, n_chains: int):
+        self.gradient, self.w_star, self.n_chains = gradient.double(), w_star.double(), n_chains
+        self.reset()
+
+    def reset(self):
+        self.total, self.count = 0.0, 0
+
+    def __call__(self, w: torch.Tensor, buffers: dict) -> None:
+        if self.count == 0:
+            self.total = torch.zeros(w.shape, dtype=torch.float64, device=w.device)   # [chains, params]
+        self.total.add_(w)
+        self.count += 1
+
+    def mean(self) -> torch.Tensor:
+        "E[g.(w - w*)] over each model's chains and draws [models] (NaN before the first draw)."
+        M = len(self.w_star)
+        if self.count == 0:
+            return torch.full((M,), float('nan'), dtype=torch.float64, device=self.w_star.device)
+        mean_w = self.total.view(M, self.n_chains, -1).mean(1) / self.count              # [models, params]
+        return ((mean_w - self.w_star) * self.gradient).sum(1)
 
 def criticality_problem(llc: float, drop: float, limit: float = CRITICALITY_LIMIT) -> str:
     """Why the point of an estimate `llc` is not near a minimum ('' when it is), given `drop` = D, the loss drop

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import nn
-from torch.func import functional_call, vmap
+from torch.func import functional_call
 from tqdm.auto import tqdm
 
 from fastcore.basics import patch
@@ -21,13 +21,12 @@ from .core import PhaseClock, check_range, check_whole, replace_checked, report_
 from .displacement import parameter_groups
 from .llc import estimate_llc, problem_clauses
 from .sgld import PAPER_PRESET, SGLDSettings
-from .stack import (ModelStack, chain_minibatches, chain_seed, data_device, placement, resolve_device,
-                           resolve_loss)
+from .stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
+                           placement, resolve_device, resolve_loss)
 
 # %% auto #0
 __all__ = ['OPTIMIZERS', 'LLC_COLUMNS', 'EnsembleSettings', 'StackedOptimizer', 'default_memory_budget', 'member_bytes',
-           'plan_chunks', 'batched_forward', 'member_losses', 'EnsembleTrainer', 'llc_warning', 'train_ensemble',
-           'PerChunk']
+           'plan_chunks', 'EnsembleTrainer', 'llc_warning', 'train_ensemble', 'PerChunk']
 
 # %% ../nbs/12_ensemble.ipynb #ef1f350f
 OPTIMIZERS = ('sgd', 'adam', 'adamw')      # torch.optim's update rules, on stacked tensors
@@ -194,17 +193,6 @@ def plan_chunks(n_members: int, per_member: int, budget: int) -> list[range]:
     n_chunks = math.ceil(n_members / size)
     size = math.ceil(n_members / n_chunks)                   # balance: chunks of equal size
     return [range(a, min(a + size, n_members)) for a in range(0, n_members, size)]
-
-# %% ../nbs/12_ensemble.ipynb #0fff976a
-def batched_forward(template: nn.Module) -> Callable:
-    "`f(params [M, ...], buffers [M, ...], x [M, B, ...]) -> outputs [M, B, ...]` of the template's net."
-    one = lambda params, buffers, x: functional_call(template, (params, buffers), (x,))
-    return vmap(one)
-
-def member_losses(loss_fn: Callable, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    "The mean per-sample loss [M] of each member's outputs `out` [M, B, ...] against targets `y` [M, B, ...]."
-    M, B = y.shape[:2]
-    return loss_fn(out.reshape(M * B, *out.shape[2:]), y.reshape(M * B, *y.shape[2:])).view(M, B).mean(1)
 
 # %% ../nbs/12_ensemble.ipynb #5254ef2f
 class EnsembleTrainer:

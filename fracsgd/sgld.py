@@ -15,7 +15,7 @@ from torch import nn
 from fastcore.basics import patch
 
 from .sgld_settings import PAPER_PRESET, SGLDSettings, default_n_beta, preset, shared_settings
-from .stack import ModelStack, batched_loss, chain_minibatches, chain_seed, data_device
+from .stack import ModelStack, batch_mean, batched_loss, chain_minibatches, chain_seed, data_device
 
 # %% auto #0
 __all__ = ['CHUNK', 'RELAXATIONS_AFTER_BURNIN', 'SGLDDivergenceError', 'LangevinState', 'sum_sq', 'mala_acceptance', 'SGLDRun',
@@ -160,7 +160,8 @@ def _differentiable(self: SGLDSampler, w: torch.Tensor, buffers: dict):
         p.data = piece[0]
     for name, b in model.named_buffers():
         b.copy_(buffers[name][0])
-    return list(model.parameters()), lambda xb, yb: self.loss_fn(model(xb[0]), yb[0]).mean()   # 0-d: no sum to undo
+    mean = batch_mean(self.loss_fn)
+    return list(model.parameters()), lambda xb, yb: mean(model(xb[0]), yb[0])   # 0-d: no sum to undo
 
 # %% ../nbs/09_sgld.ipynb #8199db5f
 @patch
@@ -261,6 +262,8 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_m
                         device=self.device)                      # [chains, steps], the weights' dtype
     noise, paired, diagnostics, recorded, losses, checked = torch.empty_like(w), [], [], [], [], 0
     flat_record = getattr(self.record, 'takes_flat', False)      # a record that reads w [chains, params] as is
+    if hasattr(self.record, 'reset'):                            # an accumulating record starts afresh each try
+        self.record.reset()
     rmsprop = s.preconditioner == 'rmsprop'
     square_avg = torch.zeros_like(w) if rmsprop else None        # RMSprop's running mean of g^2 [chains, params]
     if per_model is not None:                                    # per phase: eps gamma/2, -eps n_beta/2, sqrt(eps)
@@ -270,8 +273,12 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_m
                              e.sqrt().to(w.dtype))
                      for phase, e in (('burn-in', chains.step_size_at(0, exact=True)),
                                       ('sampling', chains.step_size_at(s.n_burnin, exact=True)))}
+    # per phase, the shared step's scalars: eps gamma/2, -eps n_beta/2, sqrt(eps) (the same floats at every step)
+    phase_eps = {'burn-in': s.step_size_at(0), 'sampling': s.step_size_at(s.n_burnin)}
+    shared = {p: (e * s.localization / 2, -e * self.n_beta / 2, math.sqrt(e)) for p, e in phase_eps.items()}
+    w_star, paired_baseline, records = chains.w_star, s.baseline == 'paired', self.record is not None
     for t in range(s.n_steps):
-        eps, batch = s.step_size_at(t), next(batches)
+        phase, batch = 'burn-in' if t < s.n_burnin else 'sampling', next(batches)
         loss = step_loss(*batch)                                 # [chains] (0-d for a lone chain)
         grads = torch.autograd.grad(loss if loss.dim() == 0 else loss.sum(), leaves)   # one per parameter tensor
         with torch.no_grad():
@@ -281,10 +288,11 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_m
                 trace[:, checked:t + 1] = torch.stack(losses, -1)
                 self._check_finite(trace, (checked, t + 1), chains)
                 checked, losses = t + 1, []
-            if s.baseline == 'paired' and s.is_draw(t):
-                paired.append(loss - self.f(self.stack.params(chains.w_star), chains.buffers, *batch))
-            if self.record is not None and s.is_draw(t):                # w_t: the weights of this draw
-                recorded.append(self.record(w if flat_record else self.stack.params(w), chains.buffers))
+            if (paired_baseline or records) and s.is_draw(t):
+                if paired_baseline:
+                    paired.append(loss - self.f(self.stack.params(w_star), chains.buffers, *batch))
+                if records:                                      # w_t: the weights of this draw
+                    recorded.append(self.record(w if flat_record else self.stack.params(w), chains.buffers))
             if len(noise_gens) == 1:                             # the same draws as noise[0], one call fewer
                 noise.normal_(generator=noise_gens[0])
             else:
@@ -297,14 +305,15 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_m
             if check:
                 before = self._before_step(w, loss, grads, noise, chains, precond if rmsprop else None)
             if rmsprop:
-                preconditioned_step(w, chains.w_star, g, noise, precond, eps, s.localization, self.n_beta)
+                preconditioned_step(w, w_star, g, noise, precond, phase_eps[phase], s.localization, self.n_beta)
             elif per_model is None:
-                w.lerp_(chains.w_star, eps * s.localization / 2)                  # w -= eps/2 gamma (w - w*)
-                torch._foreach_add_(leaves, grads, alpha=-eps * self.n_beta / 2)  # w -= eps/2 n_beta grad L_B
-                w.add_(noise, alpha=math.sqrt(eps))                               # w += N(0, eps)
+                pull, grad_alpha, noise_alpha = shared[phase]
+                w.lerp_(w_star, pull)                                             # w -= eps/2 gamma (w - w*)
+                torch._foreach_add_(leaves, grads, alpha=grad_alpha)              # w -= eps/2 n_beta grad L_B
+                w.add_(noise, alpha=noise_alpha)                                  # w += N(0, eps)
             else:                                                # the same step with each chain's eps and gamma
-                pull, grad_scales, noise_scale = per_chain[s.phase(t)]
-                w.lerp_(chains.w_star, pull)
+                pull, grad_scales, noise_scale = per_chain[phase]
+                w.lerp_(w_star, pull)
                 torch._foreach_addcmul_(leaves, grads, grad_scales)
                 w.addcmul_(noise, noise_scale)
         if check:

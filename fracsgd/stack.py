@@ -14,14 +14,21 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 # %% auto #0
-__all__ = ['cross_entropy_loss', 'gaussian_nll', 'resolve_loss', 'is_classification', 'check_labels', 'check_fits',
-           'resolve_device', 'data_device', 'as_data', 'model_device', 'model_dtype', 'placement', 'ModelStack',
-           'batched_loss', 'full_data_loss', 'chain_seed', 'chain_minibatches']
+__all__ = ['ELEMENTWISE', 'cross_entropy_loss', 'batch_mean', 'gaussian_nll', 'resolve_loss', 'is_classification', 'check_labels',
+           'check_fits', 'resolve_device', 'data_device', 'as_data', 'model_device', 'model_dtype', 'placement',
+           'ModelStack', 'matmul_plan', 'batched_forward', 'member_losses', 'batched_loss', 'full_data_loss',
+           'chain_seed', 'chain_minibatches']
 
 # %% ../nbs/08_stack.ipynb #d7cb5d9f
 def cross_entropy_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     "Per-sample negative log-likelihood of a classifier with logits `output` and integer labels `target`."
     return F.cross_entropy(output, target, reduction='none')
+
+cross_entropy_loss.fused_mean = F.cross_entropy                  # its mean over the batch, in one kernel
+
+def batch_mean(loss_fn: Callable) -> Callable:
+    "`(output, target) -> 0-d`: the mean of the per-sample loss `loss_fn`, fused where the loss has a fused mean."
+    return getattr(loss_fn, 'fused_mean', None) or (lambda output, target: loss_fn(output, target).mean())
 
 def gaussian_nll(sigma: float = 1.0) -> Callable:
     "Per-sample Gaussian negative log-likelihood `|y - f(x)|^2 / (2 sigma^2)`, without its constant."
@@ -251,17 +258,81 @@ class ModelStack:
         return {n: piece.view(len(flat), *s) for n, s, piece in zip(self.names, self.shapes, pieces)}
 
 # %% ../nbs/08_stack.ipynb #00ff0d03
+ELEMENTWISE = (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.LeakyReLU, nn.ELU, nn.Softplus, nn.Identity)
+
+def matmul_plan(module: nn.Module, prefix: str = '') -> list | None:
+    """The layers of `module` as steps of batched matrix products: ('linear', weight name, bias name or None),
+    ('apply', activation), ('flatten',) or ('norm', prefix, eps, affine); None when a layer has no such step."""
+    if type(module) is nn.Sequential:
+        plan = []
+        for name, child in module.named_children():
+            steps = matmul_plan(child, f'{prefix}{name}.')
+            if steps is None:
+                return None
+            plan += steps
+        return plan
+    if type(module) is nn.Linear:
+        return [('linear', prefix + 'weight', prefix + 'bias' if module.bias is not None else None)]
+    if type(module) in ELEMENTWISE:
+        return [('apply', module)]
+    if type(module) is nn.Flatten and module.start_dim == 1 and module.end_dim == -1:
+        return [('flatten',)]
+    if type(module) is nn.BatchNorm1d and not module.training and module.track_running_stats:
+        return [('norm', prefix, module.eps, module.affine)]
+    return None
+
+def _run_plan(plan: list, params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
+    "Apply `plan` to `x` [K, B, ...] with row k's parameters `params[name][k]` and buffers."
+    for step in plan:
+        if step[0] == 'linear':
+            w, shape = params[step[1]], x.shape
+            x = x.reshape(shape[0], -1, shape[-1])                             # [K, B*, in]
+            x = (torch.baddbmm(params[step[2]].unsqueeze(1), x, w.transpose(1, 2)) if step[2]
+                 else torch.bmm(x, w.transpose(1, 2)))
+            x = x.view(*shape[:-1], w.shape[1])
+        elif step[0] == 'apply':
+            x = step[1](x)
+        elif step[0] == 'flatten':
+            x = x.flatten(2)
+        else:                                                                  # batch norm by its running statistics
+            _, p, eps, affine = step
+            scale = (buffers[p + 'running_var'] + eps).rsqrt()                  # [K, features]
+            if affine:
+                scale = scale * params[p + 'weight']
+            shift = -buffers[p + 'running_mean'] * scale
+            if affine:
+                shift = shift + params[p + 'bias']
+            x = torch.addcmul(shift.unsqueeze(1), x, scale.unsqueeze(1))
+    return x
+
+def batched_forward(template: nn.Module) -> Callable:
+    """`f(params [K, ...], buffers [K, ...], x [K, B, ...]) -> outputs [K, B, ...]` of the template's net: a plan of
+    batched matrix products where `matmul_plan` finds one, else `functional_call` under `vmap`."""
+    plan = matmul_plan(template)
+    if plan is not None:
+        return lambda params, buffers, x: _run_plan(plan, params, buffers, x)
+    return vmap(lambda params, buffers, x: functional_call(template, (params, buffers), (x,)))
+
+def member_losses(loss_fn: Callable, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The mean per-sample loss [K] of each row's outputs `out` [K, B, ...] against targets `y` [K, B, ...], with the
+    rows flattened into one batch (the losses are per sample, so the numbers are the same)."""
+    K, B = y.shape[:2]
+    per_sample = loss_fn(out.reshape(K * B, *out.shape[2:]), y.reshape(K * B, *y.shape[2:]))
+    if per_sample.shape != (K * B,):
+        raise ValueError(f"the loss must give one value per sample, shape [{K * B}], got {tuple(per_sample.shape)}: "
+                         "pass a per-sample loss (reduction='none')")
+    return per_sample.view(K, B).mean(1)
+
+# %% ../nbs/08_stack.ipynb #7c1f6a40
 def batched_loss(template: nn.Module, loss_fn: Callable) -> Callable:
     "`f(params [K,...], buffers [K,...], x [K, B, ...], y [K, B, ...]) -> [K]`, the mean loss of each row."
-    def one(params, buffers, x, y):
-        return loss_fn(functional_call(template, (params, buffers), (x,)), y).mean()
-    batched = vmap(one)
+    forward, mean = batched_forward(template), batch_mean(loss_fn)
     def f(params, buffers, x, y):
         if x.shape[0] > 1:
-            return batched(params, buffers, x, y)
+            return member_losses(loss_fn, forward(params, buffers, x), y)
         # one row: a plain call; squeeze(0), unlike [0], has a copy-free backward
         squeeze = lambda d: {k: v.squeeze(0) for k, v in d.items()}
-        return one(squeeze(params), squeeze(buffers), x[0], y[0])[None]
+        return mean(functional_call(template, (squeeze(params), squeeze(buffers)), (x[0],)), y[0])[None]
     return f
 
 def full_data_loss(f: Callable, params: dict, buffers: dict, X: torch.Tensor, y: torch.Tensor,

@@ -37,13 +37,21 @@ torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids
 #
 # Everything downstream wants a per-sample negative log-likelihood `loss(output, target) -> [batch]`. For
 # classification it is the cross-entropy of the logits; for regression the Gaussian $\|y-f(x)\|^2/(2\sigma^2)$,
-# without its normalising constant, which cancels in every difference of losses the LLC takes.
+# without its normalising constant, which cancels in every difference of losses the LLC takes. Where only the
+# mean over a minibatch is needed (one chain, one step), `batch_mean(loss)` gives it, through the fused kernel
+# that the cross-entropy has (one call instead of a per-sample loss and a mean).
 
 # %%
 #| export
 def cross_entropy_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     "Per-sample negative log-likelihood of a classifier with logits `output` and integer labels `target`."
     return F.cross_entropy(output, target, reduction='none')
+
+cross_entropy_loss.fused_mean = F.cross_entropy                  # its mean over the batch, in one kernel
+
+def batch_mean(loss_fn: Callable) -> Callable:
+    "`(output, target) -> 0-d`: the mean of the per-sample loss `loss_fn`, fused where the loss has a fused mean."
+    return getattr(loss_fn, 'fused_mean', None) or (lambda output, target: loss_fn(output, target).mean())
 
 def gaussian_nll(sigma: float = 1.0) -> Callable:
     "Per-sample Gaussian negative log-likelihood `|y - f(x)|^2 / (2 sigma^2)`, without its constant."
@@ -70,6 +78,8 @@ logits, labels = torch.tensor([[2.0, 0.0], [0.0, 0.0]]), torch.tensor([0, 1])
 expected = torch.tensor([math.log(1 + math.exp(-2)), math.log(2)])
 assert torch.allclose(resolve_loss('classification')(logits, labels), expected)
 assert torch.allclose(gaussian_nll(2.0)(torch.ones(3, 2), torch.zeros(3, 2)), torch.full((3,), 2 / 8))
+assert torch.allclose(batch_mean(cross_entropy_loss)(logits, labels), expected.mean())
+assert torch.allclose(batch_mean(gaussian_nll(2.0))(torch.ones(3, 2), torch.zeros(3, 2)), torch.tensor(2 / 8))
 for bad in ['hinge', 1]:
     try:
         resolve_loss(bad)
@@ -445,27 +455,142 @@ assert elsewhere.template is not bn_net and elsewhere.flat.is_meta and model_dev
 
 
 # %% [markdown]
+# ## One vectorized forward pass
+#
+# `batched_forward(template)` returns `f(params, buffers, x) -> outputs [K, B, ...]`: row $k$'s weights applied to
+# row $k$'s inputs. The general way is `functional_call` of the template under `vmap` over the row axis of the
+# parameters, the buffers and the inputs. In train mode, batch norm then normalizes each row's minibatch by its own
+# statistics and updates the row's own running statistics in its row of the stacked buffers (`vmap` applies the
+# in-place update to the batched buffer).
+#
+# Most nets in the paper are multilayer perceptrons, and for them `vmap` is mostly overhead: every layer is one
+# batched matrix product, yet the batching rules, the module calls and the swapping of parameters in and out of
+# the template cost several times more host time than the arithmetic of a small net, and on a GPU host time is
+# what a step of small nets costs. So a template built only of `nn.Sequential`, `nn.Linear`, `nn.Flatten`,
+# parameter-free element-wise activations and batch norm in eval mode (an affine map by its running statistics)
+# runs as a plan of `baddbmm` calls instead. Anything else, batch norm in train mode included, takes the `vmap`
+# path. Both give the same numbers up to rounding, which the cells below check.
+
+# %%
+#| export
+ELEMENTWISE = (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.LeakyReLU, nn.ELU, nn.Softplus, nn.Identity)
+
+def matmul_plan(module: nn.Module, prefix: str = '') -> list | None:
+    """The layers of `module` as steps of batched matrix products: ('linear', weight name, bias name or None),
+    ('apply', activation), ('flatten',) or ('norm', prefix, eps, affine); None when a layer has no such step."""
+    if type(module) is nn.Sequential:
+        plan = []
+        for name, child in module.named_children():
+            steps = matmul_plan(child, f'{prefix}{name}.')
+            if steps is None:
+                return None
+            plan += steps
+        return plan
+    if type(module) is nn.Linear:
+        return [('linear', prefix + 'weight', prefix + 'bias' if module.bias is not None else None)]
+    if type(module) in ELEMENTWISE:
+        return [('apply', module)]
+    if type(module) is nn.Flatten and module.start_dim == 1 and module.end_dim == -1:
+        return [('flatten',)]
+    if type(module) is nn.BatchNorm1d and not module.training and module.track_running_stats:
+        return [('norm', prefix, module.eps, module.affine)]
+    return None
+
+def _run_plan(plan: list, params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
+    "Apply `plan` to `x` [K, B, ...] with row k's parameters `params[name][k]` and buffers."
+    for step in plan:
+        if step[0] == 'linear':
+            w, shape = params[step[1]], x.shape
+            x = x.reshape(shape[0], -1, shape[-1])                             # [K, B*, in]
+            x = (torch.baddbmm(params[step[2]].unsqueeze(1), x, w.transpose(1, 2)) if step[2]
+                 else torch.bmm(x, w.transpose(1, 2)))
+            x = x.view(*shape[:-1], w.shape[1])
+        elif step[0] == 'apply':
+            x = step[1](x)
+        elif step[0] == 'flatten':
+            x = x.flatten(2)
+        else:                                                                  # batch norm by its running statistics
+            _, p, eps, affine = step
+            scale = (buffers[p + 'running_var'] + eps).rsqrt()                  # [K, features]
+            if affine:
+                scale = scale * params[p + 'weight']
+            shift = -buffers[p + 'running_mean'] * scale
+            if affine:
+                shift = shift + params[p + 'bias']
+            x = torch.addcmul(shift.unsqueeze(1), x, scale.unsqueeze(1))
+    return x
+
+def batched_forward(template: nn.Module) -> Callable:
+    """`f(params [K, ...], buffers [K, ...], x [K, B, ...]) -> outputs [K, B, ...]` of the template's net: a plan of
+    batched matrix products where `matmul_plan` finds one, else `functional_call` under `vmap`."""
+    plan = matmul_plan(template)
+    if plan is not None:
+        return lambda params, buffers, x: _run_plan(plan, params, buffers, x)
+    return vmap(lambda params, buffers, x: functional_call(template, (params, buffers), (x,)))
+
+def member_losses(loss_fn: Callable, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The mean per-sample loss [K] of each row's outputs `out` [K, B, ...] against targets `y` [K, B, ...], with the
+    rows flattened into one batch (the losses are per sample, so the numbers are the same)."""
+    K, B = y.shape[:2]
+    per_sample = loss_fn(out.reshape(K * B, *out.shape[2:]), y.reshape(K * B, *y.shape[2:]))
+    if per_sample.shape != (K * B,):
+        raise ValueError(f"the loss must give one value per sample, shape [{K * B}], got {tuple(per_sample.shape)}: "
+                         "pass a per-sample loss (reduction='none')")
+    return per_sample.view(K, B).mean(1)
+
+
+# %% [markdown]
+# The plan must give what the template gives, row by row, with bias-free layers, flattening, two activations and
+# batch norm by running statistics (set away from their defaults so that they matter); a convolution or batch norm
+# in train mode has no plan:
+
+# %%
+torch.manual_seed(0)
+planned = nn.Sequential(nn.Flatten(), nn.Linear(6, 5), nn.BatchNorm1d(5), nn.Tanh(), nn.Linear(5, 4, bias=False),
+                        nn.Sequential(nn.ReLU(), nn.Linear(4, 3)))
+rows = []
+for k in range(3):
+    net = copy.deepcopy(planned)
+    for p in net.parameters():
+        nn.init.normal_(p)
+    net[2].running_mean.normal_()
+    net[2].running_var.uniform_(0.5, 2.0)
+    rows.append(net.eval())
+plan_stack = ModelStack(rows, 'cpu')
+x_rows = torch.randn(3, 7, 2, 3)                                                # [K, B, 2, 3]: flattened to 6
+plan_out = batched_forward(plan_stack.template)(plan_stack.params(plan_stack.flat), plan_stack.buffers, x_rows)
+assert matmul_plan(plan_stack.template) is not None and plan_out.shape == (3, 7, 3)
+assert torch.allclose(plan_out, torch.stack([net(x_rows[k]) for k, net in enumerate(rows)]), atol=1e-5)
+assert matmul_plan(nn.Sequential(nn.Conv2d(1, 2, 3))) is None
+assert matmul_plan(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))) is None      # train mode: batch statistics
+try:
+    member_losses(lambda out, y: F.cross_entropy(out, y), torch.randn(2, 3, 4), torch.zeros(2, 3, dtype=torch.long))
+    raise AssertionError("a mean loss must be refused")
+except ValueError as e:
+    assert 'per sample' in str(e)
+
+
+# %% [markdown]
 # ## One loss call for every row
 #
 # `batched_loss(template, loss_fn)` returns `f(params, buffers, x, y) -> [K]`: the mean per-sample loss of row
-# $k$'s weights on row $k$'s minibatch, with `x` of shape `[K, B, ...]`. It is `functional_call` of the template
-# under `vmap`. A single row skips `vmap` (its batched kernels cost more than they save for one model) and gives
-# the same numbers. `full_data_loss` evaluates every row on the whole data set, in slices of `eval_batch`
-# samples.
+# $k$'s weights on row $k$'s minibatch, with `x` of shape `[K, B, ...]`: `batched_forward`, then the loss on all
+# rows' outputs flattened into one batch (`member_losses`), which avoids the slower batching rules of the loss
+# kernels. A single row is a plain call of the template (batched kernels cost more than they save for one model)
+# and gives the same numbers. `full_data_loss` evaluates every row on the whole data set, in slices of
+# `eval_batch` samples.
 
 # %%
 #| export
 def batched_loss(template: nn.Module, loss_fn: Callable) -> Callable:
     "`f(params [K,...], buffers [K,...], x [K, B, ...], y [K, B, ...]) -> [K]`, the mean loss of each row."
-    def one(params, buffers, x, y):
-        return loss_fn(functional_call(template, (params, buffers), (x,)), y).mean()
-    batched = vmap(one)
+    forward, mean = batched_forward(template), batch_mean(loss_fn)
     def f(params, buffers, x, y):
         if x.shape[0] > 1:
-            return batched(params, buffers, x, y)
+            return member_losses(loss_fn, forward(params, buffers, x), y)
         # one row: a plain call; squeeze(0), unlike [0], has a copy-free backward
         squeeze = lambda d: {k: v.squeeze(0) for k, v in d.items()}
-        return one(squeeze(params), squeeze(buffers), x[0], y[0])[None]
+        return mean(functional_call(template, (squeeze(params), squeeze(buffers)), (x[0],)), y[0])[None]
     return f
 
 def full_data_loss(f: Callable, params: dict, buffers: dict, X: torch.Tensor, y: torch.Tensor,

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from fracsgd.stack import ModelStack, as_data, batched_loss, full_data_loss, placement, resolve_loss
 from fracsgd.sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta, shared_settings
-from fracsgd.criticality import criticality_problem, full_data_gradient, gradient_drop, gradient_pull_bound
+from fracsgd.criticality import GradientDrop, criticality_problem, full_data_gradient, gradient_pull_bound
 
 # %%
 import copy, time
@@ -425,13 +425,12 @@ def _sample_in_chunks(sampler: SGLDSampler, per: int, progress: bool,
                 raise ValueError(f"the loss at w* is not finite for model(s) {bad}")
             grad = full_data_gradient(sampler.f, stack, stack.flat[ids], buffers, sampler.X, sampler.y,
                                       max(1, eval_batch // 4))
-            sampler.record = gradient_drop(grad, stack.flat[ids], s.n_chains)
+            sampler.record = GradientDrop(grad, stack.flat[ids], s.n_chains)
             run = sampler.sample(ids, bar)
-            along = torch.stack(run.recorded, 1).view(len(ids), -1)      # [models, chains x draws]
             runs.append(run._replace(recorded=None))
             baselines.append(base.cpu())
             gradient_sq.append(grad.pow(2).sum(1).cpu())
-            drops.append(-sampler.n_beta * along.mean(1).cpu())
+            drops.append(-sampler.n_beta * sampler.record.mean().cpu())
     sampler.record = None
     return runs, baselines, gradient_sq, drops
 

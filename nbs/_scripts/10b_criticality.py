@@ -128,16 +128,33 @@ def full_data_gradient(f: Callable, stack, flat: torch.Tensor, buffers: dict, X:
         total += torch.cat([g.reshape(K, -1) for g in grads], 1).double()
     return total / len(X)
 
-def gradient_drop(gradient: torch.Tensor, w_star: torch.Tensor, n_chains: int) -> Callable:
-    """A `record` for `SGLDSampler`: at each draw, g.(w - w*) [chains] for the models' full-data gradients
-    `gradient` [models, params] at `w_star` [models, params], `n_chains` chains each. It reads the sampler's flat
-    weights (`takes_flat`), so no dict of parameter views is made and joined again at every draw."""
-    g = gradient.to(w_star.dtype).repeat_interleave(n_chains, 0)
-    w0 = w_star.repeat_interleave(n_chains, 0)
-    def record(w: torch.Tensor, buffers: dict) -> torch.Tensor:
-        return ((w - w0) * g).sum(1, dtype=torch.float64)
-    record.takes_flat = True                     # the sampler passes its flat weights [chains, params], not a dict
-    return record
+class GradientDrop:
+    """A `record` for `SGLDSampler` that measures g.(w - w*) over the draws, for the models' full-data gradients
+    `gradient` [models, params] at `w_star` [models, params], `n_chains` chains each. The product is linear in w,
+    so the record only sums the chains' flat weights (`takes_flat`) in float64, one in-place addition per draw;
+    `mean()` gives the mean over each model's chains and draws [models]. The sampler calls `reset()` before each
+    try, so a diverged try leaves nothing behind."""
+    takes_flat = True                            # the sampler passes its flat weights [chains, params]
+    def __init__(self, gradient: torch.Tensor, w_star: torch.Tensor, n_chains: int):
+        self.gradient, self.w_star, self.n_chains = gradient.double(), w_star.double(), n_chains
+        self.reset()
+
+    def reset(self):
+        self.total, self.count = 0.0, 0
+
+    def __call__(self, w: torch.Tensor, buffers: dict) -> None:
+        if self.count == 0:
+            self.total = torch.zeros(w.shape, dtype=torch.float64, device=w.device)   # [chains, params]
+        self.total.add_(w)
+        self.count += 1
+
+    def mean(self) -> torch.Tensor:
+        "E[g.(w - w*)] over each model's chains and draws [models] (NaN before the first draw)."
+        M = len(self.w_star)
+        if self.count == 0:
+            return torch.full((M,), float('nan'), dtype=torch.float64, device=self.w_star.device)
+        mean_w = self.total.view(M, self.n_chains, -1).mean(1) / self.count              # [models, params]
+        return ((mean_w - self.w_star) * self.gradient).sum(1)
 
 def criticality_problem(llc: float, drop: float, limit: float = CRITICALITY_LIMIT) -> str:
     """Why the point of an estimate `llc` is not near a minimum ('' when it is), given `drop` = D, the loss drop
@@ -167,6 +184,21 @@ assert grad[0].abs().max() < 1e-5 and grad[1].abs().max() > 1e-3
 w1 = flat[1].clone().requires_grad_(True)
 by_hand = torch.autograd.grad(f(st.params(w1[None]), st.buffers, X_reg[None], y_reg[None]).sum(), w1)[0]
 assert torch.allclose(grad[1].float(), by_hand, atol=1e-6)
+
+# %% [markdown]
+# `GradientDrop` sums weights instead of taking a product at every draw; the two orders give the same mean, here
+# for two models of three chains each over five random draws:
+
+# %%
+drop_rec, draws_seen = GradientDrop(grad, flat, 3), []
+for _ in range(5):
+    w_draw = flat.repeat_interleave(3, 0) + 0.1 * torch.randn(6, flat.shape[1])     # [models x chains, params]
+    drop_rec(w_draw, {})
+    draws_seen.append(((w_draw.double() - flat.double().repeat_interleave(3, 0)) * grad.repeat_interleave(3, 0)).sum(1))
+per_draw = torch.stack(draws_seen, 1).view(2, -1).mean(1)                           # [models]
+assert torch.allclose(drop_rec.mean(), per_draw, rtol=1e-10, atol=1e-12)
+drop_rec.reset()
+assert drop_rec.mean().isnan().all()
 
 # %% [markdown]
 # ### The estimator against the closed form

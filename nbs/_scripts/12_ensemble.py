@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import nn
-from torch.func import functional_call, vmap
+from torch.func import functional_call
 from tqdm.auto import tqdm
 
 from fastcore.basics import patch
@@ -30,8 +30,8 @@ from fracsgd.core import PhaseClock, check_range, check_whole, replace_checked, 
 from fracsgd.displacement import parameter_groups
 from fracsgd.llc import estimate_llc, problem_clauses
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
-from fracsgd.stack import (ModelStack, chain_minibatches, chain_seed, data_device, placement, resolve_device,
-                           resolve_loss)
+from fracsgd.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
+                           placement, resolve_device, resolve_loss)
 
 # %%
 import torch.nn.functional as F
@@ -46,8 +46,8 @@ torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids
 # architecture (appendix G.1). Trained one after another, small nets spend most of their time in Python and
 # in the launch of tiny kernels. This chapter trains all members of such an ensemble in one vectorized step
 # (issue #10, item 1), built on the [model stack](stack.html): the members' weights are one
-# `[members, params]` tensor, their forward pass is one `functional_call` under `vmap`, and their minibatches
-# come from one gather.
+# `[members, params]` tensor, their forward pass is one batched call (batched matrix products for a
+# perceptron, `functional_call` under `vmap` otherwise), and their minibatches come from one gather.
 #
 # The result must not depend on that trick. A member of the ensemble follows, up to floating-point rounding,
 # the trajectory it would follow if it were trained alone as an `nn.Module` with `torch.optim`, from the same
@@ -338,30 +338,14 @@ assert [list(c) for c in plan_chunks(7, 1, 3)] == [[0, 1, 2], [3, 4, 5], [6]]
 assert default_memory_budget('cpu') > 0
 print(f"one MNIST member with Adam at batch 256: {b / 2**20:.1f} MiB")
 
-
 # %% [markdown]
 # ## One vectorized forward pass
 #
-# `batched_forward(template)` returns `f(params, buffers, x) -> outputs [members, batch, ...]`:
-# `functional_call` of the template under `vmap` over the member axis of the parameters, the buffers and the
-# inputs. In train mode, batch norm normalizes each member's minibatch by its own statistics and updates the
-# member's own running statistics in its row of the stacked buffers (`vmap` applies the in-place update to the
-# batched buffer). The loss is then evaluated outside `vmap` on all members' outputs flattened into one batch:
-# the losses are per sample, so this is the same number, and it avoids the slower batching rules of the loss
-# kernels.
-
-# %%
-#| export
-def batched_forward(template: nn.Module) -> Callable:
-    "`f(params [M, ...], buffers [M, ...], x [M, B, ...]) -> outputs [M, B, ...]` of the template's net."
-    one = lambda params, buffers, x: functional_call(template, (params, buffers), (x,))
-    return vmap(one)
-
-def member_losses(loss_fn: Callable, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    "The mean per-sample loss [M] of each member's outputs `out` [M, B, ...] against targets `y` [M, B, ...]."
-    M, B = y.shape[:2]
-    return loss_fn(out.reshape(M * B, *out.shape[2:]), y.reshape(M * B, *y.shape[2:])).view(M, B).mean(1)
-
+# The members go through `batched_forward` of the [stack chapter](stack.html): batched matrix products for a
+# perceptron, `functional_call` under `vmap` otherwise. In train mode, batch norm normalizes each member's minibatch
+# by its own statistics and updates the member's own running statistics in its row of the stacked buffers; that
+# takes the `vmap` path, which applies the in-place update to the batched buffer. `member_losses` then evaluates
+# the loss on all members' outputs flattened into one batch. Checked here on members with batch norm in train mode:
 
 # %%
 nets = [make_mlp([3, 5, 2], batch_norm=True, seed=i) for i in range(3)]

@@ -22,9 +22,8 @@ from torch import nn
 from sklearn.cluster import AgglomerativeClustering, KMeans
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 
-from fracsgd.ensemble import batched_forward
 from fracsgd.sgld import SGLDSampler, SGLDSettings
-from fracsgd.stack import ModelStack, model_dtype, placement, resolve_loss
+from fracsgd.stack import ModelStack, batched_forward, model_dtype, placement, resolve_loss
 
 # %%
 torch.set_num_threads(1)   # small nets and small tables: one thread avoids contention on small CPUs

@@ -24,9 +24,9 @@ import torch.nn.functional as F
 
 from fracsgd.core import default_device
 from fracsgd.displacement import Recorder, log_steps
-from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer, batched_forward, member_losses
+from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer
 from fracsgd.models import make_mlp
-from fracsgd.stack import ModelStack, chain_minibatches, chain_seed, cross_entropy_loss
+from fracsgd.stack import ModelStack, batched_forward, chain_minibatches, chain_seed, cross_entropy_loss, member_losses
 from fracsgd.bench import report, timed
 
 

@@ -1,0 +1,94 @@
+"""The host's time per SGLD step, with every tensor tiny: what a step costs a GPU that waits for its host (issue 24).
+
+    python tools/step_host_time.py                                    # this checkout
+    PYTHONPATH=/path/to/other/checkout python tools/step_host_time.py  # another version of the package, to compare
+
+On a GPU the small nets of the paper are bound by the host: Python, operator dispatch and kernel launches, not
+arithmetic. Timing the real nets on this CPU does not show that cost, because the CPU's arithmetic (and its batched
+matrix products, one small GEMM per row) dominates. So this times the same loops with nets 2 units wide, 2 inputs
+and minibatches of 2, where the arithmetic vanishes and only the host's work is left:
+
+- the LLC benchmark's one chain (`estimate_llc`, no diagnostics and every 20 steps) against the bare
+  forward+backward step and the floor (the bare step plus one Gaussian per weight), as in `bench_step_overhead`;
+- the study's SGLD step of K chains (K nets of the study's shape with batch norm in eval mode, one chain each, the
+  paper's setting, no diagnostics) for K = 10 and 50.
+
+Each figure is the median of `--repeats` interleaved timings of (time of n2 steps - time of n1 steps) / (n2 - n1),
+one thread, in one process. Prints JSON.
+"""
+from __future__ import annotations
+import argparse, json, platform, subprocess, time, warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+warnings.simplefilter('ignore')
+torch.set_num_threads(1)
+
+from fracsgd.bench_llc import _bench_settings, bare_steps
+from fracsgd.llc import estimate_llc
+from fracsgd.models import make_mlp
+import fracsgd
+
+
+def _per_step(run, n1: int, n2: int) -> float:
+    t = []
+    for n in (n1, n2):
+        t0 = time.perf_counter()
+        run(n)
+        t.append(time.perf_counter() - t0)
+    return (t[1] - t[0]) / (n2 - n1)
+
+
+def lone_chain(repeats: int, n1: int = 200, n2: int = 1200) -> list[dict]:
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(2000, 2, generator=g), torch.randint(0, 10, (2000,), generator=g)
+    net = make_mlp([2, 2, 2, 10], seed=0)
+    rows = []
+    for every in (0, 20):
+        s = _bench_settings(len(X), n1, 2).replace(n_chains=1, diag_every=every)
+        ours = lambda n: estimate_llc(net, (X, y), 'classification', s.replace(n_draws=n))
+        times = [(_per_step(ours, n1, n2),
+                  bare_steps(net, X, y, n2 - n1, 2) / (n2 - n1),
+                  bare_steps(net, X, y, n2 - n1, 2, noise=True) / (n2 - n1)) for _ in range(repeats)]
+        t_ours, t_bare, t_floor = np.median(np.array(times), 0)
+        rows.append(dict(workload=f"one chain, diagnostics {'every 20 steps' if every else 'off'}",
+                         ours_us=1e6 * t_ours, bare_us=1e6 * t_bare, floor_us=1e6 * t_floor,
+                         ours_over_bare=t_ours / t_bare, ours_over_floor=t_ours / t_floor))
+    return rows
+
+
+def study_chains(repeats: int, n1: int = 100, n2: int = 400) -> list[dict]:
+    from fracsgd.studies import mnist_runs as mr
+    from fracsgd.studies.mnist_seeds import FULL
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(2000, 2, generator=g), torch.randint(0, 10, (2000,), generator=g)
+    s = mr.llc_setting(FULL.llc).replace(diag_every=0, batch_size=2)
+    rows = []
+    for K in (10, 50):
+        nets = [make_mlp([2, 2, 2, 2, 10], batch_norm=True, seed=i) for i in range(K)]
+        ours = lambda n: estimate_llc(nets, (X, y), 'classification', s.replace(n_draws=n))
+        t = float(np.median([_per_step(ours, n1, n2) for _ in range(repeats)]))
+        rows.append(dict(workload=f"{K} nets x 1 chain (the study's LLC setting, batch norm in eval mode)",
+                         ours_us=1e6 * t))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--repeats', type=int, default=5)
+    a = ap.parse_args()
+    root = Path(fracsgd.__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(['git', '-C', str(root), 'rev-parse', '--short', 'HEAD'], capture_output=True,
+                                text=True).stdout.strip()
+    except OSError:
+        commit = ''
+    print(json.dumps(dict(package=str(root), commit=commit, torch=torch.__version__, python=platform.python_version(),
+                          date=time.strftime('%Y-%m-%d'), repeats=a.repeats,
+                          rows=lone_chain(a.repeats) + study_chains(a.repeats)), indent=1))
+
+
+if __name__ == '__main__':
+    main()
