@@ -262,7 +262,7 @@ ELEMENTWISE = (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.LeakyReLU, nn.
 
 def matmul_plan(module: nn.Module, prefix: str = '') -> list | None:
     """The layers of `module` as steps of batched matrix products: ('linear', weight name, bias name or None),
-    ('apply', activation), ('flatten',) or ('norm', prefix, eps, affine); None when a layer has no such step."""
+    ('apply', activation), ('flatten',) or ('norm', prefix, batch norm module); None when a layer has no such step."""
     if type(module) is nn.Sequential:
         plan = []
         for name, child in module.named_children():
@@ -277,9 +277,32 @@ def matmul_plan(module: nn.Module, prefix: str = '') -> list | None:
         return [('apply', module)]
     if type(module) is nn.Flatten and module.start_dim == 1 and module.end_dim == -1:
         return [('flatten',)]
-    if type(module) is nn.BatchNorm1d and not module.training and module.track_running_stats:
-        return [('norm', prefix, module.eps, module.affine)]
+    if type(module) is nn.BatchNorm1d and module.momentum is not None:
+        return [('norm', prefix, module)]
     return None
+
+def _batch_norm(x: torch.Tensor, params: dict, buffers: dict, prefix: str, bn: nn.BatchNorm1d) -> torch.Tensor:
+    """Batch norm of each row of `x` [K, B, C, ...] as `bn` computes it in its current mode: by the row's own minibatch
+    statistics in train mode (updating the row's running statistics in place), else by its running statistics."""
+    shape = (x.shape[0], 1, x.shape[2]) + (1,) * (x.dim() - 3)            # [K, 1, C, 1...]: per row and channel
+    if bn.training or not bn.track_running_stats:
+        dims = [1] + list(range(3, x.dim()))
+        var, mean = torch.var_mean(x, dims, correction=0, keepdim=True)
+        if bn.training and bn.track_running_stats:
+            with torch.no_grad():
+                n = x.numel() // (x.shape[0] * x.shape[2])
+                buffers[prefix + 'running_mean'].lerp_(mean.view(x.shape[0], -1), bn.momentum)
+                buffers[prefix + 'running_var'].lerp_(var.view(x.shape[0], -1) * (n / max(n - 1, 1)), bn.momentum)
+                buffers[prefix + 'num_batches_tracked'].add_(1)
+    else:
+        mean, var = buffers[prefix + 'running_mean'].view(shape), buffers[prefix + 'running_var'].view(shape)
+    scale = (var + bn.eps).rsqrt()
+    if bn.affine:
+        scale = scale * params[prefix + 'weight'].view(shape)
+    shift = -mean * scale
+    if bn.affine:
+        shift = shift + params[prefix + 'bias'].view(shape)
+    return torch.addcmul(shift, x, scale)
 
 def _run_plan(plan: list, params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
     "Apply `plan` to `x` [K, B, ...] with row k's parameters `params[name][k]` and buffers."
@@ -294,15 +317,8 @@ def _run_plan(plan: list, params: dict, buffers: dict, x: torch.Tensor) -> torch
             x = step[1](x)
         elif step[0] == 'flatten':
             x = x.flatten(2)
-        else:                                                                  # batch norm by its running statistics
-            _, p, eps, affine = step
-            scale = (buffers[p + 'running_var'] + eps).rsqrt()                  # [K, features]
-            if affine:
-                scale = scale * params[p + 'weight']
-            shift = -buffers[p + 'running_mean'] * scale
-            if affine:
-                shift = shift + params[p + 'bias']
-            x = torch.addcmul(shift.unsqueeze(1), x, scale.unsqueeze(1))
+        else:
+            x = _batch_norm(x, params, buffers, step[1], step[2])
     return x
 
 def batched_forward(template: nn.Module) -> Callable:

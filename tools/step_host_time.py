@@ -11,10 +11,12 @@ and minibatches of 2, where the arithmetic vanishes and only the host's work is 
 - the LLC benchmark's one chain (`estimate_llc`, no diagnostics and every 20 steps) against the bare
   forward+backward step and the floor (the bare step plus one Gaussian per weight), as in `bench_step_overhead`;
 - the study's SGLD step of K chains (K nets of the study's shape with batch norm in eval mode, one chain each, the
-  paper's setting, no diagnostics) for K = 10 and 50.
+  paper's setting, no diagnostics) for K = 10 and 50;
+- the ensemble trainer's step of the study's 50 nets (SGD, batch norm in train mode).
 
-Each figure is the median of `--repeats` interleaved timings of (time of n2 steps - time of n1 steps) / (n2 - n1),
-one thread, in one process. Prints JSON.
+Each figure is the median of `--repeats` (the study step: `--study-repeats`) interleaved timings of
+(time of n2 steps - time of n1 steps) / (n2 - n1), one thread, in one process. Prints JSON. On a shared machine run
+the versions to compare one after the other, twice, and read the spread.
 """
 from __future__ import annotations
 import argparse, json, platform, subprocess, time, warnings
@@ -41,7 +43,7 @@ def _per_step(run, n1: int, n2: int) -> float:
     return (t[1] - t[0]) / (n2 - n1)
 
 
-def lone_chain(repeats: int, n1: int = 200, n2: int = 1200) -> list[dict]:
+def lone_chain(repeats: int, n1: int = 100, n2: int = 600) -> list[dict]:
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(2000, 2, generator=g), torch.randint(0, 10, (2000,), generator=g)
     net = make_mlp([2, 2, 2, 10], seed=0)
@@ -75,9 +77,26 @@ def study_chains(repeats: int, n1: int = 100, n2: int = 400) -> list[dict]:
     return rows
 
 
+def training_step(repeats: int, n1: int = 20, n2: int = 120) -> list[dict]:
+    from fracsgd.ensemble import EnsembleTrainer
+    from fracsgd.stack import resolve_loss
+    from fracsgd.studies.mnist_seeds import FULL, runs
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(2000, 2, generator=g), torch.randint(0, 10, (2000,), generator=g)
+    base = runs(FULL)[0].settings().replace(every=10, llc_every=0, batch_size=2)
+    nets = [make_mlp([2, 2, 2, 2, 10], batch_norm=True, seed=i) for i in range(50)]
+    def steps(n):
+        t = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), base.replace(n_steps=n), 'cpu')
+        for _ in range(n):
+            t.step()
+    t = float(np.median([_per_step(steps, n1, n2) for _ in range(repeats)]))
+    return [dict(workload="ensemble training step, 50 nets (the study's SGD, batch norm in train mode)", ours_us=1e6 * t)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--repeats', type=int, default=5)
+    ap.add_argument('--repeats', type=int, default=31, help='interleaved timings of the one chain (the median)')
+    ap.add_argument('--study-repeats', type=int, default=7, help='timings of the study step (the median)')
     a = ap.parse_args()
     root = Path(fracsgd.__file__).resolve().parents[1]
     try:
@@ -86,8 +105,8 @@ def main():
     except OSError:
         commit = ''
     print(json.dumps(dict(package=str(root), commit=commit, torch=torch.__version__, python=platform.python_version(),
-                          date=time.strftime('%Y-%m-%d'), repeats=a.repeats,
-                          rows=lone_chain(a.repeats) + study_chains(a.repeats)), indent=1))
+                          date=time.strftime('%Y-%m-%d'), repeats=a.repeats, study_repeats=a.study_repeats,
+                          rows=lone_chain(a.repeats) + study_chains(a.study_repeats) + training_step(a.study_repeats)), indent=1))
 
 
 if __name__ == '__main__':

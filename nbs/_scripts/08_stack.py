@@ -453,7 +453,6 @@ assert stack.template is bn_net                                    # on the devi
 elsewhere = ModelStack([bn_net], 'meta')                           # elsewhere: a copy there, the model stays
 assert elsewhere.template is not bn_net and elsewhere.flat.is_meta and model_device(bn_net).type == 'cpu'
 
-
 # %% [markdown]
 # ## One vectorized forward pass
 #
@@ -467,9 +466,11 @@ assert elsewhere.template is not bn_net and elsewhere.flat.is_meta and model_dev
 # batched matrix product, yet the batching rules, the module calls and the swapping of parameters in and out of
 # the template cost several times more host time than the arithmetic of a small net, and on a GPU host time is
 # what a step of small nets costs. So a template built only of `nn.Sequential`, `nn.Linear`, `nn.Flatten`,
-# parameter-free element-wise activations and batch norm in eval mode (an affine map by its running statistics)
-# runs as a plan of `baddbmm` calls instead. Anything else, batch norm in train mode included, takes the `vmap`
-# path. Both give the same numbers up to rounding, which the cells below check.
+# parameter-free element-wise activations and `nn.BatchNorm1d` runs as a plan of `baddbmm` calls instead. Batch
+# norm follows its module's mode at every call: in eval mode it is an affine map by the row's running statistics;
+# in train mode it normalizes by the row's own minibatch statistics and updates the row's running statistics, as
+# `vmap` does. Anything else takes the `vmap` path. Both give the same numbers up to rounding, which the cells below
+# check.
 
 # %%
 #| export
@@ -477,7 +478,7 @@ ELEMENTWISE = (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.LeakyReLU, nn.
 
 def matmul_plan(module: nn.Module, prefix: str = '') -> list | None:
     """The layers of `module` as steps of batched matrix products: ('linear', weight name, bias name or None),
-    ('apply', activation), ('flatten',) or ('norm', prefix, eps, affine); None when a layer has no such step."""
+    ('apply', activation), ('flatten',) or ('norm', prefix, batch norm module); None when a layer has no such step."""
     if type(module) is nn.Sequential:
         plan = []
         for name, child in module.named_children():
@@ -492,9 +493,32 @@ def matmul_plan(module: nn.Module, prefix: str = '') -> list | None:
         return [('apply', module)]
     if type(module) is nn.Flatten and module.start_dim == 1 and module.end_dim == -1:
         return [('flatten',)]
-    if type(module) is nn.BatchNorm1d and not module.training and module.track_running_stats:
-        return [('norm', prefix, module.eps, module.affine)]
+    if type(module) is nn.BatchNorm1d and module.momentum is not None:
+        return [('norm', prefix, module)]
     return None
+
+def _batch_norm(x: torch.Tensor, params: dict, buffers: dict, prefix: str, bn: nn.BatchNorm1d) -> torch.Tensor:
+    """Batch norm of each row of `x` [K, B, C, ...] as `bn` computes it in its current mode: by the row's own minibatch
+    statistics in train mode (updating the row's running statistics in place), else by its running statistics."""
+    shape = (x.shape[0], 1, x.shape[2]) + (1,) * (x.dim() - 3)            # [K, 1, C, 1...]: per row and channel
+    if bn.training or not bn.track_running_stats:
+        dims = [1] + list(range(3, x.dim()))
+        var, mean = torch.var_mean(x, dims, correction=0, keepdim=True)
+        if bn.training and bn.track_running_stats:
+            with torch.no_grad():
+                n = x.numel() // (x.shape[0] * x.shape[2])
+                buffers[prefix + 'running_mean'].lerp_(mean.view(x.shape[0], -1), bn.momentum)
+                buffers[prefix + 'running_var'].lerp_(var.view(x.shape[0], -1) * (n / max(n - 1, 1)), bn.momentum)
+                buffers[prefix + 'num_batches_tracked'].add_(1)
+    else:
+        mean, var = buffers[prefix + 'running_mean'].view(shape), buffers[prefix + 'running_var'].view(shape)
+    scale = (var + bn.eps).rsqrt()
+    if bn.affine:
+        scale = scale * params[prefix + 'weight'].view(shape)
+    shift = -mean * scale
+    if bn.affine:
+        shift = shift + params[prefix + 'bias'].view(shape)
+    return torch.addcmul(shift, x, scale)
 
 def _run_plan(plan: list, params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
     "Apply `plan` to `x` [K, B, ...] with row k's parameters `params[name][k]` and buffers."
@@ -509,15 +533,8 @@ def _run_plan(plan: list, params: dict, buffers: dict, x: torch.Tensor) -> torch
             x = step[1](x)
         elif step[0] == 'flatten':
             x = x.flatten(2)
-        else:                                                                  # batch norm by its running statistics
-            _, p, eps, affine = step
-            scale = (buffers[p + 'running_var'] + eps).rsqrt()                  # [K, features]
-            if affine:
-                scale = scale * params[p + 'weight']
-            shift = -buffers[p + 'running_mean'] * scale
-            if affine:
-                shift = shift + params[p + 'bias']
-            x = torch.addcmul(shift.unsqueeze(1), x, scale.unsqueeze(1))
+        else:
+            x = _batch_norm(x, params, buffers, step[1], step[2])
     return x
 
 def batched_forward(template: nn.Module) -> Callable:
@@ -541,8 +558,7 @@ def member_losses(loss_fn: Callable, out: torch.Tensor, y: torch.Tensor) -> torc
 
 # %% [markdown]
 # The plan must give what the template gives, row by row, with bias-free layers, flattening, two activations and
-# batch norm by running statistics (set away from their defaults so that they matter); a convolution or batch norm
-# in train mode has no plan:
+# batch norm (its running statistics set away from their defaults so that they matter). In eval mode:
 
 # %%
 torch.manual_seed(0)
@@ -562,7 +578,29 @@ plan_out = batched_forward(plan_stack.template)(plan_stack.params(plan_stack.fla
 assert matmul_plan(plan_stack.template) is not None and plan_out.shape == (3, 7, 3)
 assert torch.allclose(plan_out, torch.stack([net(x_rows[k]) for k, net in enumerate(rows)]), atol=1e-5)
 assert matmul_plan(nn.Sequential(nn.Conv2d(1, 2, 3))) is None
-assert matmul_plan(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))) is None      # train mode: batch statistics
+assert matmul_plan(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4, momentum=None))) is None   # a cumulative mean
+
+# %% [markdown]
+# In train mode, against `vmap` on the same rows: the outputs, the gradients and the updated running statistics.
+# The template is switched to train mode after the forward function was made, which the plan follows:
+
+# %%
+def train_mode_step(forward, stack):
+    leaves = [p.detach().requires_grad_(True) for p in stack.params(stack.flat).values()]
+    buffers = {k: v.clone() for k, v in stack.buffers.items()}
+    out = forward(dict(zip(stack.names, leaves)), buffers, x_rows)
+    return out, torch.autograd.grad(out.pow(2).sum(), leaves), buffers
+
+plan_forward = batched_forward(plan_stack.template)
+plan_stack.template.train()
+by_plan = train_mode_step(plan_forward, plan_stack)
+by_vmap = train_mode_step(vmap(lambda p, b, x: functional_call(plan_stack.template, (p, b), (x,))), plan_stack)
+assert torch.allclose(by_plan[0], by_vmap[0], atol=1e-5)
+assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(by_plan[1], by_vmap[1]))
+assert all(torch.allclose(by_plan[2][k], by_vmap[2][k], atol=1e-6) for k in plan_stack.buffers)
+assert by_plan[2]['2.num_batches_tracked'].tolist() == [1, 1, 1]
+assert not torch.allclose(by_plan[2]['2.running_mean'], plan_stack.buffers['2.running_mean'])   # it did move
+plan_stack.template.eval()
 try:
     member_losses(lambda out, y: F.cross_entropy(out, y), torch.randn(2, 3, 4), torch.zeros(2, 3, dtype=torch.long))
     raise AssertionError("a mean loss must be refused")
