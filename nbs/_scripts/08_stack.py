@@ -580,6 +580,7 @@ assert torch.allclose(plan_out, torch.stack([net(x_rows[k]) for k, net in enumer
 assert matmul_plan(nn.Sequential(nn.Conv2d(1, 2, 3))) is None
 assert matmul_plan(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4, momentum=None))) is None   # a cumulative mean
 
+
 # %% [markdown]
 # In train mode, against `vmap` on the same rows: the outputs, the gradients and the updated running statistics.
 # The template is switched to train mode after the forward function was made, which the plan follows:
