@@ -693,7 +693,7 @@ step_gpu[['baseline', 'baseline_s', 'ours_s', 'ratio', 'goal', 'ratio_at_floor']
 # `tools/step_host_time.py` times the same loops with every tensor tiny (nets 2 units wide, 2 inputs, minibatches
 # of 2), so the arithmetic vanishes and the host's work (Python, dispatch, `vmap`) is all that is left, which is
 # what a GPU waits for with these small nets. Before the change below, this proxy put the benchmark chain at
-# 1.25–1.34 times the bare step, and the H100 had measured 1.28: the proxy reads the card's ratio from this CPU.
+# 1.25–1.27 times the bare step, and the H100 had measured 1.28: the proxy reads the card's ratio from this CPU.
 #
 # What changed (commits `0e4533b` and `7900e72`), guided by it:
 # - a perceptron's forward pass over many rows is a plan of batched matrix products (`batched_forward` in the
