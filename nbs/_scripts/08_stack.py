@@ -498,27 +498,20 @@ def matmul_plan(module: nn.Module, prefix: str = '') -> list | None:
     return None
 
 def _batch_norm(x: torch.Tensor, params: dict, buffers: dict, prefix: str, bn: nn.BatchNorm1d) -> torch.Tensor:
-    """Batch norm of each row of `x` [K, B, C, ...] as `bn` computes it in its current mode: by the row's own minibatch
-    statistics in train mode (updating the row's running statistics in place), else by its running statistics."""
-    shape = (x.shape[0], 1, x.shape[2]) + (1,) * (x.dim() - 3)            # [K, 1, C, 1...]: per row and channel
-    if bn.training or not bn.track_running_stats:
-        dims = [1] + list(range(3, x.dim()))
-        var, mean = torch.var_mean(x, dims, correction=0, keepdim=True)
-        if bn.training and bn.track_running_stats:
-            with torch.no_grad():
-                n = x.numel() // (x.shape[0] * x.shape[2])
-                buffers[prefix + 'running_mean'].lerp_(mean.view(x.shape[0], -1), bn.momentum)
-                buffers[prefix + 'running_var'].lerp_(var.view(x.shape[0], -1) * (n / max(n - 1, 1)), bn.momentum)
-                buffers[prefix + 'num_batches_tracked'].add_(1)
-    else:
-        mean, var = buffers[prefix + 'running_mean'].view(shape), buffers[prefix + 'running_var'].view(shape)
-    scale = (var + bn.eps).rsqrt()
-    if bn.affine:
-        scale = scale * params[prefix + 'weight'].view(shape)
-    shift = -mean * scale
-    if bn.affine:
-        shift = shift + params[prefix + 'bias'].view(shape)
-    return torch.addcmul(shift, x, scale)
+    """Batch norm of each row of `x` [K, B, C, ...] as `bn` computes it in its current mode, by one call of the
+    native kernel: the K rows' C channels are K*C channels of one batch, so each row is normalized by its own
+    statistics (train mode) or running statistics (eval mode), and its running statistics are updated in place."""
+    K, B, C = x.shape[:3]
+    stats = bn.training or not bn.track_running_stats                    # the minibatch's statistics
+    running = (buffers[prefix + 'running_mean'].view(-1), buffers[prefix + 'running_var'].view(-1)) \
+        if bn.track_running_stats else (None, None)                       # views [K*C] of the stacked buffers
+    weight, bias = (params[prefix + 'weight'].reshape(-1), params[prefix + 'bias'].reshape(-1)) if bn.affine \
+        else (None, None)
+    out = F.batch_norm(x.transpose(0, 1).reshape(B, K * C, *x.shape[3:]), *running, weight, bias, stats,
+                       bn.momentum, bn.eps)
+    if bn.training and bn.track_running_stats:
+        buffers[prefix + 'num_batches_tracked'].add_(1)
+    return out.view(B, K, C, *x.shape[3:]).transpose(0, 1)
 
 def _run_plan(plan: list, params: dict, buffers: dict, x: torch.Tensor) -> torch.Tensor:
     "Apply `plan` to `x` [K, B, ...] with row k's parameters `params[name][k]` and buffers."
