@@ -467,10 +467,11 @@ assert elsewhere.template is not bn_net and elsewhere.flat.is_meta and model_dev
 # the template cost several times more host time than the arithmetic of a small net, and on a GPU host time is
 # what a step of small nets costs. So a template built only of `nn.Sequential`, `nn.Linear`, `nn.Flatten`,
 # parameter-free element-wise activations and `nn.BatchNorm1d` runs as a plan of `baddbmm` calls instead. Batch
-# norm follows its module's mode at every call: in eval mode it is an affine map by the row's running statistics;
-# in train mode it normalizes by the row's own minibatch statistics and updates the row's running statistics, as
-# `vmap` does. Anything else takes the `vmap` path. Both give the same numbers up to rounding, which the cells below
-# check.
+# norm is one call of the native kernel, with the $K$ rows' $C$ channels side by side as $KC$ channels of one
+# batch, and it follows its module's mode at every call: in eval mode each row is normalized by its own running
+# statistics; in train mode by its own minibatch statistics, and its running statistics are updated in place, as
+# `vmap` does. Anything else takes the `vmap` path. Both give the same numbers up to rounding, which the cells
+# below check.
 
 # %%
 #| export

@@ -693,13 +693,14 @@ step_gpu[['baseline', 'baseline_s', 'ours_s', 'ratio', 'goal', 'ratio_at_floor']
 # `tools/step_host_time.py` times the same loops with every tensor tiny (nets 2 units wide, 2 inputs, minibatches
 # of 2), so the arithmetic vanishes and the host's work (Python, dispatch, `vmap`) is all that is left, which is
 # what a GPU waits for with these small nets. Before the change below, this proxy put the benchmark chain at
-# 1.25–1.27 times the bare step, and the H100 had measured 1.28: the proxy reads the card's ratio from this CPU.
+# 1.25–1.28 times the bare step, and the H100 had measured 1.28: the proxy reads the card's ratio from this CPU.
 #
-# What changed (commits `0e4533b` and `7900e72`), guided by it:
+# What changed (commits `0e4533b`, `7900e72` and `eed61ff`), guided by it:
 # - a perceptron's forward pass over many rows is a plan of batched matrix products (`batched_forward` in the
 #   [stack chapter](stack.html)), not `functional_call` under `vmap`, and the rows' losses are taken outside
-#   `vmap`; batch norm follows its mode (running statistics in eval mode, as in the LLC; the rows' own minibatch
-#   statistics in train mode, as in the ensemble trainer);
+#   `vmap`; batch norm is one call of the native kernel with the rows' channels side by side, and follows its mode
+#   (running statistics in eval mode, as in the LLC; each row's own minibatch statistics in train mode, as in the
+#   ensemble trainer);
 # - a lone chain takes the cross-entropy's fused mean (`batch_mean`);
 # - the gradient drop $D$ (the [criticality chapter](criticality.html)) sums the weights, one in-place addition per
 #   draw, instead of a product and a sum per draw;
@@ -730,16 +731,20 @@ assert (speedup > 1.3).all()
 speedup.round(2).rename('before / after (the slower of two runs each)')
 
 # %% [markdown]
-# - **The benchmark chain** (no diagnostics): 1.04–1.10 times the bare step, from 1.25–1.27; with diagnostics every
-#   20 steps, 1.27–1.29 from 1.39–1.49. If the H100 follows the proxy as it did before, its 1.28 becomes about 1.1:
-#   the goal's edge. The bare step's own time moves between 512 and 549 µs from one process to the next on this
-#   machine, a spread as large as the gap that is left, so the proxy cannot say which side of 1.1 it falls on.
-# - **The study's LLC step** of 10 nets takes 1.4–1.5 ms of host time instead of 3.7–3.8 ms, and of 50 nets
-#   1.6–2.1 ms instead of 2.7–3.4 ms. On the H100 the two LLC phases of `mnist-seeds --full` (59 s and 58 s of its
-#   132 s) ran at the host's pace; at these ratios they would take about 55 s together, the run about 70 s and the
-#   command about 95 s, under the 2-minute goal. That is a prediction from this CPU; no GPU was lent to this session
+# - **The benchmark chain** (no diagnostics): 1.08–1.11 times the bare step, from 1.25–1.28. If the H100 follows
+#   the proxy as it did before, its 1.28 becomes about 1.1: the goal's edge. The bare step's own time moves between
+#   403 and 537 µs from one process to the next on this machine, a spread larger than the gap that is left, so the
+#   proxy cannot say which side of 1.1 it falls on. With diagnostics every 20 steps the two runs of the new code
+#   disagree (1.20 and 1.45, against 1.37–1.44 before): no change is shown there.
+# - **The study's LLC step** of 10 nets takes 1.2–1.3 ms of host time instead of 2.6–3.7 ms, and of 50 nets
+#   1.4–1.7 ms instead of 2.8–3.6 ms. On the H100 the two LLC phases of `mnist-seeds --full` (59 s and 58 s of its
+#   132 s) ran at the host's pace; at these ratios they would take about 50 s together, the run about 60 s and the
+#   command about 85 s, under the 2-minute goal. That is a prediction from this CPU; no GPU was lent to this session
 #   to measure it.
-# - **The training step** of the 50 nets takes 1.9–2.2 ms instead of 2.9–3.1 ms.
+# - **The training step** of the 50 nets takes 1.2–1.3 ms instead of 2.8–3.0 ms.
+# - With the real nets (784-128-64-32-10, batch 256) on this CPU, where arithmetic dominates, neither step is
+#   slower: the LLC step of the 50 nets took 180–209 ms against 225–256 ms, the training step 119–144 ms against
+#   134–156 ms (three timings each, one process per version).
 # - The 50 chains still draw their noise from 50 generators (50 calls a step); one draw for all would change the
 #   random numbers.
 
