@@ -14,6 +14,9 @@ and minibatches of 2, where the arithmetic vanishes and only the host's work is 
   paper's setting, no diagnostics) for K = 10 and 50;
 - the ensemble trainer's step of the study's 50 nets (SGD, batch norm in train mode).
 
+`--real-size` times instead the study's LLC and training steps with the real nets, where this CPU's arithmetic
+dominates (three timings each, not a median).
+
 Each figure is the median of `--repeats` (the study step: `--study-repeats`) interleaved timings of
 (time of n2 steps - time of n1 steps) / (n2 - n1), one thread, in one process. Prints JSON. On a shared machine run
 the versions to compare one after the other, twice, and read the spread.
@@ -93,10 +96,32 @@ def training_step(repeats: int, n1: int = 20, n2: int = 120) -> list[dict]:
     return [dict(workload="ensemble training step, 50 nets (the study's SGD, batch norm in train mode)", ours_us=1e6 * t)]
 
 
+def real_size(repeats: int = 3) -> list[dict]:
+    """The study's LLC step and training step with the real nets (784-128-64-32-10 with batch norm, 50 of them,
+    minibatch 256, random images): this CPU's arithmetic, for a check that the host-side change costs it nothing."""
+    from fracsgd.ensemble import EnsembleTrainer
+    from fracsgd.stack import resolve_loss
+    from fracsgd.studies import mnist_runs as mr
+    from fracsgd.studies.mnist_seeds import FULL, runs
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.rand(5000, 784, generator=g), torch.randint(0, 10, (5000,), generator=g)
+    nets = [make_mlp([784, 128, 64, 32, 10], batch_norm=True, seed=i) for i in range(50)]
+    s = mr.llc_setting(FULL.llc).replace(diag_every=0)
+    llc = lambda n: estimate_llc(nets, (X, y), 'classification', s.replace(n_draws=n))
+    base = runs(FULL)[0].settings().replace(every=10, llc_every=0)
+    def train(n):
+        t = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), base.replace(n_steps=n), 'cpu')
+        for _ in range(n):
+            t.step()
+    return [dict(workload="real size: LLC step, 50 nets x 1 chain", ours_us=[1e6 * _per_step(llc, 20, 60) for _ in range(repeats)]),
+            dict(workload="real size: training step, 50 nets", ours_us=[1e6 * _per_step(train, 10, 30) for _ in range(repeats)])]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--repeats', type=int, default=31, help='interleaved timings of the one chain (the median)')
     ap.add_argument('--study-repeats', type=int, default=7, help='timings of the study step (the median)')
+    ap.add_argument('--real-size', action='store_true', help='only the real nets: three timings of each step (minutes)')
     a = ap.parse_args()
     root = Path(fracsgd.__file__).resolve().parents[1]
     try:
@@ -106,7 +131,8 @@ def main():
         commit = ''
     print(json.dumps(dict(package=str(root), commit=commit, torch=torch.__version__, python=platform.python_version(),
                           date=time.strftime('%Y-%m-%d'), repeats=a.repeats, study_repeats=a.study_repeats,
-                          rows=lone_chain(a.repeats) + study_chains(a.study_repeats) + training_step(a.study_repeats)), indent=1))
+                          rows=real_size() if a.real_size else
+                          lone_chain(a.repeats) + study_chains(a.study_repeats) + training_step(a.study_repeats)), indent=1))
 
 
 if __name__ == '__main__':
