@@ -8,6 +8,8 @@
 #   DEVICE=cpu PY=.venv/bin/python WHEELS=0 bash tools/gpu_session.sh 90   # a check of this script on a CPU
 #   STEPS=step,seeds SEEDS_LIMIT=330 bash tools/gpu_session.sh 400   # some steps: check, step, seeds, bench, full
 #   STEPS=full ABLATION_WORKERS=14 bash tools/gpu_session.sh 560   # the full experiments, mnist-ablations too
+#   (timed runs start from empty folders; RESUME_FULL=1 lets the four full experiments resume an earlier call's
+#   folders on the same warm machine, and then their times are not end-to-end times; mnist-ablations always resumes)
 # On a machine that gets a copy of the tree, name the commit sent: FRACSGD_COMMIT=$(git rev-parse --short HEAD) ...
 # (the copy's .git may name another).
 #
@@ -44,6 +46,7 @@ print(json.dumps(bench_step_overhead(quick=False, device='$DEVICE', repeats=3), 
 
 # 3. mnist-seeds --full, end to end; phases with the GPU synchronised at their boundaries
 if want seeds; then
+rm -rf /tmp/seeds-full          # a timing, so never a resume of an earlier call's folder on the same machine
 t0=$(date +%s.%N)
 FRACSGD_SYNC_CLOCK=1 timeout "$(limit ${SEEDS_LIMIT:-200})" $PY -m fracsgd run mnist-seeds --${SEEDS_PRESET:-full} --device $DEVICE --workers 1 \
   --out /tmp/seeds-full > /tmp/seeds.log 2>&1
@@ -68,7 +71,9 @@ fi
 #    (their compact folders, tarred). FULL_LIMIT bounds each; ABLATION_WORKERS > 0 adds mnist-ablations --full on that
 #    many workers, stopped at the same deadline (the runner resumes its folder elsewhere).
 if want full; then
-  FL=$(limit ${FULL_LIMIT:-300}); t_all=$(date +%s.%N)
+  FL=$(limit ${FULL_LIMIT:-300})
+  [ "${RESUME_FULL:-0}" = 1 ] || rm -rf /tmp/md-full /tmp/md-long /tmp/mp-full /tmp/ma-full   # timed from scratch
+  t_all=$(date +%s.%N)
   run_full() {   # study preset folder extra...
     local study=$1 preset=${PRESET_OVERRIDE:-$2} dir=$3; shift 3
     local t0; t0=$(date +%s.%N)
