@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #cd1301b2
 from __future__ import annotations
-import dataclasses, math, os, random, tempfile, time
+import dataclasses, math, os, random, tempfile, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -14,9 +14,11 @@ import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['EXTRAS', 'default_device', 'cpu_cores', 'share_of_cores', 'data_dir', 'results_dir', 'seed_everything', 'require',
-           'replace_checked', 'check_whole', 'check_range', 'added_field', 'key_fields', 'shared_mode', 'atomic_path',
-           'write_table', 'read_table', 'save_figures', 'PhaseClock', 'reporting_progress', 'report_progress']
+__all__ = ['EXTRAS', 'CHECKPOINT_EVERY', 'default_device', 'cpu_cores', 'share_of_cores', 'data_dir', 'results_dir',
+           'seed_everything', 'require', 'replace_checked', 'check_whole', 'check_range', 'added_field', 'key_fields',
+           'shared_mode', 'atomic_path', 'write_table', 'read_table', 'save_figures', 'PhaseClock',
+           'reporting_progress', 'report_progress', 'Checkpoints', 'checkpointing', 'current_checkpoints', 'save_state',
+           'load_state', 'ResumableCall', 'rng_states', 'set_rng_states']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -218,3 +220,85 @@ def report_progress(done: int, total: int, what: str = 'step') -> None:
     "Tell the innermost `reporting_progress` listener, if any, that `done` of `total` `what`s are done."
     if _PROGRESS:
         _PROGRESS[-1](done, total, what)
+
+# %% ../nbs/00_core.ipynb #81256e26
+CHECKPOINT_EVERY = 300.0          # seconds between two saved states of a resumable call
+
+class Checkpoints:
+    "The checkpoint files of one run: one per resumable call, in call order, saved at most every `every` seconds."
+    def __init__(self, folder, every: float = CHECKPOINT_EVERY):
+        self.folder, self.every, self.calls = Path(folder), float(every), 0
+        self.resumed: list[Path] = []                     # the files whose saved state a call took up
+
+    def next_path(self) -> Path:
+        "The file of the run's next resumable call."
+        self.calls += 1
+        return self.folder / f'{self.calls - 1}.pt'
+
+_CHECKPOINTS: list = []
+
+@contextmanager
+def checkpointing(folder, every: float = CHECKPOINT_EVERY):
+    "Inside the block, resumable calls save their state under `folder` (see `current_checkpoints`)."
+    slot = Checkpoints(folder, every)
+    _CHECKPOINTS.append(slot)
+    try:
+        yield slot
+    finally:
+        _CHECKPOINTS.remove(slot)
+
+def current_checkpoints() -> Checkpoints | None:
+    "The innermost `checkpointing` block's `Checkpoints`, or None outside one."
+    return _CHECKPOINTS[-1] if _CHECKPOINTS else None
+
+def save_state(path, fingerprint: str, state: dict) -> None:
+    "Write `state` (anything `torch.save` takes) to `path`, whole or not at all, under `fingerprint`."
+    with atomic_path(path) as tmp:
+        torch.save(dict(fingerprint=fingerprint, state=state), tmp)
+
+def load_state(path, fingerprint: str) -> dict | None:
+    """The state saved at `path` under the same `fingerprint`, its tensors on the devices they were saved from; None
+    when there is none (another call's state is ignored; one saved on a device this machine lacks, with a warning)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        saved = torch.load(path, weights_only=False)
+    except RuntimeError as e:                                  # e.g. saved on a GPU, resumed on a CPU-only machine
+        warnings.warn(f"{path}: cannot be resumed here ({str(e).splitlines()[0]}); the call starts again")
+        return None
+    return saved['state'] if saved.get('fingerprint') == fingerprint else None
+
+class ResumableCall:
+    """One resumable call of a run: inside a `checkpointing` block it takes the run's next checkpoint file, `saved`
+    is the state the call left there (None: start afresh), `due()` says whether `every` seconds have passed since
+    the last save, and `save(state)` writes a state. Outside a block it is inactive: nothing is saved or loaded."""
+    def __init__(self, fingerprint: str):
+        slot = current_checkpoints()
+        self.fingerprint, self.path = fingerprint, slot.next_path() if slot else None
+        self.every = slot.every if slot else math.inf
+        self.saved = load_state(self.path, fingerprint) if self.path else None
+        if self.saved is not None:
+            slot.resumed.append(self.path)
+        self.last = time.monotonic()
+
+    def due(self) -> bool:
+        return self.path is not None and time.monotonic() - self.last >= self.every
+
+    def save(self, state: dict) -> None:
+        if self.path is not None:
+            save_state(self.path, self.fingerprint, state)
+            self.last = time.monotonic()
+
+def rng_states() -> dict:
+    "The global random states of Python, NumPy, torch and CUDA (what `seed_everything` seeds)."
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return dict(python=random.getstate(), numpy=np.random.get_state(), torch=torch.get_rng_state(), cuda=cuda)
+
+def set_rng_states(states: dict) -> None:
+    "Put back the global random states `rng_states()` gave."
+    random.setstate(states['python'])
+    np.random.set_state(states['numpy'])
+    torch.set_rng_state(states['torch'])
+    if states['cuda'] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states['cuda'])

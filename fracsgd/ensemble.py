@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_ensemble.ipynb #8750618d
 from __future__ import annotations
-import copy, dataclasses, math, os, re, warnings
+import copy, re, warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -17,20 +17,20 @@ from tqdm.auto import tqdm
 
 from fastcore.basics import patch
 
-from .core import PhaseClock, check_range, check_whole, replace_checked, report_progress
+from .core import (PhaseClock, ResumableCall, check_range, check_whole, replace_checked, report_progress,
+                          rng_states, set_rng_states)
 from .displacement import parameter_groups
 from .llc import estimate_llc, problem_clauses
 from .sgld import PAPER_PRESET, SGLDSettings
 from .stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
                            placement, resolve_device, resolve_loss)
+from .stacked_optim import OPTIMIZERS, StackedOptimizer
+from .chunks import default_memory_budget, member_bytes, plan_chunks
 
 # %% auto #0
-__all__ = ['OPTIMIZERS', 'LLC_COLUMNS', 'EnsembleSettings', 'StackedOptimizer', 'default_memory_budget', 'member_bytes',
-           'plan_chunks', 'EnsembleTrainer', 'llc_warning', 'train_ensemble', 'PerChunk']
+__all__ = ['LLC_COLUMNS', 'EnsembleSettings', 'EnsembleTrainer', 'llc_warning', 'train_ensemble', 'PerChunk']
 
 # %% ../nbs/12_ensemble.ipynb #ef1f350f
-OPTIMIZERS = ('sgd', 'adam', 'adamw')      # torch.optim's update rules, on stacked tensors
-
 @dataclass(frozen=True)
 class EnsembleSettings:
     "Everything that decides an ensemble's training; `every` and `groups` as for `Recorder`."
@@ -92,108 +92,6 @@ class EnsembleSettings:
         "A copy with `changes`, checked; an unknown name is refused with the list of known ones."
         return replace_checked(self, **changes)
 
-# %% ../nbs/12_ensemble.ipynb #463d4a37
-class StackedOptimizer:
-    "`torch.optim`'s SGD, Adam or AdamW under `settings`, applied in place to the tensors `params` (any shapes)."
-    def __init__(self, params: Sequence[torch.Tensor], settings: EnsembleSettings):
-        self.params, self.s, self.t = list(params), settings, 0
-        zeros = lambda: [torch.zeros_like(p) for p in self.params]
-        if settings.optimizer in ('adam', 'adamw'):
-            self.exp_avg, self.exp_avg_sq = zeros(), zeros()
-        elif settings.momentum:
-            self.momentum_buffer = zeros()
-
-    @torch.no_grad()
-    def step(self, grads: Sequence[torch.Tensor]) -> None:
-        "One update of every parameter with the gradients `grads` (same shapes; changed in place)."
-        self.t += 1
-        grads = list(grads)
-        if self.s.weight_decay and self.s.optimizer == 'adamw':              # decoupled: the weights shrink
-            torch._foreach_mul_(self.params, 1 - self.s.lr * self.s.weight_decay)
-        elif self.s.weight_decay:                                              # L2: added to the gradient
-            torch._foreach_add_(grads, self.params, alpha=self.s.weight_decay)
-        if self.s.optimizer in ('adam', 'adamw'):
-            self._adam(grads)
-        else:
-            self._sgd(grads)
-
-    def _sgd(self, grads):
-        s = self.s
-        if not s.momentum:
-            torch._foreach_add_(self.params, grads, alpha=-s.lr)
-            return
-        buf = self.momentum_buffer
-        if self.t == 1:
-            torch._foreach_copy_(buf, grads)                    # as torch.optim: the first buffer is g
-        else:
-            torch._foreach_mul_(buf, s.momentum)
-            torch._foreach_add_(buf, grads, alpha=1 - s.dampening)
-        if s.nesterov:
-            torch._foreach_add_(grads, buf, alpha=s.momentum)
-            buf = grads
-        torch._foreach_add_(self.params, buf, alpha=-s.lr)
-
-    def _adam(self, grads):
-        (b1, b2), t = self.s.betas, self.t
-        torch._foreach_lerp_(self.exp_avg, grads, 1 - b1)
-        torch._foreach_mul_(self.exp_avg_sq, b2)
-        torch._foreach_addcmul_(self.exp_avg_sq, grads, grads, value=1 - b2)
-        denom = torch._foreach_sqrt(self.exp_avg_sq)
-        torch._foreach_div_(denom, math.sqrt(1 - b2**t))
-        torch._foreach_add_(denom, self.s.eps)
-        torch._foreach_addcdiv_(self.params, self.exp_avg, denom, value=-self.s.lr / (1 - b1**t))
-
-# %% ../nbs/12_ensemble.ipynb #71fe29a8
-def _available_ram() -> int:
-    "Bytes of RAM available: psutil's estimate when it is installed, else the free pages (POSIX), else 8 GiB."
-    try:
-        import psutil
-        return int(psutil.virtual_memory().available)
-    except ImportError:
-        pass
-    try:
-        return os.sysconf('SC_AVPHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
-    except (AttributeError, ValueError, OSError):
-        return 8 * 2**30
-
-def default_memory_budget(device) -> int:
-    "Bytes a chunk may use: half the free memory of a CUDA device, else a quarter of the available RAM."
-    device = torch.device(device)
-    if device.type == 'cuda':
-        return int(torch.cuda.mem_get_info(device)[0] // 2)
-    return _available_ram() // 4
-
-def member_bytes(template: nn.Module, sample_input: torch.Tensor, settings: EnsembleSettings) -> int:
-    """Estimated bytes one member needs during a step on a minibatch shaped like `sample_input`
-    [batch, ...]: parameters with their state, plus activations and their gradients."""
-    params = list(template.parameters())
-    per_param = 3 + (2 if settings.optimizer in ('adam', 'adamw') else int(settings.momentum > 0))  # w, w0, grad, state
-    param_bytes = per_param * sum(p.numel() * p.element_size() for p in params)
-    counted = []
-    def count(module, inputs, output):
-        if torch.is_tensor(output):
-            counted.append(output.numel() * output.element_size())
-    probe = copy.deepcopy(template).to(sample_input.device)
-    leaves = [m for m in probe.modules() if not list(m.children())]
-    hooks = [m.register_forward_hook(count) for m in leaves]
-    try:
-        with torch.no_grad():
-            probe(torch.zeros_like(sample_input))
-    finally:
-        for h in hooks:
-            h.remove()
-    input_bytes = sample_input.numel() * sample_input.element_size()
-    return int(param_bytes + 2 * sum(counted) + input_bytes)
-
-def plan_chunks(n_members: int, per_member: int, budget: int) -> list[range]:
-    "Consecutive ranges of member indices, of equal size (the last may be smaller), each within `budget`."
-    if n_members < 1:
-        raise ValueError(f"an ensemble needs at least one member, got {n_members}")
-    size = int(max(1, min(n_members, budget // max(per_member, 1))))
-    n_chunks = math.ceil(n_members / size)
-    size = math.ceil(n_members / n_chunks)                   # balance: chunks of equal size
-    return [range(a, min(a + size, n_members)) for a in range(0, n_members, size)]
-
 # %% ../nbs/12_ensemble.ipynb #5254ef2f
 class EnsembleTrainer:
     "Train the same-architecture `models` (indices `members` of the ensemble) together on `data` = (X, y)."
@@ -212,10 +110,15 @@ class EnsembleTrainer:
         self.leaves = [p.detach().requires_grad_(True) for p in self.stack.params(self.w).values()]
         self.opt = StackedOptimizer(self.leaves, settings)
         self.forward = batched_forward(self.template)
-        gens = [torch.Generator().manual_seed(chain_seed(settings.seed, m, 0, 1)) for m in self.members]
-        self.batches = chain_minibatches(self.X, self.y, settings.batch_size, gens, device)
+        self.t = 0                                                                # steps taken
+        self.batches = self._minibatches(0)
         self.groups = parameter_groups(self.template, settings.groups)
         self.rows = []                                                            # one dict per recorded step
+
+    def _minibatches(self, start: int):
+        "Each member's minibatch stream from its `start`-th minibatch on."
+        gens = [torch.Generator().manual_seed(chain_seed(self.s.seed, m, 0, 1)) for m in self.members]
+        return chain_minibatches(self.X, self.y, self.s.batch_size, gens, self.w.device, start)
 
 # %% ../nbs/12_ensemble.ipynb #dc5b7e73
 @patch
@@ -347,25 +250,54 @@ def _observe(self: EnsembleTrainer, observers: Sequence, step: int) -> None:
             ob.observe(self, step)
 
 @patch
-def run(self: EnsembleTrainer, bar=None, observers: Sequence = ()) -> pd.DataFrame:
-    """Train for `settings.n_steps` steps; the trajectory table. `clock` holds the seconds of steps, record and llc.
-    Each observer's `observe(trainer, step)` is called after step 0 and after every step (its clock phase: its
-    `phase`, else `observe`)."""
+def run(self: EnsembleTrainer, bar=None, observers: Sequence = (), checkpoint: Callable | None = None) -> pd.DataFrame:
+    """Train until step `settings.n_steps` (from step `t`, where a resumed trainer stands); the trajectory table.
+    `clock` holds the seconds of steps, record and llc. Each observer's `observe(trainer, step)` is called after
+    step 0 and after every step (its clock phase: its `phase`, else `observe`); then `checkpoint(trainer)`, if
+    given, may save the run's state."""
     clock = self.clock
-    with clock('record'):
-        self.record(0)
-    self._observe(observers, 0)
-    for t in range(1, self.s.n_steps + 1):
+    if self.t == 0:
+        with clock('record'):
+            self.record(0)
+        self._observe(observers, 0)
+    elif bar is not None:
+        bar.update(len(self.members) * self.t)
+    for t in range(self.t + 1, self.s.n_steps + 1):
         with clock('steps'):
             loss, out, y = self.step()
+        self.t = t
         with clock('record'):
             self.record(t, loss, out, y)
         self._observe(observers, t)
+        if checkpoint is not None:
+            checkpoint(self)
         if bar is not None:
             bar.update(len(self.members))
         report_progress(t, self.s.n_steps, 'training step')
     with clock('record'):
         return self.table()
+
+@patch
+def state(self: EnsembleTrainer) -> dict:
+    "Where the trainer stands: its step, weights, buffers, optimizer state, recorded rows and warnings given."
+    rows = [{k: v.numpy() if torch.is_tensor(v) else v for k, v in r.items()} for r in self.rows]   # host tensors:
+    return dict(t=self.t, w=self.w.clone(), w0=self.w0.clone(), opt=self.opt.state(), rows=rows,   # one record each
+                buffers={k: v.clone() for k, v in self.stack.buffers.items()},                    # in torch.save
+                llc_warned=set(self.__dict__.get('llc_warned', ())))
+
+@patch
+def load_state(self: EnsembleTrainer, state: dict) -> None:
+    "Stand where `state()` stood: the same weights, buffers and optimizer state, the minibatch streams moved on."
+    with torch.no_grad():
+        self.w.copy_(state['w'])                                 # the leaves are views of it
+        self.w0.copy_(state['w0'])
+        for k, v in self.stack.buffers.items():
+            v.copy_(state['buffers'][k])
+    self.opt.load_state(state['opt'])
+    self.rows = [{k: torch.from_numpy(v) if k in ('sq', 'loss', 'accuracy') else v for k, v in r.items()}
+                 for r in state['rows']]
+    self.t, self.llc_warned = state['t'], set(state['llc_warned'])
+    self.batches = self._minibatches(self.t)
 
 @patch
 def write_back(self: EnsembleTrainer) -> None:
@@ -390,20 +322,62 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     device, X, y = placement(models, data, device, loss)             # nothing is moved
     s = (settings or EnsembleSettings()).replace(**changes)
     loss_fn = resolve_loss(loss)
-    budget = s.memory_budget or default_memory_budget(device)
-    sample = X[:min(s.batch_size, len(X))]
-    chunks = plan_chunks(len(models), member_bytes(models[0], sample, s), budget)
-    tables = []
+    call = ResumableCall(_fingerprint(models, X, device, loss, s))     # inactive outside a `checkpointing` block
+    clock = clock if clock is not None else PhaseClock()
+    since = dict(wall=dict(clock.wall), cpu=dict(clock.cpu))           # what this call adds to the clock is saved
+    saved = call.saved or {}
+    if saved:
+        _restore(saved, models, observers, clock)
+        chunks, tables = saved['chunks'], list(saved['tables'])
+    else:
+        budget = s.memory_budget or default_memory_budget(device)
+        sample = X[:min(s.batch_size, len(X))]
+        chunks, tables = plan_chunks(len(models), member_bytes(models[0], sample, s), budget), []
+    def save(trainer=None):
+        done = [i for chunk in chunks[:len(tables)] for i in chunk]
+        call.save(dict(chunks=chunks, tables=list(tables), models={i: models[i].state_dict() for i in done},
+                       trainer=None if trainer is None else trainer.state(), rng=rng_states(),
+                       observers=[_observer_state(ob) for ob in observers],
+                       clock={k: {p: v - since[k].get(p, 0.0) for p, v in getattr(clock, k).items()} for k in since}))
+    def checkpoint(trainer):
+        if call.due():
+            save(trainer)
     with tqdm(total=len(models) * s.n_steps, disable=not progress, unit='member-step',
               desc=f'{len(models)} members in {len(chunks)} chunk(s)') as bar:
-        for chunk in chunks:
+        bar.update(sum(len(c) for c in chunks[:len(tables)]) * s.n_steps)
+        for chunk in chunks[len(tables):]:
             trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device, clock)
-            tables.append(trainer.run(bar, observers))
+            if saved.get('trainer') is not None:
+                trainer.load_state(saved.pop('trainer'))
+            tables.append(trainer.run(bar, observers, checkpoint if call.path else None))
             trainer.write_back()
             del trainer
+            save()                                                     # a finished chunk is never trained again
     for m in models:
         m.train()
     return pd.concat(tables, ignore_index=True)
+
+def _fingerprint(models, X, device, loss, s: EnsembleSettings) -> str:
+    "What makes two calls of `train_ensemble` the same call, for resuming one from the other's saved state."
+    loss = loss if isinstance(loss, str) else getattr(loss, '__qualname__', type(loss).__name__)
+    return (f"train_ensemble: {len(models)} × {type(models[0]).__name__} "
+            f"({sum(p.numel() for p in models[0].parameters())} parameters), data {tuple(X.shape)} {X.dtype} on "
+            f"{device}, loss {loss}, {s!r}")
+
+def _observer_state(ob) -> dict:
+    "What an observer holds, without its methods or factories (e.g. `PerChunk.make`)."
+    return {k: v for k, v in vars(ob).items() if not callable(v)}
+
+def _restore(saved: dict, models, observers, clock: PhaseClock) -> None:
+    "Put back what a stopped call had done: trained members, observers, random states and clock seconds."
+    for i, state in saved['models'].items():
+        models[i].load_state_dict(state)
+    for ob, state in zip(observers, saved['observers']):
+        vars(ob).update(state)
+    set_rng_states(saved['rng'])
+    for k, phases in saved['clock'].items():
+        for p, v in phases.items():
+            getattr(clock, k)[p] = getattr(clock, k).get(p, 0.0) + v
 
 # %% ../nbs/12_ensemble.ipynb #22a77a41
 class PerChunk:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/13a_runner.ipynb #f2f51858
 from __future__ import annotations
-import dataclasses, importlib, json, os, re, time, warnings
+import dataclasses, importlib, json, os, re, shutil, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -14,15 +14,16 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .core import atomic_path, cpu_cores, default_device, reporting_progress, results_dir, seed_everything
+from .core import (CHECKPOINT_EVERY, atomic_path, checkpointing, cpu_cores, default_device, reporting_progress,
+                          results_dir, seed_everything)
 from .store import read_meta, status, failed_keys, done_keys, runs_table
 from .sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
 # %% auto #0
-__all__ = ['DTYPES', 'STUDIES', 'PROGRESS_EVERY', 'check_device', 'Placement', 'placement', 'current_placement', 'placed',
-           'place', 'PlacementError', 'check_placed', 'Study', 'get_study', 'trained_path', 'progress_writer',
-           'run_one', 'default_folder', 'data_identity', 'check_same_data', 'run_study', 'StudyFailed', 'study_config',
-           'report_study']
+__all__ = ['DTYPES', 'STUDIES', 'RESUMED_LOG', 'PROGRESS_EVERY', 'check_device', 'Placement', 'placement', 'current_placement',
+           'placed', 'place', 'PlacementError', 'check_placed', 'Study', 'get_study', 'trained_path', 'checkpoint_dir',
+           'checkpoint_every', 'progress_writer', 'run_one', 'default_folder', 'data_identity', 'check_same_data',
+           'run_study', 'StudyFailed', 'study_config', 'report_study']
 
 # %% ../nbs/13a_runner.ipynb #35ffa433
 DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
@@ -208,6 +209,16 @@ def trained_path(folder, key: str) -> Path:
     "Where the trained state of run `key` waits for its evaluation."
     return Path(folder) / 'trained' / f'{key}.pt'
 
+RESUMED_LOG = 'resumed.log'   # one line per run whose training took up a saved state
+
+def checkpoint_dir(folder, key: str) -> Path:
+    "Where the training of run `key` saves its state part-way, until its trained state is written."
+    return Path(folder) / 'checkpoints' / key
+
+def checkpoint_every() -> float:
+    "Seconds between two saved states of a run's training: `FRACSGD_CHECKPOINT_EVERY`, else `CHECKPOINT_EVERY`."
+    return float(os.environ.get('FRACSGD_CHECKPOINT_EVERY', CHECKPOINT_EVERY))
+
 PROGRESS_EVERY = 2.0      # seconds between two progress files of a run
 
 def progress_writer(folder, key: str, every: float = PROGRESS_EVERY) -> Callable:
@@ -239,9 +250,15 @@ def run_one(study, p: Placement, folder, run) -> dict:
                 m.load_state_dict(s)
             trained = state['trained']
         else:
-            trained = study.train(run, data, models)
+            with checkpointing(checkpoint_dir(folder, key), checkpoint_every()) as slot:
+                trained = study.train(run, data, models)
+            if slot.resumed:                                     # say so: the run was trained in more than one go
+                with open(Path(folder) / RESUMED_LOG, 'a') as f:
+                    f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} run {key}: training resumed "
+                            f"from {', '.join(str(p.relative_to(folder)) for p in slot.resumed)}\n")
             with atomic_path(saved) as tmp:
                 torch.save(dict(models=[m.state_dict() for m in _models_list(models)], trained=trained), tmp)
+            shutil.rmtree(checkpoint_dir(folder, key), ignore_errors=True)
         seed_everything(study.seed(run))                         # evaluation sees the same RNG fresh or resumed
         return {**trained, **study.evaluate(run, data, models, trained)}
 
@@ -305,6 +322,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
                        start_method='spawn' if cuda else None, gpus_per_run=gpus)
     for key in done_keys(folder):
         trained_path(folder, key).unlink(missing_ok=True)
+        shutil.rmtree(checkpoint_dir(folder, key), ignore_errors=True)
     if counts['done'] + counts['skipped'] == len(set(run_key(r) for r in runs)):
         with placed(p):
             study.finish(folder, cfg)

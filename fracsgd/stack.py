@@ -362,15 +362,22 @@ def chain_seed(seed: int, model: int, chain: int, stream: int) -> int:
 
 def chain_minibatches(X: torch.Tensor, y: torch.Tensor, batch_size: int,
                       generators: Sequence[torch.Generator],
-                      device) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    "An endless stream of `(x [K, B, ...], y [K, B, ...])`, row k in the random order of `generators[k]`."
+                      device, start: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """An endless stream of `(x [K, B, ...], y [K, B, ...])`, row k in the random order of `generators[k]`; with
+    `start`, the same stream without its first `start` minibatches (what a resumed run needs)."""
     n, K = len(X), len(generators)
     if batch_size >= n:
         while True:
             yield X.expand(K, *X.shape), y.expand(K, *y.shape)
+    per_epoch = n // batch_size
+    for _ in range(start // per_epoch):                                     # whole epochs: their orders, unused
+        for g in generators:
+            torch.randperm(n, generator=g)
+    first = start % per_epoch
     while True:
         perm = torch.stack([torch.randperm(n, generator=g) for g in generators]).to(device)   # [K, n]
-        for j in range(n // batch_size):
+        for j in range(first, per_epoch):
             idx = perm[:, j * batch_size:(j + 1) * batch_size].reshape(-1)                  # [K * B]
             yield (X.index_select(0, idx).view(K, batch_size, *X.shape[1:]),
                    y.index_select(0, idx).view(K, batch_size, *y.shape[1:]))
+        first = 0

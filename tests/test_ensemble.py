@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.datasets.moons import load_moons
-from fracsgd.ensemble import EnsembleSettings, member_bytes, plan_chunks, train_ensemble
+from fracsgd.chunks import member_bytes, plan_chunks
+from fracsgd.ensemble import EnsembleSettings, train_ensemble
 from fracsgd.models import make_mlp
 from fracsgd.stack import chain_seed
 

@@ -671,23 +671,30 @@ def chain_seed(seed: int, model: int, chain: int, stream: int) -> int:
 
 def chain_minibatches(X: torch.Tensor, y: torch.Tensor, batch_size: int,
                       generators: Sequence[torch.Generator],
-                      device) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    "An endless stream of `(x [K, B, ...], y [K, B, ...])`, row k in the random order of `generators[k]`."
+                      device, start: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """An endless stream of `(x [K, B, ...], y [K, B, ...])`, row k in the random order of `generators[k]`; with
+    `start`, the same stream without its first `start` minibatches (what a resumed run needs)."""
     n, K = len(X), len(generators)
     if batch_size >= n:
         while True:
             yield X.expand(K, *X.shape), y.expand(K, *y.shape)
+    per_epoch = n // batch_size
+    for _ in range(start // per_epoch):                                     # whole epochs: their orders, unused
+        for g in generators:
+            torch.randperm(n, generator=g)
+    first = start % per_epoch
     while True:
         perm = torch.stack([torch.randperm(n, generator=g) for g in generators]).to(device)   # [K, n]
-        for j in range(n // batch_size):
+        for j in range(first, per_epoch):
             idx = perm[:, j * batch_size:(j + 1) * batch_size].reshape(-1)                  # [K * B]
             yield (X.index_select(0, idx).view(K, batch_size, *X.shape[1:]),
                    y.index_select(0, idx).view(K, batch_size, *y.shape[1:]))
+        first = 0
 
 
 # %% [markdown]
-# Two chains get different minibatch orders, each of them sees every sample once per epoch, and the same seed
-# gives the same stream again:
+# Two chains get different minibatch orders, each of them sees every sample once per epoch, the same seed
+# gives the same stream again, and `start` resumes it part-way (a resumed run's stream is the one it would have had):
 
 # %%
 X_idx, y_idx = torch.arange(12.0)[:, None], torch.arange(12)
@@ -700,6 +707,10 @@ assert not torch.equal(seen[0], seen[1])
 assert torch.equal(next(chain_minibatches(X_idx, y_idx, 4, gens(), 'cpu'))[1], epoch[0][1])
 assert next(chain_minibatches(X_idx, y_idx, 50, gens(), 'cpu'))[0].shape == (2, 12, 1)
 assert len({chain_seed(0, m, c, s) for m in range(3) for c in range(3) for s in range(2)}) == 18
+whole = chain_minibatches(X_idx, y_idx, 4, gens(), 'cpu')
+later = [next(whole) for _ in range(8)][5:]                         # minibatches 5-7: into the second epoch
+resumed = chain_minibatches(X_idx, y_idx, 4, gens(), 'cpu', start=5)
+assert all(torch.equal(next(resumed)[1], yb) for _, yb in later)   # `start` skips exactly that many
 seen
 
 # %%

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import copy, dataclasses, math, os, re, warnings
+import copy, re, warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -26,12 +26,15 @@ from tqdm.auto import tqdm
 
 from fastcore.basics import patch
 
-from fracsgd.core import PhaseClock, check_range, check_whole, replace_checked, report_progress
+from fracsgd.core import (PhaseClock, ResumableCall, check_range, check_whole, replace_checked, report_progress,
+                          rng_states, set_rng_states)
 from fracsgd.displacement import parameter_groups
 from fracsgd.llc import estimate_llc, problem_clauses
 from fracsgd.sgld import PAPER_PRESET, SGLDSettings
 from fracsgd.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
                            placement, resolve_device, resolve_loss)
+from fracsgd.stacked_optim import OPTIMIZERS, StackedOptimizer
+from fracsgd.chunks import default_memory_budget, member_bytes, plan_chunks
 
 # %%
 import torch.nn.functional as F
@@ -67,8 +70,6 @@ torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids
 
 # %%
 #| export
-OPTIMIZERS = ('sgd', 'adam', 'adamw')      # torch.optim's update rules, on stacked tensors
-
 @dataclass(frozen=True)
 class EnsembleSettings:
     "Everything that decides an ensemble's training; `every` and `groups` as for `Recorder`."
@@ -147,196 +148,9 @@ for bad, word in [(dict(optimizer='rmsprop'), 'optimizer'), (dict(lr=0), 'lr'), 
 
 
 # %% [markdown]
-# ## Optimizers on stacked tensors
-#
-# The optimizer sees each parameter tensor of the ensemble as one tensor with a leading member axis
-# (`[members, *shape]`). SGD and Adam act elementwise, so applying `torch.optim`'s update rules to the stacked
-# tensors applies them to every member at once, with no coupling between members. `StackedOptimizer` does
-# exactly that with PyTorch's multi-tensor (`torch._foreach_*`) kernels, following `torch.optim`'s conventions
-# to the letter:
-#
-# * **SGD**: weight decay is added to the gradient, $g \leftarrow g + \lambda w$; the momentum buffer starts
-#   as the first step's $g$ (no dampening on that step), then $b \leftarrow \mu b + (1-\tau) g$; Nesterov
-#   steps along $g + \mu b$; the update is $w \leftarrow w - \eta\, b$.
-# * **Adam** (Kingma & Ba's, with L2 weight decay added to the gradient as `torch.optim.Adam` does, not
-#   AdamW): $m \leftarrow \beta_1 m + (1-\beta_1) g$, $v \leftarrow \beta_2 v + (1-\beta_2) g^2$, and
-#   $w \leftarrow w - \frac{\eta}{1-\beta_1^t}\, m \big/ \big(\sqrt{v}/\sqrt{1-\beta_2^t} + \epsilon\big)$,
-#   with $\epsilon$ added *after* the bias-corrected square root.
-# * **AdamW** (Loshchilov & Hutter's decoupled weight decay, as `torch.optim.AdamW`): the same update on the bare
-#   gradient, after the weights shrink by $w \leftarrow (1 - \eta\lambda)\, w$. The two versions of the paper
-#   name different optimizers for their MNIST ablations (Adam in the ICLR version, AdamW with a weight-decay axis
-#   in the arXiv version), so both are here.
-#
-# The parameters are updated in place, so they may be views of a larger tensor (the ensemble's flat weights).
-# The gradients are consumed: weight decay is added to them in place (SGD, Adam).
-
-# %%
-#| export
-class StackedOptimizer:
-    "`torch.optim`'s SGD, Adam or AdamW under `settings`, applied in place to the tensors `params` (any shapes)."
-    def __init__(self, params: Sequence[torch.Tensor], settings: EnsembleSettings):
-        self.params, self.s, self.t = list(params), settings, 0
-        zeros = lambda: [torch.zeros_like(p) for p in self.params]
-        if settings.optimizer in ('adam', 'adamw'):
-            self.exp_avg, self.exp_avg_sq = zeros(), zeros()
-        elif settings.momentum:
-            self.momentum_buffer = zeros()
-
-    @torch.no_grad()
-    def step(self, grads: Sequence[torch.Tensor]) -> None:
-        "One update of every parameter with the gradients `grads` (same shapes; changed in place)."
-        self.t += 1
-        grads = list(grads)
-        if self.s.weight_decay and self.s.optimizer == 'adamw':              # decoupled: the weights shrink
-            torch._foreach_mul_(self.params, 1 - self.s.lr * self.s.weight_decay)
-        elif self.s.weight_decay:                                              # L2: added to the gradient
-            torch._foreach_add_(grads, self.params, alpha=self.s.weight_decay)
-        if self.s.optimizer in ('adam', 'adamw'):
-            self._adam(grads)
-        else:
-            self._sgd(grads)
-
-    def _sgd(self, grads):
-        s = self.s
-        if not s.momentum:
-            torch._foreach_add_(self.params, grads, alpha=-s.lr)
-            return
-        buf = self.momentum_buffer
-        if self.t == 1:
-            torch._foreach_copy_(buf, grads)                    # as torch.optim: the first buffer is g
-        else:
-            torch._foreach_mul_(buf, s.momentum)
-            torch._foreach_add_(buf, grads, alpha=1 - s.dampening)
-        if s.nesterov:
-            torch._foreach_add_(grads, buf, alpha=s.momentum)
-            buf = grads
-        torch._foreach_add_(self.params, buf, alpha=-s.lr)
-
-    def _adam(self, grads):
-        (b1, b2), t = self.s.betas, self.t
-        torch._foreach_lerp_(self.exp_avg, grads, 1 - b1)
-        torch._foreach_mul_(self.exp_avg_sq, b2)
-        torch._foreach_addcmul_(self.exp_avg_sq, grads, grads, value=1 - b2)
-        denom = torch._foreach_sqrt(self.exp_avg_sq)
-        torch._foreach_div_(denom, math.sqrt(1 - b2**t))
-        torch._foreach_add_(denom, self.s.eps)
-        torch._foreach_addcdiv_(self.params, self.exp_avg, denom, value=-self.s.lr / (1 - b1**t))
-
-
-# %% [markdown]
-# On one tensor with a fixed sequence of random gradients, the stacked optimizer and `torch.optim` must take
-# the same steps (float64; they differ only in the order of floating-point operations):
-
-# %%
-def against_torch_optim(settings, torch_opt, n=50):
-    g = torch.Generator().manual_seed(0)
-    w0 = torch.randn(4, 7, generator=g, dtype=torch.float64)         # [members, params]
-    grads = [torch.randn(4, 7, generator=g, dtype=torch.float64) for _ in range(n)]
-    ours, ref = w0.clone(), w0.clone().requires_grad_(True)
-    opt, ref_opt = StackedOptimizer([ours], settings), torch_opt([ref])
-    for gr in grads:
-        opt.step([gr.clone()])
-        ref.grad = gr.clone()
-        ref_opt.step()
-    return float((ours - ref.detach()).abs().max())
-
-cases = [(EnsembleSettings(lr=0.1), lambda p: torch.optim.SGD(p, lr=0.1)),
-         (EnsembleSettings(lr=0.1, momentum=0.9, dampening=0.3, weight_decay=0.01),
-          lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.3, weight_decay=0.01)),
-         (EnsembleSettings(lr=0.1, momentum=0.9, nesterov=True),
-          lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True)),
-         (EnsembleSettings(optimizer='adam', lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
-          lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)),
-         (EnsembleSettings(optimizer='adamw', lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
-          lambda p: torch.optim.AdamW(p, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1))]
-errors = [against_torch_optim(s, make) for s, make in cases]
-assert max(errors) < 1e-13, errors
-errors
-
-
-# %% [markdown]
-# ## Memory: members per chunk
-#
-# An ensemble too large for the device is trained in chunks of members, one chunk after another; since every
-# member has its own initialization, its own minibatch stream (seeded by its index in the whole ensemble) and
-# no coupling to the others, chunking changes no number except through floating-point rounding of batched
-# kernels. `member_bytes` estimates what one member costs during a step:
-#
-# * per parameter, the weights, their initial copy (for $R(t)$), the gradient and the optimizer state (one
-#   momentum buffer for SGD with momentum, two moments for Adam);
-# * per minibatch, the activations: one forward pass of a copy of the model on a zero batch counts the outputs
-#   of its leaf modules, which the backward pass keeps and then matches with gradients of the same size (a
-#   factor of 2), plus the gathered input batch.
-#
-# `plan_chunks` cuts the members into consecutive chunks of equal size (the last may be smaller) that fit the
-# budget; a budget smaller than one member still gives chunks of one. The default budget is half the free
-# memory of a GPU, or a quarter of the available RAM.
-
-# %%
-#| export
-def _available_ram() -> int:
-    "Bytes of RAM available: psutil's estimate when it is installed, else the free pages (POSIX), else 8 GiB."
-    try:
-        import psutil
-        return int(psutil.virtual_memory().available)
-    except ImportError:
-        pass
-    try:
-        return os.sysconf('SC_AVPHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
-    except (AttributeError, ValueError, OSError):
-        return 8 * 2**30
-
-def default_memory_budget(device) -> int:
-    "Bytes a chunk may use: half the free memory of a CUDA device, else a quarter of the available RAM."
-    device = torch.device(device)
-    if device.type == 'cuda':
-        return int(torch.cuda.mem_get_info(device)[0] // 2)
-    return _available_ram() // 4
-
-def member_bytes(template: nn.Module, sample_input: torch.Tensor, settings: EnsembleSettings) -> int:
-    """Estimated bytes one member needs during a step on a minibatch shaped like `sample_input`
-    [batch, ...]: parameters with their state, plus activations and their gradients."""
-    params = list(template.parameters())
-    per_param = 3 + (2 if settings.optimizer in ('adam', 'adamw') else int(settings.momentum > 0))  # w, w0, grad, state
-    param_bytes = per_param * sum(p.numel() * p.element_size() for p in params)
-    counted = []
-    def count(module, inputs, output):
-        if torch.is_tensor(output):
-            counted.append(output.numel() * output.element_size())
-    probe = copy.deepcopy(template).to(sample_input.device)
-    leaves = [m for m in probe.modules() if not list(m.children())]
-    hooks = [m.register_forward_hook(count) for m in leaves]
-    try:
-        with torch.no_grad():
-            probe(torch.zeros_like(sample_input))
-    finally:
-        for h in hooks:
-            h.remove()
-    input_bytes = sample_input.numel() * sample_input.element_size()
-    return int(param_bytes + 2 * sum(counted) + input_bytes)
-
-def plan_chunks(n_members: int, per_member: int, budget: int) -> list[range]:
-    "Consecutive ranges of member indices, of equal size (the last may be smaller), each within `budget`."
-    if n_members < 1:
-        raise ValueError(f"an ensemble needs at least one member, got {n_members}")
-    size = int(max(1, min(n_members, budget // max(per_member, 1))))
-    n_chunks = math.ceil(n_members / size)
-    size = math.ceil(n_members / n_chunks)                   # balance: chunks of equal size
-    return [range(a, min(a + size, n_members)) for a in range(0, n_members, size)]
-
-
-# %%
-net = make_mlp([784, 128, 64, 10], batch_norm=True, seed=0)
-n_p = sum(p.numel() for p in net.parameters())
-b = member_bytes(net, torch.zeros(256, 784), EnsembleSettings(optimizer='adam'))
-# 5 float32 copies of the weights; activations: 256 x (128 + 128 + 128 + 64 + 64 + 64 + 10) floats, twice
-assert b == 5 * 4 * n_p + 2 * 4 * 256 * (3 * 128 + 3 * 64 + 10) + 4 * 256 * 784
-assert [len(c) for c in plan_chunks(10, 100, 350)] == [3, 3, 3, 1]
-assert [len(c) for c in plan_chunks(10, 100, 10**9)] == [10]
-assert [len(c) for c in plan_chunks(5, 100, 1)] == [1] * 5
-assert [list(c) for c in plan_chunks(7, 1, 3)] == [[0, 1, 2], [3, 4, 5], [6]]
-assert default_memory_budget('cpu') > 0
-print(f"one MNIST member with Adam at batch 256: {b / 2**20:.1f} MiB")
+# The members' parameters are updated by a [`StackedOptimizer`](stacked_optim.html), `torch.optim`'s update rules
+# applied to the stacked tensors at once, and an ensemble too large for the device trains in
+# [chunks](chunks.html) of members that fit a memory budget.
 
 # %% [markdown]
 # ## One vectorized forward pass
@@ -397,10 +211,15 @@ class EnsembleTrainer:
         self.leaves = [p.detach().requires_grad_(True) for p in self.stack.params(self.w).values()]
         self.opt = StackedOptimizer(self.leaves, settings)
         self.forward = batched_forward(self.template)
-        gens = [torch.Generator().manual_seed(chain_seed(settings.seed, m, 0, 1)) for m in self.members]
-        self.batches = chain_minibatches(self.X, self.y, settings.batch_size, gens, device)
+        self.t = 0                                                                # steps taken
+        self.batches = self._minibatches(0)
         self.groups = parameter_groups(self.template, settings.groups)
         self.rows = []                                                            # one dict per recorded step
+
+    def _minibatches(self, start: int):
+        "Each member's minibatch stream from its `start`-th minibatch on."
+        gens = [torch.Generator().manual_seed(chain_seed(self.s.seed, m, 0, 1)) for m in self.members]
+        return chain_minibatches(self.X, self.y, self.s.batch_size, gens, self.w.device, start)
 
 
 # %% [markdown]
@@ -581,25 +400,54 @@ def _observe(self: EnsembleTrainer, observers: Sequence, step: int) -> None:
             ob.observe(self, step)
 
 @patch
-def run(self: EnsembleTrainer, bar=None, observers: Sequence = ()) -> pd.DataFrame:
-    """Train for `settings.n_steps` steps; the trajectory table. `clock` holds the seconds of steps, record and llc.
-    Each observer's `observe(trainer, step)` is called after step 0 and after every step (its clock phase: its
-    `phase`, else `observe`)."""
+def run(self: EnsembleTrainer, bar=None, observers: Sequence = (), checkpoint: Callable | None = None) -> pd.DataFrame:
+    """Train until step `settings.n_steps` (from step `t`, where a resumed trainer stands); the trajectory table.
+    `clock` holds the seconds of steps, record and llc. Each observer's `observe(trainer, step)` is called after
+    step 0 and after every step (its clock phase: its `phase`, else `observe`); then `checkpoint(trainer)`, if
+    given, may save the run's state."""
     clock = self.clock
-    with clock('record'):
-        self.record(0)
-    self._observe(observers, 0)
-    for t in range(1, self.s.n_steps + 1):
+    if self.t == 0:
+        with clock('record'):
+            self.record(0)
+        self._observe(observers, 0)
+    elif bar is not None:
+        bar.update(len(self.members) * self.t)
+    for t in range(self.t + 1, self.s.n_steps + 1):
         with clock('steps'):
             loss, out, y = self.step()
+        self.t = t
         with clock('record'):
             self.record(t, loss, out, y)
         self._observe(observers, t)
+        if checkpoint is not None:
+            checkpoint(self)
         if bar is not None:
             bar.update(len(self.members))
         report_progress(t, self.s.n_steps, 'training step')
     with clock('record'):
         return self.table()
+
+@patch
+def state(self: EnsembleTrainer) -> dict:
+    "Where the trainer stands: its step, weights, buffers, optimizer state, recorded rows and warnings given."
+    rows = [{k: v.numpy() if torch.is_tensor(v) else v for k, v in r.items()} for r in self.rows]   # host tensors:
+    return dict(t=self.t, w=self.w.clone(), w0=self.w0.clone(), opt=self.opt.state(), rows=rows,   # one record each
+                buffers={k: v.clone() for k, v in self.stack.buffers.items()},                    # in torch.save
+                llc_warned=set(self.__dict__.get('llc_warned', ())))
+
+@patch
+def load_state(self: EnsembleTrainer, state: dict) -> None:
+    "Stand where `state()` stood: the same weights, buffers and optimizer state, the minibatch streams moved on."
+    with torch.no_grad():
+        self.w.copy_(state['w'])                                 # the leaves are views of it
+        self.w0.copy_(state['w0'])
+        for k, v in self.stack.buffers.items():
+            v.copy_(state['buffers'][k])
+    self.opt.load_state(state['opt'])
+    self.rows = [{k: torch.from_numpy(v) if k in ('sq', 'loss', 'accuracy') else v for k, v in r.items()}
+                 for r in state['rows']]
+    self.t, self.llc_warned = state['t'], set(state['llc_warned'])
+    self.batches = self._minibatches(self.t)
 
 @patch
 def write_back(self: EnsembleTrainer) -> None:
@@ -653,20 +501,62 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     device, X, y = placement(models, data, device, loss)             # nothing is moved
     s = (settings or EnsembleSettings()).replace(**changes)
     loss_fn = resolve_loss(loss)
-    budget = s.memory_budget or default_memory_budget(device)
-    sample = X[:min(s.batch_size, len(X))]
-    chunks = plan_chunks(len(models), member_bytes(models[0], sample, s), budget)
-    tables = []
+    call = ResumableCall(_fingerprint(models, X, device, loss, s))     # inactive outside a `checkpointing` block
+    clock = clock if clock is not None else PhaseClock()
+    since = dict(wall=dict(clock.wall), cpu=dict(clock.cpu))           # what this call adds to the clock is saved
+    saved = call.saved or {}
+    if saved:
+        _restore(saved, models, observers, clock)
+        chunks, tables = saved['chunks'], list(saved['tables'])
+    else:
+        budget = s.memory_budget or default_memory_budget(device)
+        sample = X[:min(s.batch_size, len(X))]
+        chunks, tables = plan_chunks(len(models), member_bytes(models[0], sample, s), budget), []
+    def save(trainer=None):
+        done = [i for chunk in chunks[:len(tables)] for i in chunk]
+        call.save(dict(chunks=chunks, tables=list(tables), models={i: models[i].state_dict() for i in done},
+                       trainer=None if trainer is None else trainer.state(), rng=rng_states(),
+                       observers=[_observer_state(ob) for ob in observers],
+                       clock={k: {p: v - since[k].get(p, 0.0) for p, v in getattr(clock, k).items()} for k in since}))
+    def checkpoint(trainer):
+        if call.due():
+            save(trainer)
     with tqdm(total=len(models) * s.n_steps, disable=not progress, unit='member-step',
               desc=f'{len(models)} members in {len(chunks)} chunk(s)') as bar:
-        for chunk in chunks:
+        bar.update(sum(len(c) for c in chunks[:len(tables)]) * s.n_steps)
+        for chunk in chunks[len(tables):]:
             trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device, clock)
-            tables.append(trainer.run(bar, observers))
+            if saved.get('trainer') is not None:
+                trainer.load_state(saved.pop('trainer'))
+            tables.append(trainer.run(bar, observers, checkpoint if call.path else None))
             trainer.write_back()
             del trainer
+            save()                                                     # a finished chunk is never trained again
     for m in models:
         m.train()
     return pd.concat(tables, ignore_index=True)
+
+def _fingerprint(models, X, device, loss, s: EnsembleSettings) -> str:
+    "What makes two calls of `train_ensemble` the same call, for resuming one from the other's saved state."
+    loss = loss if isinstance(loss, str) else getattr(loss, '__qualname__', type(loss).__name__)
+    return (f"train_ensemble: {len(models)} × {type(models[0]).__name__} "
+            f"({sum(p.numel() for p in models[0].parameters())} parameters), data {tuple(X.shape)} {X.dtype} on "
+            f"{device}, loss {loss}, {s!r}")
+
+def _observer_state(ob) -> dict:
+    "What an observer holds, without its methods or factories (e.g. `PerChunk.make`)."
+    return {k: v for k, v in vars(ob).items() if not callable(v)}
+
+def _restore(saved: dict, models, observers, clock: PhaseClock) -> None:
+    "Put back what a stopped call had done: trained members, observers, random states and clock seconds."
+    for i, state in saved['models'].items():
+        models[i].load_state_dict(state)
+    for ob, state in zip(observers, saved['observers']):
+        vars(ob).update(state)
+    set_rng_states(saved['rng'])
+    for k, phases in saved['clock'].items():
+        for p, v in phases.items():
+            getattr(clock, k)[p] = getattr(clock, k).get(p, 0.0) + v
 
 
 # %% [markdown]
@@ -794,6 +684,58 @@ assert len(set(kinds)) == len(kinds)                                   # each pr
 assert llc_warning('LLC of model 1: MALA acceptance 0.80 < 0.9; ESS 12 < 100: too few effective draws; more draws',
                    [4, 7], 30) == (7, ['MALA acceptance 0.80 < 0.9', 'ESS 12 < 100: too few effective draws; more draws'],
                                    'LLC of ensemble member 7 at step 30: ')
+
+# %% [markdown]
+# **Stopped and resumed.** Inside a [`checkpointing`](core.html) block (the [runner](runner.html) opens one for every
+# run), `train_ensemble` saves where it stands every `every` seconds and after every chunk: the trained members of
+# finished chunks, the current chunk's weights, batch-norm statistics, optimizer state and recorded rows, the
+# observers, the global random states and the clock's seconds. Called again in the same run it continues from
+# there: each member's minibatch stream is moved on to the saved step, so the result is the one an uninterrupted
+# call gives, to the last bit. Here a call with Adam, batch norm, two chunks, LLC estimates and an observer is
+# stopped at step 40 of 60 (in its second chunk) and then called again, against the same call run through:
+
+# %%
+class Stop(Exception): pass
+
+class StopAt:
+    "An observer that stops the run once, after step `step` of the chunk holding member `member`."
+    fired = False                                                     # not the observer's state: not saved
+    def __init__(self, step, member): self.step, self.member = step, member
+    def observe(self, trainer, step):
+        if not StopAt.fired and step == self.step and self.member in trainer.members:
+            StopAt.fired = True
+            raise Stop
+
+def resumable_case(observers, folder=None):
+    nets = [make_mlp([2, 16, 16, 2], batch_norm=True, seed=s) for s in range(3)]
+    changes = dict(optimizer='adam', lr=3e-3, memory_budget=2 * per, llc_every=30,
+                   llc=PAPER_PRESET.replace(n_draws=20, batch_size=128))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')                             # 20 draws: flagged, and it does not matter here
+        if folder is None:
+            return train_ensemble(nets, (X_m, y_m), settings=settings, observers=observers, device='cpu', **changes), nets
+        with checkpointing(folder, every=0):                      # save after every step
+            return train_ensemble(nets, (X_m, y_m), settings=settings, observers=observers, device='cpu', **changes), nets
+
+import tempfile
+from pathlib import Path
+from fracsgd.core import checkpointing
+torch.manual_seed(0)
+through, through_nets = resumable_case([seen_through := PerChunk(DistanceRecorder)])
+after_through = torch.rand(3)
+folder, stop = Path(tempfile.mkdtemp()) / 'run', StopAt(40, member=2)
+torch.manual_seed(0)
+try:
+    resumable_case([seen_again := PerChunk(DistanceRecorder), stop], folder)
+    raise AssertionError('not stopped')
+except Stop:
+    pass
+torch.manual_seed(1)                                              # another random state: the saved one is put back
+resumed, resumed_nets = resumable_case([seen_again, stop], folder)
+assert resumed.equals(through) and seen_again.table().equals(seen_through.table())
+assert all(torch.equal(p, q) for a, b in zip(through_nets, resumed_nets) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
+assert torch.equal(torch.rand(3), after_through)                  # and the same global random state after it
+resumed.dropna(subset=['llc'])[['member', 'step', 'R', 'loss', 'llc']]
 
 # %% [markdown]
 # **Problems are named.** Models of different architectures, data that does not fit the model (checked by

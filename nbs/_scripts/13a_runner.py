@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import dataclasses, importlib, json, os, re, time, warnings
+import dataclasses, importlib, json, os, re, shutil, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -23,7 +23,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from fracsgd.core import atomic_path, cpu_cores, default_device, reporting_progress, results_dir, seed_everything
+from fracsgd.core import (CHECKPOINT_EVERY, atomic_path, checkpointing, cpu_cores, default_device, reporting_progress,
+                          results_dir, seed_everything)
 from fracsgd.store import read_meta, status, failed_keys, done_keys, runs_table
 from fracsgd.sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
@@ -299,6 +300,13 @@ def get_study(name) -> Study:
 # `run_one` is what a worker process executes. It is a top-level function, and a study pickles as a reference
 # to its class, so both travel to a process pool or to Ray. The trained state goes to `trained/<key>.pt` in the study folder, written whole or
 # not at all; the runner deletes it once the run's results are stored.
+#
+# A run stopped part-way through its training resumes where it was, not from step 0: `run_one` trains inside
+# [`checkpointing`](core.html) on `checkpoints/<key>/`, so each `train_ensemble` call of the study saves its state
+# there every `CHECKPOINT_EVERY` seconds (the environment variable `FRACSGD_CHECKPOINT_EVERY` changes it) and after
+# every chunk, and a restarted run picks it up, with a line in the folder's `resumed.log`. The states go once the
+# trained state is written. The LLC estimates
+# after training (a study's `evaluate`) are not checkpointed: a stop there repeats them.
 
 # %%
 #| export
@@ -308,6 +316,16 @@ def _models_list(models) -> list:
 def trained_path(folder, key: str) -> Path:
     "Where the trained state of run `key` waits for its evaluation."
     return Path(folder) / 'trained' / f'{key}.pt'
+
+RESUMED_LOG = 'resumed.log'   # one line per run whose training took up a saved state
+
+def checkpoint_dir(folder, key: str) -> Path:
+    "Where the training of run `key` saves its state part-way, until its trained state is written."
+    return Path(folder) / 'checkpoints' / key
+
+def checkpoint_every() -> float:
+    "Seconds between two saved states of a run's training: `FRACSGD_CHECKPOINT_EVERY`, else `CHECKPOINT_EVERY`."
+    return float(os.environ.get('FRACSGD_CHECKPOINT_EVERY', CHECKPOINT_EVERY))
 
 PROGRESS_EVERY = 2.0      # seconds between two progress files of a run
 
@@ -340,9 +358,15 @@ def run_one(study, p: Placement, folder, run) -> dict:
                 m.load_state_dict(s)
             trained = state['trained']
         else:
-            trained = study.train(run, data, models)
+            with checkpointing(checkpoint_dir(folder, key), checkpoint_every()) as slot:
+                trained = study.train(run, data, models)
+            if slot.resumed:                                     # say so: the run was trained in more than one go
+                with open(Path(folder) / RESUMED_LOG, 'a') as f:
+                    f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} run {key}: training resumed "
+                            f"from {', '.join(str(p.relative_to(folder)) for p in slot.resumed)}\n")
             with atomic_path(saved) as tmp:
                 torch.save(dict(models=[m.state_dict() for m in _models_list(models)], trained=trained), tmp)
+            shutil.rmtree(checkpoint_dir(folder, key), ignore_errors=True)
         seed_everything(study.seed(run))                         # evaluation sees the same RNG fresh or resumed
         return {**trained, **study.evaluate(run, data, models, trained)}
 
@@ -428,6 +452,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
                        start_method='spawn' if cuda else None, gpus_per_run=gpus)
     for key in done_keys(folder):
         trained_path(folder, key).unlink(missing_ok=True)
+        shutil.rmtree(checkpoint_dir(folder, key), ignore_errors=True)
     if counts['done'] + counts['skipped'] == len(set(run_key(r) for r in runs)):
         with placed(p):
             study.finish(folder, cfg)

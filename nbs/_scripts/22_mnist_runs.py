@@ -137,7 +137,7 @@ CALIBRATED_SETTINGS = {'full': dict(systematic=False),
 class MNISTRun:
     "One run of an MNIST study: `n_nets` nets 784-`hidden`-10 with seeds `first_seed`, ... (appendix G.1)."
     hidden: tuple = (128, 64, 32)
-    optimizer: str = 'sgd'                  # 'sgd', 'adam' or 'adamw' (ensemble.OPTIMIZERS)
+    optimizer: str = 'sgd'                  # 'sgd', 'adam' or 'adamw' (stacked_optim.OPTIMIZERS)
     lr: float = 1e-3
     batch_size: int = 256
     momentum: float = 0.0

@@ -126,7 +126,7 @@ found.drop(columns='what')
 @dataclass(frozen=True)
 class MNISTAblationsConfig:
     "Settings of the MNIST ablation study (paper appendix H)."
-    optimizers: tuple = ('sgd', 'adam')     # any of ensemble.OPTIMIZERS: 'adamw' is the arXiv version's
+    optimizers: tuple = ('sgd', 'adam')     # any of stacked_optim.OPTIMIZERS: 'adamw' is the arXiv version's
     lrs: tuple = (1e-3, 1e-2)
     batch_sizes: tuple = (256,)
     momenta: tuple = (0.9,)                 # extra SGD runs at (momentum_lr, momentum_batch) with these momenta
