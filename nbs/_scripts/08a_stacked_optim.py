@@ -144,7 +144,6 @@ errors = [against_torch_optim(s, make) for s, make in cases]
 assert max(errors) < 1e-13, errors
 errors
 
-
 # %%
 #| hide
 import nbdev

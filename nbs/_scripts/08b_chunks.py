@@ -22,6 +22,7 @@ from torch import nn
 from fracsgd.ensemble import EnsembleSettings
 from fracsgd.models import make_mlp
 
+
 # %% [markdown]
 # An ensemble too large for the device is trained in chunks of members, one chunk after another; since every
 # member has its own initialization, its own minibatch stream (seeded by its index in the whole ensemble) and
@@ -104,7 +105,6 @@ assert [len(c) for c in plan_chunks(5, 100, 1)] == [1] * 5
 assert [list(c) for c in plan_chunks(7, 1, 3)] == [[0, 1, 2], [3, 4, 5], [6]]
 assert default_memory_budget('cpu') > 0
 print(f"one MNIST member with Adam at batch 256: {b / 2**20:.1f} MiB")
-
 
 # %%
 #| hide

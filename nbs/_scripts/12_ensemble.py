@@ -42,6 +42,7 @@ from fracsgd.models import make_mlp
 from fracsgd.displacement import Recorder, log_steps
 torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs
 
+
 # %% [markdown]
 # Most of the paper's evidence is statistics over many identical networks that differ only in their random
 # initialization: 500 moons nets for the posterior-concentration experiment (Hennick & De Baerdemacker,
@@ -145,7 +146,6 @@ for bad, word in [(dict(optimizer='rmsprop'), 'optimizer'), (dict(lr=0), 'lr'), 
         raise AssertionError(bad)
     except ValueError as e:
         assert word in str(e), e
-
 
 # %% [markdown]
 # The members' parameters are updated by a [`StackedOptimizer`](stacked_optim.html), `torch.optim`'s update rules
@@ -684,6 +684,7 @@ assert len(set(kinds)) == len(kinds)                                   # each pr
 assert llc_warning('LLC of model 1: MALA acceptance 0.80 < 0.9; ESS 12 < 100: too few effective draws; more draws',
                    [4, 7], 30) == (7, ['MALA acceptance 0.80 < 0.9', 'ESS 12 < 100: too few effective draws; more draws'],
                                    'LLC of ensemble member 7 at step 30: ')
+
 
 # %% [markdown]
 # **Stopped and resumed.** Inside a [`checkpointing`](core.html) block (the [runner](runner.html) opens one for every

@@ -17,7 +17,9 @@
 # (seconds, for tests), `--quick` (the default, a laptop CPU in minutes) and `--full` (the paper's configuration),
 # e.g. `fracsgd run moons-diffusion --full`. The device is `cuda` when PyTorch sees a GPU, else the CPU, or what
 # `--device` names; the [runner](runner.html) places every study's models and data there, and a folder records the
-# preset, the device and any stand-in that made it. `make gpu-check` runs every study's smoke and quick presets
+# preset, the device and any stand-in that made it. A run that is stopped (a kill, a lost machine) resumes when the
+# same command is given again: finished runs are kept, and a run stopped in its training continues from the state
+# it saved last (every 5 minutes, `FRACSGD_CHECKPOINT_EVERY` seconds), with the result it would have had. `make gpu-check` runs every study's smoke and quick presets
 # on `cuda` with the two GPU benchmarks and writes one report.
 #
 # To use the package in your own environment, `pip install -e .` installs the core; the vision studies need
