@@ -148,7 +148,7 @@ for bad, word in [(dict(optimizer='rmsprop'), 'optimizer'), (dict(lr=0), 'lr'), 
         assert word in str(e), e
 
 # %% [markdown]
-# The members' parameters are updated by a [`StackedOptimizer`](stacked_optim.html), `torch.optim`'s update rules
+# The members' parameters are updated by a `StackedOptimizer`, `torch.optim`'s update rules
 # applied to the stacked tensors at once, and an ensemble too large for the device trains in
 # [chunks](chunks.html) of members that fit a memory budget.
 
@@ -189,7 +189,7 @@ out.shape
 # A step is one batched forward and backward pass and one optimizer update. Nothing is copied to the host
 # during training except at recorded steps. The trainer computes on `device`, where the data must already be
 # (data elsewhere are refused, naming both devices); the models stay where they are, their weights copied into
-# the stack. Its `clock` (a [`PhaseClock`](core.html), which the chunks of one ensemble may share) collects the
+# the stack. Its `clock` (a `PhaseClock`, which the chunks of one ensemble may share) collects the
 # seconds of the steps, of the recording and of the LLC estimates along the run.
 
 # %%
@@ -687,7 +687,7 @@ assert llc_warning('LLC of model 1: MALA acceptance 0.80 < 0.9; ESS 12 < 100: to
 
 
 # %% [markdown]
-# **Stopped and resumed.** Inside a [`checkpointing`](core.html) block (the [runner](runner.html) opens one for every
+# **Stopped and resumed.** Inside a `checkpointing` block (the [runner](runner.html) opens one for every
 # run), `train_ensemble` saves where it stands every `every` seconds and after every chunk: the trained members of
 # finished chunks, the current chunk's weights, batch-norm statistics, optimizer state and recorded rows, the
 # observers, the global random states and the clock's seconds. Called again in the same run it continues from

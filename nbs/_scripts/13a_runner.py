@@ -302,7 +302,7 @@ def get_study(name) -> Study:
 # not at all; the runner deletes it once the run's results are stored.
 #
 # A run stopped part-way through its training resumes where it was, not from step 0: `run_one` trains inside
-# [`checkpointing`](core.html) on `checkpoints/<key>/`, so each `train_ensemble` call of the study saves its state
+# `checkpointing` on `checkpoints/<key>/`, so each `train_ensemble` call of the study saves its state
 # there every `CHECKPOINT_EVERY` seconds (the environment variable `FRACSGD_CHECKPOINT_EVERY` changes it) and after
 # every chunk, and a restarted run picks it up, with a line in the folder's `resumed.log`. The states go once the
 # trained state is written. The LLC estimates
