@@ -156,10 +156,10 @@ for bad, word in [(dict(optimizer='rmsprop'), 'optimizer'), (dict(lr=0), 'lr'), 
 # ## One vectorized forward pass
 #
 # The members go through `batched_forward` of the [stack chapter](stack.html): batched matrix products for a
-# perceptron, `functional_call` under `vmap` otherwise. In train mode, batch norm normalizes each member's minibatch
-# by its own statistics and updates the member's own running statistics in its row of the stacked buffers; that
-# takes the `vmap` path, which applies the in-place update to the batched buffer. `member_losses` then evaluates
-# the loss on all members' outputs flattened into one batch. Checked here on members with batch norm in train mode:
+# perceptron (batch norm included), `functional_call` under `vmap` otherwise. In train mode, batch norm normalizes
+# each member's minibatch by its own statistics and updates the member's own running statistics in its row of the
+# stacked buffers, in place. `member_losses` then evaluates the loss on all members' outputs flattened into one
+# batch. Checked here on members with batch norm in train mode:
 
 # %%
 nets = [make_mlp([3, 5, 2], batch_norm=True, seed=i) for i in range(3)]
