@@ -71,3 +71,55 @@ def test_a_saved_state_of_another_call_is_not_resumed(tmp_path):
     with checkpointing(tmp_path, every=0):
         other = train_ensemble(nets(), (X, y), n_steps=20, batch_size=32, lr=0.02)
     pd.testing.assert_frame_equal(other, fresh)
+
+
+class _Stop(Exception):
+    pass
+
+
+class _StopOnce:
+    "Stops the training once, after step `step` (class state: not saved with the observers)."
+    fired = False
+
+    def __init__(self, step):
+        self.step = step
+
+    def observe(self, trainer, step):
+        if not _StopOnce.fired and step == self.step:
+            _StopOnce.fired = True
+            raise _Stop
+
+
+def test_the_mnist_observers_and_llc_along_training_resume_exactly(tmp_path):
+    # the MNIST studies' explored-volume counter (sets of cells, a projection on the weights) and the increments
+    # recorder, with the LLC along training: stopped at step 25 of 40, resumed, equal to a run straight through
+    from fracsgd.ageing import IncrementRecorder
+    from fracsgd.core import checkpointing
+    from fracsgd.ensemble import EnsembleSettings, PerChunk, train_ensemble
+    from fracsgd.models import make_mlp
+    from fracsgd.sgld import PAPER_PRESET
+    from fracsgd.studies.mnist_runs import VolumeCounter
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(300, 12, generator=g), torch.randint(0, 3, (300,), generator=g)
+    s = EnsembleSettings(lr=0.05, batch_size=32, n_steps=40, every=5, llc_every=20,
+                         llc=PAPER_PRESET.replace(n_draws=10, batch_size=32))
+
+    def case(folder=None, stop=None):
+        nets = [make_mlp([12, 8, 3], batch_norm=True, seed=k) for k in range(3)]
+        observers = [VolumeCounter((0.01, 0.1)), PerChunk(lambda: IncrementRecorder((5, 10), (1, 2, 5), 40))]
+        import contextlib, warnings
+        with warnings.catch_warnings(), (checkpointing(folder, every=0) if folder else contextlib.nullcontext()):
+            warnings.simplefilter('ignore')
+            table = train_ensemble(nets, (X, y), settings=s, observers=observers + ([stop] if stop else []))
+        return table, observers[0].table(), observers[1].table(), nets
+
+    through = case()
+    _StopOnce.fired = False
+    with pytest.raises(_Stop):
+        case(tmp_path, _StopOnce(25))
+    resumed = case(tmp_path, _StopOnce(25))
+    for a, b in zip(through[:3], resumed[:3]):
+        pd.testing.assert_frame_equal(a, b)
+    assert through[0].llc.notna().sum() == 6 and len(through[1]) and len(through[2])
+    for a, b in zip(through[3], resumed[3]):
+        assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
