@@ -55,7 +55,10 @@ class _Parser(argparse.ArgumentParser):
 def _parser():
     p = _Parser(prog='fracsgd', description='Late-stage SGD as fractal sub-diffusion: studies and benchmarks.')
     sub = p.add_subparsers(dest='command', required=True, parser_class=_Parser)
-    r = sub.add_parser('run', help='run (or resume) a study and write its results')
+    r = sub.add_parser('run', help='run (or resume) a study and write its results',
+                       epilog='The same command again resumes a stopped study: finished runs are kept, and a run '
+                              'stopped in its training continues from the state it saved last (every 300 s; '
+                              'FRACSGD_CHECKPOINT_EVERY sets the seconds).')
     r.add_argument('study', choices=sorted(STUDIES))
     mode = r.add_mutually_exclusive_group()
     mode.add_argument('--quick', dest='preset', action='store_const', const='quick',
