@@ -417,7 +417,7 @@ def study_nbeta(study: str, compact_dir=None) -> dict[str, str]:
 # %%
 _devinterp = "nβ = 256/ln 256 ≈ 46.2 (the SGLD batch size as n: devinterp's reading of β = 1/ln n)"
 assert study_nbeta('moons-diffusion') == {} and study_nbeta('mnist-seeds') == {
-    'full': _devinterp, 'custom-a16ed3fd8d0f094e': _devinterp}          # the controls take the full run's LLC
+    'full': _devinterp, 'quick': _devinterp, 'custom-a16ed3fd8d0f094e': _devinterp}   # the controls take the full run's LLC
 moons = study_verdicts('moons-diffusion')
 assert set(moons.config) == {'quick', 'full', 'custom (long)', 'custom (controls)', 'custom (returns)'} and moons.claim.is_unique is False
 assert (moons[moons.config == 'custom (long)'].scale == 'extended: epochs 1,000 of 200').all()
