@@ -28,7 +28,7 @@ from .stacked_optim import OPTIMIZERS, StackedOptimizer
 from .chunks import default_memory_budget, member_bytes, plan_chunks
 
 # %% auto #0
-__all__ = ['LLC_COLUMNS', 'EnsembleSettings', 'EnsembleTrainer', 'llc_warning', 'train_ensemble', 'PerChunk']
+__all__ = ['ROW_TENSORS', 'LLC_COLUMNS', 'EnsembleSettings', 'EnsembleTrainer', 'llc_warning', 'train_ensemble', 'PerChunk']
 
 # %% ../nbs/12_ensemble.ipynb #ef1f350f
 @dataclass(frozen=True)
@@ -153,6 +153,8 @@ def _sq_distance(self: EnsembleTrainer) -> torch.Tensor:
     "Squared distance from w0 of each member's parameter tensors [members, tensors]."
     d = (self.w - self.w0).pow_(2)                                              # [members, params]
     return torch.stack([piece.sum(1) for piece in d.split(self.stack.sizes, dim=1)], 1)
+
+ROW_TENSORS = ('sq', 'loss', 'accuracy')      # what a recorded row holds as host tensors [members, ...]
 
 @patch
 def record(self: EnsembleTrainer, step: int, loss=None, out=None, y=None) -> None:
@@ -280,10 +282,10 @@ def run(self: EnsembleTrainer, bar=None, observers: Sequence = (), checkpoint: C
 @patch
 def state(self: EnsembleTrainer) -> dict:
     "Where the trainer stands: its step, weights, buffers, optimizer state, recorded rows and warnings given."
-    rows = [{k: v.numpy() if torch.is_tensor(v) else v for k, v in r.items()} for r in self.rows]   # host tensors:
-    return dict(t=self.t, w=self.w.clone(), w0=self.w0.clone(), opt=self.opt.state(), rows=rows,   # one record each
-                buffers={k: v.clone() for k, v in self.stack.buffers.items()},                    # in torch.save
-                llc_warned=set(self.__dict__.get('llc_warned', ())))
+    rows = [{k: v.numpy() if k in ROW_TENSORS else v for k, v in r.items()} for r in self.rows]   # as arrays: a
+    return dict(t=self.t, w=self.w.clone(), w0=self.w0.clone(), opt=self.opt.state(), rows=rows,  # tensor would be
+                buffers={k: v.clone() for k, v in self.stack.buffers.items()},                   # a record of its own
+                llc_warned=set(self.__dict__.get('llc_warned', ())))                              # in torch.save
 
 @patch
 def load_state(self: EnsembleTrainer, state: dict) -> None:
@@ -294,8 +296,7 @@ def load_state(self: EnsembleTrainer, state: dict) -> None:
         for k, v in self.stack.buffers.items():
             v.copy_(state['buffers'][k])
     self.opt.load_state(state['opt'])
-    self.rows = [{k: torch.from_numpy(v) if k in ('sq', 'loss', 'accuracy') else v for k, v in r.items()}
-                 for r in state['rows']]
+    self.rows = [{k: torch.from_numpy(v) if k in ROW_TENSORS else v for k, v in r.items()} for r in state['rows']]
     self.t, self.llc_warned = state['t'], set(state['llc_warned'])
     self.batches = self._minibatches(self.t)
 
@@ -334,6 +335,8 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
         sample = X[:min(s.batch_size, len(X))]
         chunks, tables = plan_chunks(len(models), member_bytes(models[0], sample, s), budget), []
     def save(trainer=None):
+        if call.path is None:                                          # outside a `checkpointing` block
+            return
         done = [i for chunk in chunks[:len(tables)] for i in chunk]
         call.save(dict(chunks=chunks, tables=list(tables), models={i: models[i].state_dict() for i in done},
                        trainer=None if trainer is None else trainer.state(), rng=rng_states(),
@@ -349,7 +352,7 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
             trainer = EnsembleTrainer([models[i] for i in chunk], chunk, (X, y), loss_fn, s, device, clock)
             if saved.get('trainer') is not None:
                 trainer.load_state(saved.pop('trainer'))
-            tables.append(trainer.run(bar, observers, checkpoint if call.path else None))
+            tables.append(trainer.run(bar, observers, checkpoint))
             trainer.write_back()
             del trainer
             save()                                                     # a finished chunk is never trained again

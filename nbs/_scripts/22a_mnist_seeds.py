@@ -809,7 +809,8 @@ if have_controls:
 # the date, commit and machine that made them; the cell checks that today's quick configuration would run the same
 # runs. The LLC estimates along training and the calibrated ones come from the same code as the full run. The time
 # recorded is that run's, made at `nice 5` while the test suite ran on the same 2-core CPU; in the documentation
-# build of 2026-11-27, before these results were committed, the page ran the same quick configuration in about 70 s.
+# build of 2026-11-27 (session start, a0404e8), before these results were committed, the whole page with its live
+# quick run took 72 s there (the build log's page time).
 # `fracsgd run mnist-seeds --quick` (or the `#| heavy` cell at the end of this section) runs it again.
 
 # %%
