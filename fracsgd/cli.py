@@ -8,16 +8,16 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .runner import STUDIES, get_study, placement, report_study, run_study, StudyFailed
-from .store import StudyBusy, read_meta, status
+from .experiment.runner import STUDIES, get_study, placement, report_study, run_study, StudyFailed
+from .experiment.store import StudyBusy, read_meta, status
 
 # %% auto #0
 __all__ = ['BENCHMARKS', 'INPUT_ERRORS', 'results_folder', 'main']
 
 # %% ../nbs/99_cli.ipynb #e066f4c7
-BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
-              'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
-              'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
+BENCHMARKS = {'displacement': ('fracsgd.bench.timing', 'bench_displacement'),
+              'llc': ('fracsgd.bench.llc', 'run_llc_benchmark'),
+              'ensemble': ('fracsgd.bench.ensemble', 'run_ensemble_benchmark')}
 
 class _Parser(argparse.ArgumentParser):
     "An argument parser whose errors are one line and exit status 2."

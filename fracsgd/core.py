@@ -107,7 +107,7 @@ def check_range(name: str, value, low: float, high: float = math.inf, low_ok: bo
 
 # %% ../nbs/00_core.ipynb #bbd7092e
 def added_field(default):
-    "A dataclass field added later: left out of run keys while it equals `default` (see `fracsgd.sweep.run_key`)."
+    "A dataclass field added later: left out of run keys while it equals `default` (see `fracsgd.experiment.sweep.run_key`)."
     return dataclasses.field(default=default, metadata={'key': 'omit at default'})
 
 def key_fields(obj) -> list:

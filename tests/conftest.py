@@ -20,8 +20,8 @@ def smoke_run_checks(study, res):
     """What every study's smoke run through the runner must leave: no failed run, every planned run done, the
     progress files cleared, a summary, and the preset in the folder's metadata."""
     from pathlib import Path
-    from fracsgd.store import read_meta, status
-    from fracsgd.sweep import PROGRESS_DIR, unique_runs
+    from fracsgd.experiment.store import read_meta, status
+    from fracsgd.experiment.sweep import PROGRESS_DIR, unique_runs
     assert res['counts']['failed'] == 0 and status(res['folder'])['done'] == len(unique_runs(study.runs(res['config'])))
     assert not (Path(res['folder']) / PROGRESS_DIR).exists()
     assert len(res['summary']) > 0 and read_meta(res['folder'])['preset'] == 'smoke'

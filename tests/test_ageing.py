@@ -1,4 +1,4 @@
-"""The increment MSD at several ages (fracsgd.ageing), against walks whose answers are known: Brownian motion (no
+"""The increment MSD at several ages (fracsgd.diffusion.ageing), against walks whose answers are known: Brownian motion (no
 ageing, M = 2Dτd), a continuous-time random walk with Pareto waiting times (the walk of the time-fractional
 Fokker-Planck equation: ageing exponent α − 1), a harmonic well from a non-equilibrium start (exact closed form),
 and full-batch gradient descent on least squares (exact trajectory)."""
@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from fracsgd.ageing import (IncrementRecorder, age_starts, aged_msd, ageing_exponent, brownian_aged_msd,
+from fracsgd.diffusion.ageing import (IncrementRecorder, age_starts, aged_msd, ageing_exponent, brownian_aged_msd,
                             brownian_walks, ctrw_aged_msd, ctrw_walks, expected_msd, ou_aged_msd, ou_walks,
                             paired_ageing, paired_late_slopes, record_paths, train_with_increments)
-from fracsgd.ensemble import EnsembleSettings, train_ensemble
+from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
 
 torch.set_num_threads(1)
 AGES, LAGS = [10, 30, 100, 300], [1, 3, 10, 30, 100, 300]

@@ -11,12 +11,12 @@ import torch
 from torch import nn
 
 from fracsgd.core import shared_mode
-from fracsgd.displacement import Recorder, hf_callback, runs_matrix
-from fracsgd.ensemble import train_ensemble
-from fracsgd.llc import estimate_llc
-from fracsgd.models import make_mlp
-from fracsgd.sgld import PAPER_PRESET
-from fracsgd.train import train
+from fracsgd.train.displacement import Recorder, hf_callback, runs_matrix
+from fracsgd.train.ensemble import train_ensemble
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.nets.models import make_mlp
+from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.train.loop import train
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
@@ -273,8 +273,8 @@ def test_hf_resume_without_recorder_state_says_so(tmp_path):
 # command line; everything a study run writes is whole and readable by other users.
 
 import fracsgd.studies.moons_diffusion as moons
-from fracsgd.runner import run_study
-from fracsgd.store import ConfigChanged, load_study
+from fracsgd.experiment.runner import run_study
+from fracsgd.experiment.store import ConfigChanged, load_study
 
 TINY = replace(moons.QUICK, n_models=2, nets_per_run=2, epochs=2)      # a study folder to start from, in seconds
 
@@ -361,7 +361,7 @@ def test_bad_preconditioner_settings_are_named(changes, words):
                                             (dict(factors=(-3,)), 'factors'), (dict(tolerance=0), 'tolerance'),
                                             (dict(tolerance=math.nan), 'tolerance')])
 def test_bad_sensitivity_options_are_named_before_any_sampling(changes, words):
-    from fracsgd.localization import localization_sensitivity
+    from fracsgd.llc.localization import localization_sensitivity
     with pytest.raises(ValueError) as e:
         localization_sensitivity(make_mlp([2, 4, 2], seed=0), (X2, LABELS), 'classification', SHORT_LLC, **changes)
     assert words in str(e.value)

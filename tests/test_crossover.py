@@ -3,8 +3,8 @@ exactly."""
 import numpy as np
 import pytest
 
-from fracsgd.spectral import fit_power_law
-from fracsgd.crossover import (detect_crossover, fit_after_crossover, fit_late_exponent, predict_displacement,
+from fracsgd.diffusion.spectral import fit_power_law
+from fracsgd.diffusion.crossover import (detect_crossover, fit_after_crossover, fit_late_exponent, predict_displacement,
                                LATE_ESTIMATORS)
 
 

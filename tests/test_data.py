@@ -1,4 +1,4 @@
-"""Ground-truth tests of the data chapters: the shared interface (`fracsgd.data`), moons and MNIST
+"""Ground-truth tests of the data chapters: the shared interface (`fracsgd.datasets.common`), moons and MNIST
 (`fracsgd.datasets`): the IDX format, the MNIST source order, the paper's subset, moons, batches."""
 import gzip, os
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fracsgd.datasets.mnist as mnist
-from fracsgd.data import DataSourceWarning, batches, cache_dir, flatten
+from fracsgd.datasets.common import DataSourceWarning, batches, cache_dir, flatten
 from fracsgd.datasets.mnist import load_mnist, mnist_subset, read_idx, write_idx
 from fracsgd.datasets.moons import load_moons
 

@@ -7,9 +7,9 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from fracsgd.displacement import Recorder, hf_callback, log_steps
-from fracsgd.models import make_mlp
-from fracsgd.train import train
+from fracsgd.train.displacement import Recorder, hf_callback, log_steps
+from fracsgd.nets.models import make_mlp
+from fracsgd.train.loop import train
 
 
 def flat(model): return torch.cat([p.detach().flatten() for p in model.parameters()])

@@ -3,7 +3,7 @@
 Float64 throughout. Each member starts from `make_mlp(sizes, seed=s)` and walks through its own minibatch
 order: per epoch one `torch.randperm(n)` from a generator seeded `chain_seed(seed, member, 0, 1)`, cut into
 `n // batch` minibatches (the last incomplete one dropped), written out here independently of
-`fracsgd.stack.chain_minibatches`. Tolerance: 1e-10 absolute on every weight and batch-norm statistic after
+`fracsgd.nets.stack.chain_minibatches`. Tolerance: 1e-10 absolute on every weight and batch-norm statistic after
 120 steps; the two sides differ only in the order of floating-point operations (batched vs plain matrix
 products).
 """
@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.datasets.moons import load_moons
-from fracsgd.chunks import member_bytes, plan_chunks
-from fracsgd.ensemble import EnsembleSettings, train_ensemble
-from fracsgd.models import make_mlp
-from fracsgd.stack import chain_seed
+from fracsgd.train.chunks import member_bytes, plan_chunks
+from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
+from fracsgd.nets.models import make_mlp
+from fracsgd.nets.stack import chain_seed
 
 N_STEPS, BATCH, SEED = 120, 64, 7
 TOL = 1e-10
@@ -117,7 +117,7 @@ def test_chunked_equals_unchunked(data):
 
 
 def test_table_matches_recorder_columns(data):
-    from fracsgd.displacement import Recorder
+    from fracsgd.train.displacement import Recorder
     X, y = data
     net = make_mlp([2, 8, 8, 2], batch_norm=True, seed=0).double()
     table = train_ensemble([net, copy.deepcopy(net)], (X, y), n_steps=5, batch_size=BATCH, device='cpu')
@@ -133,7 +133,7 @@ def test_llc_warnings_reach_the_user(data):
     member and distinct problem (numbers left out), not once per estimate."""
     import re
     import warnings
-    from fracsgd.sgld import PAPER_PRESET
+    from fracsgd.llc.sgld import PAPER_PRESET
     X, y = data
     nets = members([2, 8, 8, 2], n=3)
     s = EnsembleSettings(lr=0.05, batch_size=BATCH, n_steps=40, seed=SEED, llc_every=10,
@@ -149,7 +149,7 @@ def test_llc_warnings_reach_the_user(data):
              for t in texts]
     assert {m for m, _ in named} == {0, 1, 2} and {st for _, st in named} <= {10, 20, 30, 40}
     assert all('ESS' in t for t in texts if ' at step 10:' in t)
-    from fracsgd.llc import problem_clauses
+    from fracsgd.llc.estimate import problem_clauses
     kinds = [(m, re.sub(r'\d[\d.e+-]*', '#', p)) for (m, _), t in zip(named, texts)
              for p in problem_clauses(t.split(': ', 1)[1])]
     assert len(kinds) == len(set(kinds)) and len(texts) < 3 * 4      # each problem once per member

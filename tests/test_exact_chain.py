@@ -3,9 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fracsgd.exact_chain import (chain_llc, gap_closure, matrix_chain_llc, product_chain, run_chains,
+from fracsgd.llc.exact_chain import (chain_llc, gap_closure, matrix_chain_llc, product_chain, run_chains,
                                  two_layer_chain_llc)
-from fracsgd.sgld import default_n_beta
+from fracsgd.llc.sgld import default_n_beta
 
 
 @pytest.mark.parametrize('t,g', [(20.0, 0.5), (374.7, 3.0), (2912.0, 1.0), (1e8, 0.1)])
@@ -60,7 +60,7 @@ def test_matrix_chain_of_width_one_is_the_scalar_chain():
 
 
 def test_matrix_chain_is_below_aoyagi_and_falls_with_depth():
-    from fracsgd.dln import aoyagi_dln_lambda
+    from fracsgd.llc.dln import aoyagi_dln_lambda
     values = [matrix_chain_llc(L, 2, 1000.0, 3.0, n_samples=200_000)['llc'] for L in (2, 3, 4)]
     assert all(np.diff(values) < 0) and values[0] < float(aoyagi_dln_lambda([2, 2, 2], 0))
 
@@ -77,9 +77,9 @@ def _sweep_row(**changes):
 
 
 def test_automatic_setting_tends_to_the_rank_maps_not_lambda():
-    from fracsgd.dln import aoyagi_dln_lambda, rank_maps_half_dimension
+    from fracsgd.llc.dln import aoyagi_dln_lambda, rank_maps_half_dimension
     assert aoyagi_dln_lambda([4, 6, 6, 4], 1) == 8 and rank_maps_half_dimension([4, 6, 6, 4], 1) == 3.5
-    from fracsgd.exact_chain import run_n_sweep
+    from fracsgd.llc.exact_chain import run_n_sweep
     rows = run_n_sweep(_sweep_row(), factors=(10_000,), n_chains=2)        # 5,000 + 5,000 steps: ~10 s
     r = rows.iloc[0]
     assert r.rank_maps == 3.5 and r.true_llc == 8.0
@@ -87,13 +87,13 @@ def test_automatic_setting_tends_to_the_rank_maps_not_lambda():
 
 
 def test_n_sweep_refuses_noisy_targets():
-    from fracsgd.exact_chain import run_n_sweep
+    from fracsgd.llc.exact_chain import run_n_sweep
     with pytest.raises(ValueError, match='noiseless'):
         run_n_sweep(_sweep_row(noise=1.0), factors=(10,))
 
 
 def test_rank_maps_half_dimension_is_regression_at_full_rank():
-    from fracsgd.dln import aoyagi_dln_lambda, rank_maps_half_dimension
+    from fracsgd.llc.dln import aoyagi_dln_lambda, rank_maps_half_dimension
     for a, b in [(3, 5), (4, 4), (7, 2)]:
         assert rank_maps_half_dimension([a, b], min(a, b)) == aoyagi_dln_lambda([a, b], min(a, b)) == a * b / 2
     assert rank_maps_half_dimension([5, 3, 6], 0) == 0

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from fracsgd.datasets.modular import is_prime, load_modular, operation_table
-from fracsgd.jumps import detect_jumps, fits_between_jumps, rate_correlation, step_statistics, _hill
-from fracsgd.provenance import COMPACT
-from fracsgd.runner import get_study, placement, run_one, run_study
+from fracsgd.diffusion.jumps import detect_jumps, fits_between_jumps, rate_correlation, step_statistics, _hill
+from fracsgd.ledger.provenance import COMPACT
+from fracsgd.experiment.runner import get_study, placement, run_one, run_study
 from fracsgd.studies import grokking as G
-from fracsgd.sweep import unique_runs
+from fracsgd.experiment.sweep import unique_runs
 
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""Tests for `fracsgd.known_lambda`: potentials whose learning coefficient is exact, Langevin and minibatch-SGD
+"""Tests for `fracsgd.diffusion.known_lambda`: potentials whose learning coefficient is exact, Langevin and minibatch-SGD
 walkers on them, the walk's exponents against λ, and the first-passage model of Theorem 3.2.
 
 Known values (none chosen here): λ = d/2 for a regular minimum, min(1/(2a), 1/(2b)) for w1^(2a) w2^(2b) (normal
@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fracsgd.known_lambda import (KNOWN_LAMBDA_SCALE, dln_landscape, first_passage_times, known_lambda_summary,
+from fracsgd.diffusion.known_lambda import (KNOWN_LAMBDA_SCALE, dln_landscape, first_passage_times, known_lambda_summary,
                                   langevin, linear_regression, monomial, morse_bott, passage_exponent,
                                   product_regression, quadratic, sgd, walk_exponents)
-from fracsgd.ledger import read_ledger
-from fracsgd.provenance import COMPACT
+from fracsgd.ledger.claims import read_ledger
+from fracsgd.ledger.provenance import COMPACT
 
 ZOO = [quadratic(3), monomial(1, 1), monomial(1, 2), monomial(2, 3), morse_bott(3, 1), dln_landscape([1, 2, 1], 1),
        dln_landscape([2, 2, 2], 2), product_regression()]

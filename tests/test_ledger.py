@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 
 import fracsgd.studies.moons_diffusion as moons
-from fracsgd.runner import run_study
+from fracsgd.experiment.runner import run_study
 from fracsgd.core import write_table, read_table
-from fracsgd.ledger import (CLAIMS, LEDGER, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows,
+from fracsgd.ledger.claims import (CLAIMS, LEDGER, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows,
                             record_claims, stale_rows, verdict, paper_interval, ledger_table)
-from fracsgd.provenance import COMPACT, protocol_scale, save_compact, scale_kind
-from fracsgd.store import open_study, save_plan, save_run
-from fracsgd.sweep import unique_runs, config_record
+from fracsgd.ledger.provenance import COMPACT, protocol_scale, save_compact, scale_kind
+from fracsgd.experiment.store import open_study, save_plan, save_run
+from fracsgd.experiment.sweep import unique_runs, config_record
 
 SUMMARY_COLUMNS = ['quantity', 'value', 'ci_low', 'ci_high', 'note']
 
@@ -220,7 +220,7 @@ def test_two_sample_rule_on_cases_with_known_answers():
 
 def _posterior(tmp_path, rows, flagged):
     "A compact moons-posterior result at paper scale whose LLC row flags `flagged` of 500 estimates."
-    from fracsgd.ledger import ledger_rows
+    from fracsgd.ledger.claims import ledger_rows
     folder = tmp_path / 'compact/moons-posterior/full'
     folder.mkdir(parents=True)
     prov = json.loads((COMPACT / 'moons-posterior/full/provenance.json').read_text())
@@ -293,7 +293,7 @@ def test_rows_that_cannot_answer_their_claim_are_not_decisive():
 
 
 def test_verdicts_by_scale_counts_every_claim_once():
-    from fracsgd.ledger import verdicts_by_scale
+    from fracsgd.ledger.claims import verdicts_by_scale
     counts = verdicts_by_scale()
     assert counts.claims.sum() == len(read_claims())
     decisive = counts.reindex(columns=list(DECISIVE), fill_value=0).sum(axis=1)
@@ -304,8 +304,8 @@ def test_verdicts_by_scale_counts_every_claim_once():
 def test_a_stand_in_run_of_a_preset_is_filed_under_that_preset(tmp_path):
     # A `--quick --stand-in` folder holds the runs of the quick preset with its stand-in applied: its label is
     # quick-stand-in (the committed CIFAR-10 result), not custom-<hash>.
-    from fracsgd.provenance import study_configuration, mark_stand_in
-    from fracsgd.runner import get_study
+    from fracsgd.ledger.provenance import study_configuration, mark_stand_in
+    from fracsgd.experiment.runner import get_study
     study = get_study('cifar10')
     cfg = study.with_stand_in(study.config('quick'))
     folder = tmp_path / 'cifar'

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from fracsgd.core import read_table, write_table
-from fracsgd.ledger import LEDGER, read_claims, read_ledger, ledger_rows, stale_rows, summary_value
-from fracsgd.provenance import COMPACT, protocol_scale, result_scale, scale_kind
-from fracsgd.ledger_checks import (dln_bias_result, half_d_table, median_ci_ranks, mlp_parameters, parameter_counts,
+from fracsgd.ledger.claims import LEDGER, read_claims, read_ledger, ledger_rows, stale_rows, summary_value
+from fracsgd.ledger.provenance import COMPACT, protocol_scale, result_scale, scale_kind
+from fracsgd.ledger.checks import (dln_bias_result, half_d_table, median_ci_ranks, mlp_parameters, parameter_counts,
                                    study_verdicts)
 
 
@@ -132,6 +132,6 @@ def test_a_result_without_parameter_counts_gets_no_bound_row_and_keep_results_co
     rows = ledger_rows(folder)
     assert 'appD-llc-le-half-d' not in set(rows.claim_id) and 'tab5-conv-1184-llc' in set(rows.claim_id)
     import inspect
-    from fracsgd.ledger import keep_results
+    from fracsgd.ledger.claims import keep_results
     src = inspect.getsource(keep_results)
     assert src.index('copyfile') < src.index('record_claims(folder')

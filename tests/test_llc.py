@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from fracsgd.dln import dln_table
-from fracsgd.llc import calibrate_step_size, estimate_llc
-from fracsgd.sgld import SGLDSettings, default_n_beta
+from fracsgd.llc.dln import dln_table
+from fracsgd.llc.estimate import calibrate_step_size, estimate_llc
+from fracsgd.llc.sgld import SGLDSettings, default_n_beta
 
 torch.set_num_threads(1)
 
@@ -130,7 +130,7 @@ class _Rescaled(nn.Module):
 
 
 def test_settings_per_model_in_one_pass_agree_with_the_loop_and_with_d_over_2():
-    from fracsgd.llc import calibrate
+    from fracsgd.llc.estimate import calibrate
     m, data = _regular()
     nets = [_Rescaled(m.weight.data, 1.0), _Rescaled(m.weight.data, 3.0)]     # lambda = d/2 = 15 for both
     rule = dict(n_chains=4, n_burnin=300, n_draws=1500, systematic=False)
@@ -183,8 +183,8 @@ def test_bad_input_is_named_with_the_progress_bar_on():
 
 # ---------- LLCMeasurement hides nothing
 def test_measurement_records_a_flagged_column_and_warns():
-    from fracsgd.displacement import Recorder
-    from fracsgd.llc import LLCMeasurement, final_llc
+    from fracsgd.train.displacement import Recorder
+    from fracsgd.llc.estimate import LLCMeasurement, final_llc
     m, (X, y) = _regular(n=1000)
     m.weight.data += 0.3                                   # not a minimum: the LLC comes out negative
     nb = default_n_beta(1000)
@@ -207,13 +207,13 @@ def test_measurement_records_a_flagged_column_and_warns():
     (dict(batch_size=2.5), ValueError, 'batch_size'), (dict(every=1.5), ValueError, 'every'),
     (dict(settings={'step_size': 1e-4}), TypeError, 'SGLDSettings'), (dict(loss='hinge'), ValueError, 'hinge')])
 def test_measurement_settings_are_checked_when_it_is_made(bad, error, word):
-    from fracsgd.llc import LLCMeasurement
+    from fracsgd.llc.estimate import LLCMeasurement
     _, data = _regular(n=200)
     with pytest.raises(error, match=word):
         LLCMeasurement(data, **{'loss': 'regression', **bad})
 
 
 def test_measurement_refuses_empty_data_when_it_is_made():
-    from fracsgd.llc import LLCMeasurement
+    from fracsgd.llc.estimate import LLCMeasurement
     with pytest.raises(ValueError):
         LLCMeasurement((torch.zeros(0, 10), torch.zeros(0, 3)), 'regression')

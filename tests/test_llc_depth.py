@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 import torch
 
-from fracsgd.llc import calibrate, estimate_llc
-from fracsgd.localization import (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD, SENSITIVITY_FACTOR,
+from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.llc.localization import (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD, SENSITIVITY_FACTOR,
                                   localization_interval, stronger_localization)
-from fracsgd.llc_depth import (apply_rule, depth_problem, depth_set, devinterp_llc, end_to_end_singular_values,
+from fracsgd.llc.depth import (apply_rule, depth_problem, depth_set, devinterp_llc, end_to_end_singular_values,
                                noise_offset, resolution)
-from fracsgd.llc_validation import validation_problem, validation_set
-from fracsgd.models import dln_data, make_balanced_dln, make_dln
-from fracsgd.sgld import SGLDSettings, default_n_beta
+from fracsgd.llc.validation import validation_problem, validation_set
+from fracsgd.nets.models import dln_data, make_balanced_dln, make_dln
+from fracsgd.llc.sgld import SGLDSettings, default_n_beta
 
 torch.set_num_threads(1)
 
@@ -121,7 +121,7 @@ def test_devinterp_samples_the_same_posterior():
 
 def test_run_depth_writes_its_table_whole_and_readable(tmp_path):
     from fracsgd.core import read_table
-    from fracsgd.llc_depth import run_depth
+    from fracsgd.llc.depth import run_depth
     specs = depth_set()
     out = tmp_path / 'rows.csv'
     rows = run_depth(specs[specs.part == 'held-out'].head(1), out=out, setting='paper')

@@ -1,4 +1,4 @@
-"""Cross-check of fracsgd.llc.estimate_llc against devinterp 2.0.1: same model, data and SGLD hyperparameters.
+"""Cross-check of fracsgd.llc.estimate.estimate_llc against devinterp 2.0.1: same model, data and SGLD hyperparameters.
 
 Conventions matched (read from devinterp/slt/sampling.py, sampler.py, llc.py and optim/sgmcmc.py):
 - update: w <- w - (lr/2) (n_beta grad L_B + localization (w - w*)) + sqrt(lr) N(0, 1), L_B the batch-mean
@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fracsgd.llc import batch_means_se, estimate_llc
-from fracsgd.sgld import SGLDSettings, default_n_beta
+from fracsgd.llc.estimate import batch_means_se, estimate_llc
+from fracsgd.llc.sgld import SGLDSettings, default_n_beta
 
 devinterp_llc = pytest.importorskip('devinterp.slt.llc').llc
 datasets = pytest.importorskip('datasets')
@@ -82,9 +82,9 @@ def test_rmsprop_sgld_matches_devinterp_step_for_step():
     # same order from the same generator), full-batch gradients, 300 steps. A small rmsprop eps makes the
     # preconditioner differ between coordinates. Agreement to float32 rounding.
     from devinterp.optim.sgmcmc import SGMCMC
-    from fracsgd.models import dln_data, make_dln
-    from fracsgd.sgld import SGLDSampler
-    from fracsgd.stack import ModelStack, as_data, chain_seed, resolve_loss
+    from fracsgd.nets.models import dln_data, make_dln
+    from fracsgd.llc.sgld import SGLDSampler
+    from fracsgd.nets.stack import ModelStack, as_data, chain_seed, resolve_loss
     torch.set_num_threads(1)
     model = make_dln([10, 3], 3, seed=0)
     X, y = dln_data(model, 500, seed=1)

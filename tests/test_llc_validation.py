@@ -5,9 +5,9 @@ import warnings
 import pytest
 import torch
 
-from fracsgd.llc_validation import mala_llc, run_validation, validation_set
-from fracsgd.models import dln_data, make_dln
-from fracsgd.sgld import default_n_beta
+from fracsgd.llc.validation import mala_llc, run_validation, validation_set
+from fracsgd.nets.models import dln_data, make_dln
+from fracsgd.llc.sgld import default_n_beta
 
 torch.set_num_threads(1)
 
@@ -45,9 +45,9 @@ def test_localization_sensitivity_flags_a_too_weak_localization_on_a_small_dln()
     # under a localization of two thirds of calibrate's default, run long enough to relax (3 relaxation times, so the
     # check can judge). The chains drift along the singular set and overestimate (by ~25%, seed 0); tripling
     # the localization pulls them back and the estimate moves by more than the tolerance (~ -17%).
-    from fracsgd.dln import aoyagi_dln_lambda
-    from fracsgd.llc import calibrate
-    from fracsgd.localization import SENSITIVITY_TOLERANCE, localization_sensitivity
+    from fracsgd.llc.dln import aoyagi_dln_lambda
+    from fracsgd.llc.estimate import calibrate
+    from fracsgd.llc.localization import SENSITIVITY_TOLERANCE, localization_sensitivity
     model = make_dln([5, 6, 5], 1, seed=0)
     data = dln_data(model, 2000, seed=1)
     weak = calibrate(model, data, 'regression', localization_ratio=2e-3, stiffness=0.3, burnin_stiffness=0.3,
@@ -65,7 +65,7 @@ def test_localization_sensitivity_leaves_a_regular_model_alone():
     # Linear regression R^10 -> R^3, full rank: lambda = d/2 = 15 exactly and independent of gamma while
     # gamma << n_beta h_max (~480 here): tripling gamma = 5 moves the estimate by about -2 gamma/(n_beta h) ~ -2%,
     # inside the tolerance, over 3 relaxation times (enough for the check to judge).
-    from fracsgd.localization import localization_sensitivity
+    from fracsgd.llc.localization import localization_sensitivity
     model = make_dln([10, 3], 3, seed=0)
     data = dln_data(model, 4000, seed=0)
     s = localization_sensitivity(model, data, 'regression', step_size=0.1 / default_n_beta(4000),

@@ -1,12 +1,12 @@
 """Whether posterior chains mix (split R-hat, transitions), where reference chains start, and how k is chosen
-(fracsgd.clusters), on cases whose answers follow from the definitions."""
+(fracsgd.posterior.clusters), on cases whose answers follow from the definitions."""
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from fracsgd.clusters import (chain_transitions, choose_k, clustering_reports, mixing_report, reference_starts,
+from fracsgd.posterior.clusters import (chain_transitions, choose_k, clustering_reports, mixing_report, reference_starts,
                               split_rhat)
 
 

@@ -8,14 +8,14 @@ import pandas as pd
 import pytest
 
 import fracsgd.studies.mnist_seeds as study
-from fracsgd.data import DataSourceWarning
-from fracsgd.ledger import keep_results
-from fracsgd.provenance import COMPACT
-from fracsgd.runner import StudyFailed, report_study, run_study
-from fracsgd.store import load_study, read_meta
-from fracsgd.net_analysis import analyse_net
+from fracsgd.datasets.common import DataSourceWarning
+from fracsgd.ledger.claims import keep_results
+from fracsgd.ledger.provenance import COMPACT
+from fracsgd.experiment.runner import StudyFailed, report_study, run_study
+from fracsgd.experiment.store import load_study, read_meta
+from fracsgd.diffusion.net_analysis import analyse_net
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source, run_data
-from fracsgd.sweep import run_key, unique_runs
+from fracsgd.experiment.sweep import run_key, unique_runs
 
 STUDY = study.STUDY
 

@@ -9,11 +9,11 @@ import pytest
 
 import fracsgd.studies.mnist_ablations as ablations
 import fracsgd.studies.mnist_architectures as architectures
-from fracsgd.provenance import COMPACT, stand_in
-from fracsgd.models import make_mlp
-from fracsgd.runner import run_study
+from fracsgd.ledger.provenance import COMPACT, stand_in
+from fracsgd.nets.models import make_mlp
+from fracsgd.experiment.runner import run_study
 from fracsgd.studies.mnist_runs import record_data_source
-from fracsgd.sweep import unique_runs
+from fracsgd.experiment.sweep import unique_runs
 
 
 def _run(module, folder):
@@ -128,8 +128,8 @@ def test_volume_counter_counts_every_step_and_only_the_first_nets():
     cell (volume = step + 1), with one huge cell nothing does (volume 1); only nets below VOLUME_NETS are counted, also
     when a memory budget splits the ensemble into chunks."""
     import torch
-    from fracsgd.ensemble import EnsembleSettings, train_ensemble
-    from fracsgd.models import make_mlp
+    from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
+    from fracsgd.nets.models import make_mlp
     from fracsgd.studies.mnist_runs import VOLUME_NETS, VolumeCounter
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(64, 6, generator=g), torch.randint(0, 3, (64,), generator=g)

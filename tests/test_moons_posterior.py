@@ -9,12 +9,12 @@ import pytest
 import torch
 
 import fracsgd.studies.moons_posterior as study
-from fracsgd.clusters import cluster_masses
-from fracsgd.provenance import COMPACT
-from fracsgd.runner import report_study, run_study
-from fracsgd.store import load_study, read_meta, status
-from fracsgd.sweep import run_key, unique_runs
-from fracsgd.tempering import tempered_masses, kl_divergence, xi_scan
+from fracsgd.posterior.clusters import cluster_masses
+from fracsgd.ledger.provenance import COMPACT
+from fracsgd.experiment.runner import report_study, run_study
+from fracsgd.experiment.store import load_study, read_meta, status
+from fracsgd.experiment.sweep import run_key, unique_runs
+from fracsgd.posterior.tempering import tempered_masses, kl_divergence, xi_scan
 
 SMOKE, STUDY = study.SMOKE, study.STUDY
 torch.set_num_threads(1)   # forking the sweep's workers after multi-threaded torch work in this process can hang them

@@ -6,9 +6,9 @@ from dataclasses import replace
 import fracsgd.studies.moons_diffusion as study
 import pytest
 
-from fracsgd.store import ConfigChanged, load_study
-from fracsgd.runner import run_study
-from fracsgd.sweep import run_key
+from fracsgd.experiment.store import ConfigChanged, load_study
+from fracsgd.experiment.runner import run_study
+from fracsgd.experiment.sweep import run_key
 
 TINY = replace(study.QUICK, n_models=5, nets_per_run=2, epochs=2)
 
@@ -49,8 +49,8 @@ def test_analysis_reports_one_late_exponent_and_flags_a_short_window():
     # 360, ONE late exponent by the log-log slope with its interval holding that of the exact curve on the same
     # window, the eq.-32 fit only as a labelled check, and the short window flagged in the table.
     import numpy as np, pandas as pd
-    from fracsgd.spectral import fit_power_law
-    from fracsgd.crossover import LATE_ESTIMATORS
+    from fracsgd.diffusion.spectral import fit_power_law
+    from fracsgd.diffusion.crossover import LATE_ESTIMATORS
     rng = np.random.default_rng(0)
     t = np.arange(0, 801.)
     exact = t * (1 + t / 144) ** -0.7
@@ -74,7 +74,7 @@ def test_committed_results_keep_their_run_keys():
     # long preset's `record_every` is a field added later: at its default it stays out of quick's and full's keys).
     import json
     from pathlib import Path
-    from fracsgd.sweep import unique_runs
+    from fracsgd.experiment.sweep import unique_runs
     compact = Path(__file__).parents[1] / 'nbs' / 'ledger' / 'compact' / 'moons-diffusion'
     made = {}
     for prov in sorted(compact.glob('*/provenance.json')):
@@ -136,7 +136,7 @@ def test_full_batch_run_is_gradient_descent_on_all_the_data():
     # cross-entropy over all 512 points, step for step (known answer: w <- w - lr * grad L_n(w)).
     import copy, torch
     import torch.nn.functional as F
-    from fracsgd.runner import Placement, place
+    from fracsgd.experiment.runner import Placement, place
     run = dataclasses_replace(study.runs(dataclasses_replace(study.CONTROLS, n_models=2, nets_per_run=2, epochs=10))[1])
     assert run.full_batch
     p = Placement('cpu', 'float64')
@@ -168,7 +168,7 @@ def test_analyse_controls_recovers_known_exponents():
     # 0.30, difference 0.15 exactly; ageing exponents near 0 and −1/2; R(T) ratio T^−0.15; eq. 4's prediction
     # 2 s − 1 from the given late slope.
     import numpy as np, pandas as pd
-    from fracsgd.ageing import IncrementRecorder, brownian_walks, ctrw_walks, record_paths
+    from fracsgd.diffusion.ageing import IncrementRecorder, brownian_walks, ctrw_walks, record_paths
     T, n = 2000, 300
     t = np.arange(0, T + 1, 10.)
     c = np.linspace(1, 2, n)
@@ -203,7 +203,7 @@ def test_returns_preset_measures_slope_llc_and_returns_apart(tmp_path, monkeypat
     stored = load_study(tmp_path)
     ret = stored.tables['returns']
     assert set(ret.run) == {0, 1, 2} and (ret.hits <= ret.pairs).all() and (ret.hits >= 0).all()
-    from fracsgd.return_probability import RETURN_EPS
+    from fracsgd.diffusion.return_probability import RETURN_EPS
     assert sorted(ret.eps_factor.unique()) == sorted(RETURN_EPS)
     assert ret.query('tau == 1').pairs.iloc[0] == cfg.epochs * 4 - study.RETURNS_START   # recorded steps − 1
     llc_steps = stored.trajectories.dropna(subset=['llc']).step.unique()

@@ -15,14 +15,14 @@ import pandas as pd
 import pytest
 import torch
 
-from fracsgd.clusters import POSTERIOR_PAPER, predict_on_probe, probe_grid, sample_posterior
+from fracsgd.posterior.clusters import POSTERIOR_PAPER, predict_on_probe, probe_grid, sample_posterior
 from fracsgd.datasets.moons import load_moons
-from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer, train_ensemble
-from fracsgd.llc import LLCMeasurement, calibrate, calibrate_step_size, estimate_llc, top_hessian_eigenvalue
-from fracsgd.localization import localization_sweep
-from fracsgd.models import make_mlp
-from fracsgd.sgld import SGLDSampler, SGLDSettings
-from fracsgd.stack import ModelStack, model_device, model_dtype, placement, resolve_loss
+from fracsgd.train.ensemble import EnsembleSettings, EnsembleTrainer, train_ensemble
+from fracsgd.llc.estimate import LLCMeasurement, calibrate, calibrate_step_size, estimate_llc, top_hessian_eigenvalue
+from fracsgd.llc.localization import localization_sweep
+from fracsgd.nets.models import make_mlp
+from fracsgd.llc.sgld import SGLDSampler, SGLDSettings
+from fracsgd.nets.stack import ModelStack, model_device, model_dtype, placement, resolve_loss
 
 SIZES = [2, 8, 2]
 SHORT = SGLDSettings(step_size=1e-4, n_chains=2, n_draws=20, n_burnin=0, batch_size=32, diag_every=5)

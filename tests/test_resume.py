@@ -11,17 +11,17 @@ import pandas as pd
 import pytest
 import torch
 
-from fracsgd.runner import checkpoint_dir
-from fracsgd.store import load_study
+from fracsgd.experiment.runner import checkpoint_dir
+from fracsgd.experiment.store import load_study
 
-from fracsgd.runner import run_study
+from fracsgd.experiment.runner import run_study
 
 RUN = dict(device='cpu', workers=1, progress=False, report=False)
 
 
 def killable_run(folder, every: float):
     "The moons smoke study in another process, saving its training state every `every` seconds."
-    code = f"from fracsgd.runner import run_study; run_study('moons-diffusion', 'smoke', {str(folder)!r}, **{RUN!r})"
+    code = f"from fracsgd.experiment.runner import run_study; run_study('moons-diffusion', 'smoke', {str(folder)!r}, **{RUN!r})"
     return subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, 'FRACSGD_CHECKPOINT_EVERY': str(every)},
                             start_new_session=True)
@@ -61,8 +61,8 @@ def test_a_saved_state_of_another_call_is_not_resumed(tmp_path):
     # the fingerprint: a state saved by a call with other settings is ignored, and the call starts afresh
     from fracsgd.core import checkpointing
     from fracsgd.datasets.moons import load_moons
-    from fracsgd.ensemble import train_ensemble
-    from fracsgd.models import make_mlp
+    from fracsgd.train.ensemble import train_ensemble
+    from fracsgd.nets.models import make_mlp
     X, y = load_moons(256, 0.2, seed=0)[:2]
     nets = lambda: [make_mlp([2, 8, 2], seed=s) for s in range(2)]
     with checkpointing(tmp_path, every=0):
@@ -93,11 +93,11 @@ class _StopOnce:
 def test_the_mnist_observers_and_llc_along_training_resume_exactly(tmp_path):
     # the MNIST studies' explored-volume counter (sets of cells, a projection on the weights) and the increments
     # recorder, with the LLC along training: stopped at step 25 of 40, resumed, equal to a run straight through
-    from fracsgd.ageing import IncrementRecorder
+    from fracsgd.diffusion.ageing import IncrementRecorder
     from fracsgd.core import checkpointing
-    from fracsgd.ensemble import EnsembleSettings, PerChunk, train_ensemble
-    from fracsgd.models import make_mlp
-    from fracsgd.sgld import PAPER_PRESET
+    from fracsgd.train.ensemble import EnsembleSettings, PerChunk, train_ensemble
+    from fracsgd.nets.models import make_mlp
+    from fracsgd.llc.sgld import PAPER_PRESET
     from fracsgd.studies.mnist_runs import VolumeCounter
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(300, 12, generator=g), torch.randint(0, 3, (300,), generator=g)

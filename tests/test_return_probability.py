@@ -1,4 +1,4 @@
-"""Ground-truth tests for `fracsgd.return_probability`: the spectral dimension from the return probability of a
+"""Ground-truth tests for `fracsgd.diffusion.return_probability`: the spectral dimension from the return probability of a
 trajectory, P(|w_{s+τ} − w_s| < ε) ~ τ^{−d_s/2}.
 
 Known values (none chosen here): Brownian motion in R^d has d_s = d (and P_ε(τ) = F_{χ²_d}(ε²/τ) exactly for unit
@@ -11,13 +11,13 @@ import math
 import numpy as np
 import pytest
 
-import fracsgd.return_probability as rp
+import fracsgd.diffusion.return_probability as rp
 
-from fracsgd.return_probability import (ReturnCurves, gaussian_return_probability, gaussian_walks,
+from fracsgd.diffusion.return_probability import (ReturnCurves, gaussian_return_probability, gaussian_walks,
                                         graph_walk_positions, lattice_return_probability, pairs_needed,
                                         return_curves, spectral_dimension_from_returns, distinct_cells)
-from fracsgd.spectral import spectral_dimension_from_volume
-from fracsgd.walks import (GASKET_DS, PERCOLATION_2D_DS, ALEXANDER_ORBACH_DS, interior_nodes, percolation_cluster,
+from fracsgd.diffusion.spectral import spectral_dimension_from_volume
+from fracsgd.diffusion.walks import (GASKET_DS, PERCOLATION_2D_DS, ALEXANDER_ORBACH_DS, interior_nodes, percolation_cluster,
                            propagate_walk, sierpinski_gasket, square_lattice)
 
 
@@ -131,8 +131,8 @@ def test_projection_keeps_the_spectral_dimension_of_a_walk_in_a_plane():
     """A 2-D Gaussian walk turned into R^500 and read through a 48-dimensional ProjectedPath still reads d_s = 2,
     and PerChunk gives each chunk its own recorder and puts the members back in ensemble order."""
     import torch
-    from fracsgd.ensemble import PerChunk
-    from fracsgd.return_probability import ProjectedPath, projected_paths
+    from fracsgd.train.ensemble import PerChunk
+    from fracsgd.diffusion.return_probability import ProjectedPath, projected_paths
     flat = rp.gaussian_walks(60, 2000, 2, seed=4)
     Q = np.linalg.qr(np.random.default_rng(0).standard_normal((500, 2)))[0]
     obs = PerChunk(lambda: ProjectedPath(dim=48, seed=1))

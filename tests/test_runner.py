@@ -13,10 +13,10 @@ from torch import nn
 
 import fracsgd
 from fracsgd.core import cpu_cores
-from fracsgd.runner import (STUDIES, Placement, PlacementError, Study, StudyFailed, check_placed, get_study, place,
+from fracsgd.experiment.runner import (STUDIES, Placement, PlacementError, Study, StudyFailed, check_placed, get_study, place,
                             placement, report_study, run_study, trained_path)
-from fracsgd.store import read_meta, status
-from fracsgd.sweep import PROGRESS_DIR, run_key, unique_runs
+from fracsgd.experiment.store import read_meta, status
+from fracsgd.experiment.sweep import PROGRESS_DIR, run_key, unique_runs
 from conftest import smoke_run_checks
 
 
@@ -61,7 +61,7 @@ class ToyStudy(Study):
         with torch.no_grad():
             return dict(final_loss=float(((net(X).squeeze(1) - y) ** 2).mean()), dtype=str(X.dtype))
     def report(self, folder, cfg):
-        from fracsgd.store import load_study
+        from fracsgd.experiment.store import load_study
         runs = load_study(folder).runs
         return dict(summary=runs[runs.status == 'done'][['seed', 'final_loss']])
 
@@ -196,7 +196,7 @@ def test_every_study_smoke_preset_runs_under_a_float64_placement(name, tmp_path)
 def test_a_smoke_study_runs_on_ray_and_resumes(tmp_path):
     # issue 24: the runner's Ray backend on the CPU (no GPU asked for), then a second call finds every run done
     pytest.importorskip('ray')
-    from fracsgd.runner import run_study
+    from fracsgd.experiment.runner import run_study
     res = run_study('moons-diffusion', 'smoke', tmp_path / 'ray', device='cpu', backend='ray', workers=2,
                     progress=False, report=False)
     assert res['counts']['failed'] == 0 and res['counts']['done'] > 0
@@ -207,7 +207,7 @@ def test_a_smoke_study_runs_on_ray_and_resumes(tmp_path):
 
 def test_ray_pool_refuses_a_negative_gpu_count():
     pytest.importorskip('ray')
-    from fracsgd.sweep import RayPool
+    from fracsgd.experiment.sweep import RayPool
     with pytest.raises(ValueError, match='gpus per run'):
         RayPool(gpus=-1)
 
@@ -217,8 +217,8 @@ def test_the_bar_counts_work_not_runs(tmp_path):
     from dataclasses import dataclass
     from tqdm.auto import tqdm
     from fracsgd.core import report_progress, reporting_progress
-    from fracsgd.runner import progress_writer
-    from fracsgd.sweep import PROGRESS_DIR, ProgressWatcher, Sweep, run_key
+    from fracsgd.experiment.runner import progress_writer
+    from fracsgd.experiment.sweep import PROGRESS_DIR, ProgressWatcher, Sweep, run_key
 
     @dataclass(frozen=True)
     class Job:
@@ -246,8 +246,8 @@ def test_a_run_in_flight_reports_its_step_to_the_sweep_bar(tmp_path):
     # issue 24: the bar shows runs done, the current run's step and a time left that counts the part already done
     from tqdm.auto import tqdm
     from fracsgd.core import report_progress, reporting_progress
-    from fracsgd.runner import progress_writer
-    from fracsgd.sweep import PROGRESS_DIR, ProgressWatcher
+    from fracsgd.experiment.runner import progress_writer
+    from fracsgd.experiment.sweep import PROGRESS_DIR, ProgressWatcher
     bar = tqdm(total=4, disable=True)
     watcher = ProgressWatcher(tmp_path / PROGRESS_DIR, bar, done=1, enabled=False)
     with reporting_progress(progress_writer(tmp_path, 'abcdef0123456789', every=3600)):

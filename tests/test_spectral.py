@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fracsgd.spectral import (fit_power_law, compare_growth_laws, diffusion_exponents, spectral_dimension_from_volume)
+from fracsgd.diffusion.spectral import (fit_power_law, compare_growth_laws, diffusion_exponents, spectral_dimension_from_volume)
 
 
 def test_power_law_interval_coverage():

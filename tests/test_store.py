@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fracsgd
-from fracsgd.store import (NotAStudy, StudyMismatch, done_keys, failed_keys, load_study, open_study,
+from fracsgd.experiment.store import (NotAStudy, StudyMismatch, done_keys, failed_keys, load_study, open_study,
                            read_meta, runs_table, save_error, save_plan, save_run, split_result, status, tidy)
 
 ERR = dict(type='RuntimeError', message='nan loss', traceback='Traceback (most recent call last): ...')

@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fracsgd.store import done_keys, load_study, StudyMismatch, status
-from fracsgd.sweep import Sweep, run_key, config_record, run_sweep, sweep_status, unique_runs
+from fracsgd.experiment.store import done_keys, load_study, StudyMismatch, status
+from fracsgd.experiment.sweep import Sweep, run_key, config_record, run_sweep, sweep_status, unique_runs
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def executions(log) -> list[int]:
 def test_key_is_fixed_and_the_same_in_another_process():
     assert run_key(Cfg(0)) == run_key(Cfg(0, Adam(1e-3, [0.9, 0.999])))
     assert len({run_key(Cfg(0)), run_key(Cfg(1)), run_key(Cfg(0, Adam(lr=1e-2)))}) == 3
-    code = 'from test_sweep import Cfg; from fracsgd.sweep import run_key; print(run_key(Cfg(0)))'
+    code = 'from test_sweep import Cfg; from fracsgd.experiment.sweep import run_key; print(run_key(Cfg(0)))'
     for hashseed in ('1', '2'):
         env = dict(os.environ, PYTHONHASHSEED=hashseed, PYTHONPATH=str(Path(__file__).parent))
         out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True,
@@ -178,7 +178,7 @@ SCRIPT = textwrap.dedent('''
     import os, sys, time
     from dataclasses import dataclass
     import pandas as pd
-    from fracsgd.sweep import Sweep, run_sweep
+    from fracsgd.experiment.sweep import Sweep, run_sweep
 
     @dataclass(frozen=True)
     class Nap:
@@ -296,7 +296,7 @@ def test_a_worker_with_several_threads_does_not_hang_after_the_parent_used_openm
     # A forked child with several OpenMP threads hangs at its first parallel operation when the parent's OpenMP
     # pool had run (seen with local_pool(1) on 2 cores). The pool starts such workers from a fork server.
     import torch
-    from fracsgd.sweep import local_pool
+    from fracsgd.experiment.sweep import local_pool
     monkeypatch.setenv('FRACSGD_CPUS', '2')                       # a worker with two threads, whatever runs the tests
     torch.ones(400, 400) @ torch.ones(400, 400)                   # the parent's OpenMP pool has run
     with local_pool(1) as pool:
@@ -307,7 +307,7 @@ def test_a_worker_with_several_threads_does_not_hang_after_the_parent_used_openm
 
 ORPHAN_DRIVER = '''
 import os, signal, time
-from fracsgd.sweep import local_pool
+from fracsgd.experiment.sweep import local_pool
 pool = local_pool(2)
 pool.submit(time.sleep, 0.1).result()
 print(' '.join(str(p) for p in pool._processes), flush=True)
@@ -336,7 +336,7 @@ def _read_env(name):
 def test_a_worker_sees_the_environment_of_its_driver_when_the_pool_starts(monkeypatch):
     # A fork server keeps the environment it started with; the pool hands each worker the driver's current one,
     # as a forked worker would have (a study reads FRACSGD_DATA in its workers).
-    from fracsgd.sweep import local_pool
+    from fracsgd.experiment.sweep import local_pool
     with local_pool(1) as pool:                                  # the fork server starts here (2+ cores)
         assert pool.submit(_read_env, 'FRACSGD_ENV_PROBE').result(timeout=120) is None
     monkeypatch.setenv('FRACSGD_ENV_PROBE', 'set later')

@@ -9,10 +9,10 @@ from scipy.spatial.distance import jensenshannon
 from scipy.special import rel_entr
 from scipy.stats import wasserstein_distance
 
-from fracsgd.clusters import cluster_masses
-from fracsgd.spectral import fit_power_law
-from fracsgd.theory import spectral_dimension_from_slope, steady_state
-from fracsgd.tempering import (accessibility_factor, bootstrap_distances, check_distribution, compare_to_posterior,
+from fracsgd.posterior.clusters import cluster_masses
+from fracsgd.diffusion.spectral import fit_power_law
+from fracsgd.diffusion.theory import spectral_dimension_from_slope, steady_state
+from fracsgd.posterior.tempering import (accessibility_factor, bootstrap_distances, check_distribution, compare_to_posterior,
                                comparison_verdicts, distances, js_divergence, kl_divergence, noise_floor,
                                resample_labels, temper, tempered_masses, xi_scan)
 

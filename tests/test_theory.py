@@ -1,4 +1,4 @@
-"""Ground-truth tests for fracsgd.theory: closed forms nobody here chose.
+"""Ground-truth tests for fracsgd.diffusion.theory: closed forms nobody here chose.
 
 Deterministic (no random numbers except a seeded, irregular time grid). Every tolerance is stated with the reason.
 """
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import erfcx, gamma as G
 
-from fracsgd.theory import (caputo_l1, effective_diffusion, fractional_relaxation, graded_mesh, l1_weights,
+from fracsgd.diffusion.theory import (caputo_l1, effective_diffusion, fractional_relaxation, graded_mesh, l1_weights,
                             mittag_leffler, msd_exponent, solve_ffpe, spectral_dimension_from_slope, steady_state,
                             tempering_exponent, walk_dimension)
 

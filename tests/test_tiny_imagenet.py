@@ -13,10 +13,10 @@ import torch
 from fracsgd.datasets.tiny_imagenet import (TINY_FOLDER, TINY_URL, TinyImageNetMissing, check_class_count,
                                             find_tiny_imagenet, load_tiny_imagenet, read_val_annotations,
                                             read_wnids, stand_in_images, write_fake_tiny_imagenet)
-from fracsgd.convnets import PretrainedWeightsMissing, build_net
-from fracsgd.runner import placement, run_one, run_study
+from fracsgd.nets.convnets import PretrainedWeightsMissing, build_net
+from fracsgd.experiment.runner import placement, run_one, run_study
 from fracsgd.studies import tiny_imagenet as ti
-from fracsgd.sweep import unique_runs
+from fracsgd.experiment.sweep import unique_runs
 from conftest import smoke_run_checks
 
 torch.set_num_threads(1)
@@ -182,9 +182,9 @@ def test_committed_results_are_checked():
 MEMORY = """
 import json, resource, torch, warnings
 torch.set_num_threads(1)
-from fracsgd.models import make_mlp
-from fracsgd.llc import estimate_llc
-from fracsgd.sgld import PAPER_PRESET
+from fracsgd.nets.models import make_mlp
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.llc.sgld import PAPER_PRESET
 net = make_mlp([1000, 2000, 2000, 10], seed=0)            # 6 million weights: 24 MB a copy
 X, y = torch.randn(64, 1000), torch.arange(64) % 10
 with warnings.catch_warnings():

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 
 from fracsgd.datasets.tinystories import (EOT, CausalLMLogits, TokenBlocks, check_context, lm_n_beta, load_stories,
                                           stand_in_stories, token_blocks, token_loss, train_tokenizer)
-from fracsgd.llc import batch_means_se, estimate_llc
-from fracsgd.sgld import SGLDSettings
+from fracsgd.llc.estimate import batch_means_se, estimate_llc
+from fracsgd.llc.sgld import SGLDSettings
 from conftest import smoke_run_checks
 
 torch.set_num_threads(1)
@@ -158,7 +158,7 @@ def test_hub_loading_code_on_local_files_in_the_hub_formats(tmp_path, tokenizer,
     monkeypatch.setattr(study, 'load_stories', functools.partial(load_stories, str(data_dir)))
     run = study.LMRun(model=str(model_dir), steps=12, llc_every=6, llc_draws=3, llc_blocks=8, block_size=16,
                       batch_size=4, n_stories=40)
-    from fracsgd.runner import placement, run_one
+    from fracsgd.experiment.runner import placement, run_one
     with pytest.warns(UserWarning):                      # a 3-draw LLC is flagged, as it should be
         out = run_one(study.STUDY, placement('cpu'), tmp_path / 'study', run)
     traj = out['trajectory']
@@ -169,7 +169,7 @@ def test_hub_loading_code_on_local_files_in_the_hub_formats(tmp_path, tokenizer,
 def test_smoke_through_the_runner_in_float64(tmp_path):
     """The smoke preset (the stand-in) through the runner and the report, on the CPU in float64. GPT-Neo runs in
     float64, except that transformers computes its attention scores and their softmax in float32 by design."""
-    from fracsgd.runner import get_study, run_study
+    from fracsgd.experiment.runner import get_study, run_study
     from fracsgd.studies import tinystories as study
     assert get_study('tinystories') is study.STUDY
     res = run_study(study.STUDY, 'smoke', tmp_path / 'smoke', device='cpu', dtype='float64', progress=True, workers=1)
@@ -183,7 +183,7 @@ def test_smoke_through_the_runner_in_float64(tmp_path):
 
 
 def _committed():
-    from fracsgd.provenance import COMPACT
+    from fracsgd.ledger.provenance import COMPACT
     return sorted((COMPACT / 'tinystories').glob('*/provenance.json'))
 
 def test_committed_results_exist():
@@ -193,7 +193,7 @@ def test_committed_results_exist():
 def test_committed_run_keys(provenance):
     "The configuration that made a committed result still has its runs' keys and its stand-in label."
     from fracsgd.studies import tinystories as study
-    from fracsgd.sweep import unique_runs
+    from fracsgd.experiment.sweep import unique_runs
     prov = json.loads(provenance.read_text())
     cfg = study.STUDY.config(prov['config'].removesuffix('-stand-in'))
     if prov['config'].endswith('-stand-in'):

@@ -1,16 +1,16 @@
-"""Ground-truth tests for `fracsgd.walks`: random walks on media whose exponents are known.
+"""Ground-truth tests for `fracsgd.diffusion.walks`: random walks on media whose exponents are known.
 
 Known values (none chosen here): Sierpinski gasket d_w = ln5/ln2, d_s = 2 ln3/ln5 (exact);
 2-D critical percolation d_w = 2.878 (Grassberger 1999); square lattice d_w = 2 (Brownian motion).
-Every fit goes through `fracsgd.spectral.fit_power_law`, the code these tests validate along the way.
+Every fit goes through `fracsgd.diffusion.spectral.fit_power_law`, the code these tests validate along the way.
 """
 import math
 
 import numpy as np
 import pytest
 
-from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
-from fracsgd.walks import (GASKET_DS, GASKET_DW, PERCOLATION_2D_DS, PERCOLATION_2D_DW, interior_nodes,
+from fracsgd.diffusion.spectral import fit_power_law, spectral_dimension_from_volume
+from fracsgd.diffusion.walks import (GASKET_DS, GASKET_DW, PERCOLATION_2D_DS, PERCOLATION_2D_DW, interior_nodes,
                            percolation_cluster, propagate_walk, simulate_walkers, sierpinski_gasket,
                            square_lattice)
 

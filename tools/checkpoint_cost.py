@@ -12,9 +12,9 @@ from pathlib import Path
 import torch
 
 from fracsgd.core import CHECKPOINT_EVERY, rng_states, save_state
-from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer, _observer_state
-from fracsgd.models import make_mlp
-from fracsgd.stack import resolve_loss
+from fracsgd.train.ensemble import EnsembleSettings, EnsembleTrainer, _observer_state
+from fracsgd.nets.models import make_mlp
+from fracsgd.nets.stack import resolve_loss
 from fracsgd.studies.mnist_runs import VolumeCounter
 
 torch.set_num_threads(1)

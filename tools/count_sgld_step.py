@@ -8,10 +8,10 @@ Prints JSON; nbs/bench/sgld_step_ops.json holds the counts before and after the 
 import torch, warnings, json
 warnings.simplefilter('ignore')
 torch.set_num_threads(1)
-from fracsgd.bench import per_step
-from fracsgd.bench_llc import _bench_settings, bare_steps
-from fracsgd.llc import estimate_llc
-from fracsgd.models import make_mlp
+from fracsgd.bench.timing import per_step
+from fracsgd.bench.llc import _bench_settings, bare_steps
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.nets.models import make_mlp
 X = torch.rand(5000, 784); y = torch.randint(0, 10, (5000,))
 net = make_mlp([784, 128, 64, 10], seed=0)
 out = {}

@@ -41,7 +41,7 @@ want check && cp /tmp/gpu-check/gpu_check.json "$OUT/" 2>/dev/null
 
 # 2. the SGLD step against a bare step and the floor (median of 3 interleaved timings, 1,000 steps each)
 want step && timeout "$(limit 100)" $PY -c "
-import json; from fracsgd.bench_llc import bench_step_overhead
+import json; from fracsgd.bench.llc import bench_step_overhead
 print(json.dumps(bench_step_overhead(quick=False, device='$DEVICE', repeats=3), indent=1))" > "$OUT/step.json"
 
 # 3. mnist-seeds --full, end to end; phases with the GPU synchronised at their boundaries

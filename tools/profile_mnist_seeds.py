@@ -11,7 +11,7 @@ calibrated setting (`10nets-1x5000`) on the first `--calibrated-nets` of its 10 
 run by the count of its units (steps, recorded steps, LLC estimates, calibrated nets), and the analysis of the report
 is also timed on the committed full run's trajectories. Writes nbs/bench/mnist_seeds_phases.{csv,json}.
 
-`counts`: operator calls and host synchronisations per step (`fracsgd.bench.per_step`) of the ensemble trainer
+`counts`: operator calls and host synchronisations per step (`fracsgd.bench.timing.per_step`) of the ensemble trainer
 (the study's 50 nets), of its recording and explored-volume count, and of the SGLD step (the benchmark's one chain
 of 784-128-64-10, and the study's 50 chains), with and without the per-step diagnostics. Writes
 nbs/bench/host_syncs.{csv,json}.
@@ -30,7 +30,7 @@ OUT = Path(__file__).resolve().parents[1] / 'nbs' / 'bench'
 
 
 def _machine() -> dict:
-    from fracsgd.bench import machine_info
+    from fracsgd.bench.timing import machine_info
     return dict(machine_info(), cores=os.cpu_count(), load_average=[round(x, 2) for x in os.getloadavg()],
                 note='shared 2-core x86-64 virtual machine, other jobs running; one thread, nice 10')
 
@@ -43,16 +43,16 @@ def _records(settings, n_steps: int) -> int:
 def phases(steps: int = 300, calibrated_nets: int = 2, smoke: bool = False) -> pd.DataFrame:
     from fracsgd.core import seed_everything
     from fracsgd.core import PhaseClock
-    from fracsgd.runner import Placement, run_one, trained_path, report_study
-    from fracsgd.store import load_study, open_study, save_plan, save_run, write_runs
-    from fracsgd.sweep import config_record, run_key
+    from fracsgd.experiment.runner import Placement, run_one, trained_path, report_study
+    from fracsgd.experiment.store import load_study, open_study, save_plan, save_run, write_runs
+    from fracsgd.experiment.sweep import config_record, run_key
     from fracsgd.studies import mnist_runs as mr
-    from fracsgd.net_analysis import analyse_nets
+    from fracsgd.diffusion.net_analysis import analyse_nets
     from fracsgd.studies.mnist_seeds import FULL, SMOKE, STUDY, runs, summarize
     if smoke:                                                      # a check of this script, in seconds
         FULL, steps = replace(SMOKE, n_models=2, epochs=12, llc_every=4), 36
     from fracsgd.core import read_table
-    from fracsgd.provenance import COMPACT
+    from fracsgd.ledger.provenance import COMPACT
 
     machine = _machine()
     t_start, c_start = time.perf_counter(), time.process_time()
@@ -163,10 +163,10 @@ def phases(steps: int = 300, calibrated_nets: int = 2, smoke: bool = False) -> p
 
 def _workloads(nets, X, y, run, bench_net, Xb, yb, quick: bool) -> list:
     "(name, per, run(n), n1, n2): the loops whose calls are counted, each run for n steps."
-    from fracsgd.bench_llc import _bench_settings
-    from fracsgd.ensemble import EnsembleTrainer
-    from fracsgd.llc import estimate_llc
-    from fracsgd.stack import resolve_loss
+    from fracsgd.bench.llc import _bench_settings
+    from fracsgd.train.ensemble import EnsembleTrainer
+    from fracsgd.llc.estimate import estimate_llc
+    from fracsgd.nets.stack import resolve_loss
     from fracsgd.studies import mnist_runs as mr
     base = run.settings().replace(every=10, llc_every=0)           # records every 10 steps: amortized exactly
     def trainer(n):
@@ -207,9 +207,9 @@ def _cpu_per_step(fn, n1, n2, repeats=3) -> float:
 def counts(quick: bool = False) -> pd.DataFrame:
     """Operator calls and host syncs per step of each loop (the study's nets); and its host time per step, measured
     on the same loop with nets 8 wide (the same operators, negligible arithmetic): dispatch, Python and vmap alone."""
-    from fracsgd.bench import per_step
-    from fracsgd.bench_llc import _mnist
-    from fracsgd.models import make_mlp
+    from fracsgd.bench.timing import per_step
+    from fracsgd.bench.llc import _mnist
+    from fracsgd.nets.models import make_mlp
     from fracsgd.studies import mnist_runs as mr
     from fracsgd.studies.mnist_seeds import FULL, STUDY, runs
 

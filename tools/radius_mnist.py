@@ -11,11 +11,11 @@ import pandas as pd
 import torch
 import fracsgd
 from fracsgd.core import atomic_path, read_table, write_table
-from fracsgd.criticality import radius_test
-from fracsgd.llc import estimate_llc, top_hessian_eigenvalue
+from fracsgd.llc.criticality import radius_test
+from fracsgd.llc.estimate import estimate_llc, top_hessian_eigenvalue
 from fracsgd.studies.mnist_architectures import STUDY, architecture_name
 from fracsgd.studies.mnist_runs import LLC_SETTINGS
-from fracsgd.sweep import run_key
+from fracsgd.experiment.sweep import run_key
 
 folder, max_nets = Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 99
 reading = sys.argv[3] if len(sys.argv) > 3 else 'paper-devinterp-nbeta'   # the n_beta of the sweep (LLC_SETTINGS)

@@ -196,8 +196,8 @@ def prepare(proc: Path, execute: bool, workers: int, nbs: Path | None = None, ti
 # cores. The server never runs a tensor operation, so no OpenMP thread pool exists when it forks; each page sets its
 # own share of the threads. Modules that fail to import (an optional package) are left to the page.
 PRELOAD = ['numpy', 'pandas', 'scipy.optimize', 'scipy.stats', 'matplotlib.pyplot', 'torch', 'torch.func',
-           'execnb.shell', 'execnb.nbio', 'nbdev.processors', 'nbdev.showdoc', 'fracsgd.runner', 'fracsgd.sgld',
-           'fracsgd.ensemble', 'fracsgd.llc', 'fracsgd.spectral', 'fracsgd.crossover', 'fracsgd.ledger']
+           'execnb.shell', 'execnb.nbio', 'nbdev.processors', 'nbdev.showdoc', 'fracsgd.experiment.runner', 'fracsgd.llc.sgld',
+           'fracsgd.train.ensemble', 'fracsgd.llc.estimate', 'fracsgd.diffusion.spectral', 'fracsgd.diffusion.crossover', 'fracsgd.ledger.claims']
 
 
 def _page_process(argv: list[str], env: dict, err_path: str):

@@ -31,9 +31,9 @@ import torch
 warnings.simplefilter('ignore')
 torch.set_num_threads(1)
 
-from fracsgd.bench_llc import _bench_settings, bare_steps
-from fracsgd.llc import estimate_llc
-from fracsgd.models import make_mlp
+from fracsgd.bench.llc import _bench_settings, bare_steps
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.nets.models import make_mlp
 import fracsgd
 
 
@@ -81,8 +81,8 @@ def study_chains(repeats: int, n1: int = 100, n2: int = 400) -> list[dict]:
 
 
 def training_step(repeats: int, n1: int = 20, n2: int = 120) -> list[dict]:
-    from fracsgd.ensemble import EnsembleTrainer
-    from fracsgd.stack import resolve_loss
+    from fracsgd.train.ensemble import EnsembleTrainer
+    from fracsgd.nets.stack import resolve_loss
     from fracsgd.studies.mnist_seeds import FULL, runs
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(2000, 2, generator=g), torch.randint(0, 10, (2000,), generator=g)
@@ -99,8 +99,8 @@ def training_step(repeats: int, n1: int = 20, n2: int = 120) -> list[dict]:
 def real_size(repeats: int = 3) -> list[dict]:
     """The study's LLC step and training step with the real nets (784-128-64-32-10 with batch norm, 50 of them,
     minibatch 256, random images): this CPU's arithmetic, for a check that the host-side change costs it nothing."""
-    from fracsgd.ensemble import EnsembleTrainer
-    from fracsgd.stack import resolve_loss
+    from fracsgd.train.ensemble import EnsembleTrainer
+    from fracsgd.nets.stack import resolve_loss
     from fracsgd.studies import mnist_runs as mr
     from fracsgd.studies.mnist_seeds import FULL, runs
     g = torch.Generator().manual_seed(0)

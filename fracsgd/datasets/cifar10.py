@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from sklearn.model_selection import train_test_split
 
 from ..core import atomic_path, data_dir, require
-from ..data import DataSourceWarning
+from .common import DataSourceWarning
 
 # %% auto #0
 __all__ = ['CIFAR_FOLDER', 'CIFAR_CLASSES', 'MISSING_HELP', 'STAND_IN', 'read_cifar_batch', 'write_cifar_batch',

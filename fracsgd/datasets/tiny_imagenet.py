@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core import data_dir
-from ..data import DataSourceWarning
+from .common import DataSourceWarning
 
 # %% auto #0
 __all__ = ['TINY_URL', 'TINY_FOLDER', 'N_CLASSES', 'TinyImageNetMissing', 'unpack', 'find_tiny_imagenet', 'read_wnids',

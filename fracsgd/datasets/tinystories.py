@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..core import require
-from ..data import DataSourceWarning
+from .common import DataSourceWarning
 
 # %% auto #0
 __all__ = ['EOT', 'stories_from_text', 'load_stories', 'stand_in_stories', 'train_tokenizer', 'TokenBlocks', 'check_tokenizer',

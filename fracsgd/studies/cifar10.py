@@ -15,16 +15,16 @@ import torch
 from scipy.stats import rankdata, spearmanr
 
 from ..core import write_table, save_figures
-from ..convnets import ARCHITECTURES, arch_name, make_net, n_params
-from ..crossover import local_slope
+from ..nets.convnets import ARCHITECTURES, arch_name, make_net, n_params
+from ..diffusion.crossover import local_slope
 from ..datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
-from ..ensemble import EnsembleSettings, train_ensemble
-from ..provenance import mark_stand_in
-from ..sgld import PAPER_PRESET
-from ..spectral import fit_power_law
-from ..store import load_study
-from ..net_analysis import analyse_net, compact_trajectories
-from ..runner import Study
+from ..train.ensemble import EnsembleSettings, train_ensemble
+from ..ledger.provenance import mark_stand_in
+from ..llc.sgld import PAPER_PRESET
+from ..diffusion.spectral import fit_power_law
+from ..experiment.store import load_study
+from ..diffusion.net_analysis import analyse_net, compact_trajectories
+from ..experiment.runner import Study
 
 # %% auto #0
 __all__ = ['LLC_SETTINGS', 'QUICK', 'FULL', 'SMOKE', 'LONG', 'STUDY', 'PAPER', 'CIFARRun', 'CIFARConfig', 'with_stand_in',

@@ -19,15 +19,15 @@ import warnings
 from scipy import stats
 
 from ..core import read_table, write_table, save_figures
-from ..data import batches
+from ..datasets.common import batches
 from ..datasets.modular import load_modular
-from ..displacement import Recorder
-from ..jumps import (all_at_once, coincidences, detect_jumps, fits_between_jumps, rate_correlation,
+from ..train.displacement import Recorder
+from ..diffusion.jumps import (all_at_once, coincidences, detect_jumps, fits_between_jumps, rate_correlation,
                            step_statistics, transition_times)
-from ..llc import LLCMeasurement
-from ..runner import Study
-from ..sgld import PAPER_PRESET
-from ..store import load_study
+from ..llc.estimate import LLCMeasurement
+from ..experiment.runner import Study
+from ..llc.sgld import PAPER_PRESET
+from ..experiment.store import load_study
 from .grokking_models import Accuracy, StepProjections, make_model
 
 # %% auto #0
@@ -338,7 +338,7 @@ def compact_analysis(row) -> dict:
 
 def plot_steps(run: pd.DataFrame, title: str = ''):
     "Histogram (log scale) of the standardized projected steps against the standard normal density."
-    from fracsgd.jumps import _standardize
+    from fracsgd.diffusion.jumps import _standardize
     z = _standardize(run['dw/u0'].to_numpy()[1:], 100)
     z = (z - np.median(z)) / z.std()
     fig, ax = plt.subplots(figsize=(5.2, 3.4))

@@ -13,9 +13,9 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from ..core import added_field, write_table, save_figures
-from ..crossover import predict_displacement
-from ..store import load_study
-from ..net_analysis import analyse_nets, compact_trajectories
+from ..diffusion.crossover import predict_displacement
+from ..experiment.store import load_study
+from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 from .mnist_seeds import stat_row, summary_row
 from .mnist_architectures import spearman_interval

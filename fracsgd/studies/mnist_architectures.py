@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 from scipy import stats
 
 from ..core import write_table, save_figures
-from ..store import load_study
-from ..net_analysis import analyse_nets, compact_trajectories
+from ..experiment.store import load_study
+from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 from .mnist_seeds import summary_row
 

@@ -15,17 +15,17 @@ import torch
 from torch import nn
 
 from ..core import PhaseClock, added_field, atomic_path, data_dir, report_progress
-from ..data import DataSourceWarning, flatten
+from ..datasets.common import DataSourceWarning, flatten
 from ..datasets.mnist import mnist_subset
-from ..models import make_mlp
-from ..ensemble import EnsembleSettings, EnsembleTrainer, PerChunk, train_ensemble
-from ..ageing import IncrementRecorder
-from ..return_probability import ProjectedPath, path_returns, projected_paths
-from ..sgld import PAPER_PRESET, SGLDSettings
-from ..llc import calibrate, estimate_llc
-from ..provenance import mark_stand_in
-from ..runner import Study, data_identity
-from ..store import read_meta
+from ..nets.models import make_mlp
+from ..train.ensemble import EnsembleSettings, EnsembleTrainer, PerChunk, train_ensemble
+from ..diffusion.ageing import IncrementRecorder
+from ..diffusion.return_probability import ProjectedPath, path_returns, projected_paths
+from ..llc.sgld import PAPER_PRESET, SGLDSettings
+from ..llc.estimate import calibrate, estimate_llc
+from ..ledger.provenance import mark_stand_in
+from ..experiment.runner import Study, data_identity
+from ..experiment.store import read_meta
 
 # %% auto #0
 __all__ = ['LLC_SETTINGS', 'PAPER_LLC_SETTINGS', 'CALIBRATED_SETTINGS', 'VOLUME_NETS', 'INCREMENT_LAGS', 'RETURNS_SEED',

@@ -13,16 +13,16 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from ..core import read_table, write_table, save_figures
-from ..ageing import plot_sgd_gd, sgd_gd_controls
-from ..spectral import fit_power_law
-from ..crossover import local_slope
-from ..return_probability import returns_summary
-from ..data import DataSourceWarning
-from ..displacement import runs_matrix
-from ..ledger import record_claims
-from ..provenance import COMPACT
-from ..store import load_study, read_meta
-from ..net_analysis import analyse_nets, compact_trajectories
+from ..diffusion.ageing import plot_sgd_gd, sgd_gd_controls
+from ..diffusion.spectral import fit_power_law
+from ..diffusion.crossover import local_slope
+from ..diffusion.return_probability import returns_summary
+from ..datasets.common import DataSourceWarning
+from ..train.displacement import runs_matrix
+from ..ledger.claims import record_claims
+from ..ledger.provenance import COMPACT
+from ..experiment.store import load_study, read_meta
+from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 
 # %% auto #0

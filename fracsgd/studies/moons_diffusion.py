@@ -15,16 +15,16 @@ import matplotlib.pyplot as plt
 
 from ..core import added_field, save_figures, write_table
 from ..datasets.moons import load_moons
-from ..models import make_mlp
-from ..displacement import runs_matrix
-from ..ensemble import EnsembleSettings, PerChunk, train_ensemble
-from ..sgld import PAPER_PRESET
-from ..runner import Study, run_one, placement
-from ..store import load_study
-from ..spectral import fit_power_law, compare_growth_laws, diffusion_regime
-from ..crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
-from ..ageing import IncrementRecorder, sgd_gd_controls, plot_sgd_gd
-from ..return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
+from ..nets.models import make_mlp
+from ..train.displacement import runs_matrix
+from ..train.ensemble import EnsembleSettings, PerChunk, train_ensemble
+from ..llc.sgld import PAPER_PRESET
+from ..experiment.runner import Study, run_one, placement
+from ..experiment.store import load_study
+from ..diffusion.spectral import fit_power_law, compare_growth_laws, diffusion_regime
+from ..diffusion.crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
+from ..diffusion.ageing import IncrementRecorder, sgd_gd_controls, plot_sgd_gd
+from ..diffusion.return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'LONG', 'CONTROLS', 'RETURNS', 'LOG_POINTS', 'CONTROL_AGES', 'CONTROL_LAGS', 'AGEING_LAG',
@@ -340,7 +340,7 @@ def analyse_returns(table: pd.DataFrame, returns: pd.DataFrame, late_slope, n_bo
 def plot_returns(returns: pd.DataFrame, d_s_eq17: float):
     """P_ε(τ) of the pooled nets for each ε; the slope −d_s/2 of eq. 17's d_s drawn from the ε = 1 step curve at
     τ = 1, and the 95% bound on the rate where nothing returned."""
-    from fracsgd.return_probability import curves_from_table
+    from fracsgd.diffusion.return_probability import curves_from_table
     c = curves_from_table(returns.rename(columns={'run': 'unit'}).drop(columns='eps_factor'))
     factor = dict(zip(returns.eps, returns.eps_factor))
     fig, ax = plt.subplots(figsize=(6.5, 4))

@@ -17,14 +17,14 @@ from torch.nn.utils import vector_to_parameters
 import fracsgd
 from ..core import atomic_path, save_figures, write_table
 from ..datasets.moons import load_moons
-from ..models import make_mlp
-from ..ensemble import EnsembleSettings, train_ensemble
-from ..llc import estimate_llc
-from ..sgld import PAPER_PRESET, SGLDSettings
-from ..runner import Study, place
-from ..store import read_meta, read_plan
-from ..sweep import config_record
-from ..clusters import (POSTERIOR_PAPER, choose_k, cluster_centroids, cluster_solutions, clustering_reports,
+from ..nets.models import make_mlp
+from ..train.ensemble import EnsembleSettings, train_ensemble
+from ..llc.estimate import estimate_llc
+from ..llc.sgld import PAPER_PRESET, SGLDSettings
+from ..experiment.runner import Study, place
+from ..experiment.store import read_meta, read_plan
+from ..experiment.sweep import config_record
+from ..posterior.clusters import (POSTERIOR_PAPER, choose_k, cluster_centroids, cluster_solutions, clustering_reports,
                               function_features, predict_on_probe, predictions_from_table, probe_grid, reference_starts,
                               sample_posterior, seed_solutions)
 from .posterior_comparison import (FIG3_KL, FIGURES, LEDGER_CHOICE, LEDGER_M, TAB2_KL, AnalysisSettings,

@@ -13,12 +13,12 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from ..core import read_table
-from ..store import load_study, status
-from ..spectral import fit_power_law
-from ..theory import spectral_dimension_from_slope
-from ..clusters import (choose_k, cluster_centroids, cluster_masses, cluster_solutions, clustering_reports,
+from ..experiment.store import load_study, status
+from ..diffusion.spectral import fit_power_law
+from ..diffusion.theory import spectral_dimension_from_slope
+from ..posterior.clusters import (choose_k, cluster_centroids, cluster_masses, cluster_solutions, clustering_reports,
                               draw_labels, function_features, mixing_report, posterior_masses, predictions_from_table)
-from ..tempering import (accessibility_factor, compare_to_posterior, comparison_verdicts, kl_divergence,
+from ..posterior.tempering import (accessibility_factor, compare_to_posterior, comparison_verdicts, kl_divergence,
                                resample_labels, temper, tempered_masses, xi_scan)
 from .moons_diffusion import analyse as analyse_displacement
 

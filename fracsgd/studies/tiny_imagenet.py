@@ -14,18 +14,18 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from ..convnets import (ARCHS, FineTuneNet, PretrainedWeightsMissing, _batches, build_net, evaluate,
+from ..nets.convnets import (ARCHS, FineTuneNet, PretrainedWeightsMissing, _batches, build_net, evaluate,
                               head_features, pretrain_from_scratch)
 from ..core import read_table, save_figures, write_table
 from ..datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
-from ..displacement import Recorder, log_steps
-from ..provenance import COMPACT
-from ..llc import estimate_llc
-from ..runner import Study
-from ..sgld import PAPER_PRESET
-from ..spectral import fit_power_law
-from ..store import load_study
+from ..train.displacement import Recorder, log_steps
+from ..ledger.provenance import COMPACT
+from ..llc.estimate import estimate_llc
+from ..experiment.runner import Study
+from ..llc.sgld import PAPER_PRESET
+from ..diffusion.spectral import fit_power_law
+from ..experiment.store import load_study
 
 # %% auto #0
 __all__ = ['FULL', 'QUICK', 'SMOKE', 'STUDY', 'PAPER_TABLE1', 'TinyRun', 'run_data', 'stop_now', 'llc_settings', 'train_run',

@@ -15,17 +15,17 @@ import torch
 import torch.nn.functional as F
 
 from ..core import atomic_path, read_table, write_table, save_figures, require
-from ..crossover import predict_displacement
-from ..data import cache_dir
+from ..diffusion.crossover import predict_displacement
+from ..datasets.common import cache_dir
 from ..datasets.tinystories import (CausalLMLogits, TokenBlocks, check_context, check_tokenizer, lm_n_beta,
                                           load_stories, stand_in_stories, token_blocks, token_loss, train_tokenizer)
-from ..displacement import Recorder
-from ..llc import LLCMeasurement, final_llc
-from ..models import block_groups, stand_in_config
-from ..runner import Study
-from ..sgld import PAPER_PRESET
-from ..spectral import fit_power_law, log_spaced_indices
-from ..store import load_study
+from ..train.displacement import Recorder
+from ..llc.estimate import LLCMeasurement, final_llc
+from ..nets.models import block_groups, stand_in_config
+from ..experiment.runner import Study
+from ..llc.sgld import PAPER_PRESET
+from ..diffusion.spectral import fit_power_law, log_spaced_indices
+from ..experiment.store import load_study
 
 # %% auto #0
 __all__ = ['PAPER_MODELS', 'OPTIMIZERS', 'STAND_IN', 'QUICK', 'FULL', 'SMOKE', 'PAPER_TABLES', 'COLUMNS', 'STUDY', 'LMRun',

@@ -4,7 +4,7 @@
 # > What every dataset loader shares: the returned tuple, the source warning, minibatches and flattening.
 
 # %%
-#| default_exp data
+#| default_exp datasets.common
 
 # %%
 #| hide

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from sklearn.datasets import make_moons
 
-from fracsgd.data import Loaded
+from fracsgd.datasets.common import Loaded
 
 
 # %% [markdown]

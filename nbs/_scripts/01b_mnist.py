@@ -24,7 +24,7 @@ import torch
 from sklearn.model_selection import train_test_split
 
 from fracsgd.core import atomic_path, data_dir, require
-from fracsgd.data import DataSourceWarning, Loaded, cache_dir
+from fracsgd.datasets.common import DataSourceWarning, Loaded, cache_dir
 
 # %% [markdown]
 # The paper's MNIST studies (section 4, appendices G.1, H, J) use real MNIST digits. This chapter reads them

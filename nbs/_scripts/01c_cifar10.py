@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from sklearn.model_selection import train_test_split
 
 from fracsgd.core import atomic_path, data_dir, require
-from fracsgd.data import DataSourceWarning
+from fracsgd.datasets.common import DataSourceWarning
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.core import data_dir
-from fracsgd.data import DataSourceWarning
+from fracsgd.datasets.common import DataSourceWarning
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fracsgd.core import require
-from fracsgd.data import DataSourceWarning
+from fracsgd.datasets.common import DataSourceWarning
 
 # %%
 import torch

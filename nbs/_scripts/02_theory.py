@@ -4,7 +4,7 @@
 # > Late SGD as a time-fractional Fokker–Planck process: relations, Caputo, Mittag-Leffler, a 1-D solver.
 
 # %%
-#| default_exp theory
+#| default_exp diffusion.theory
 
 # %%
 #| hide

@@ -4,7 +4,7 @@
 # > The architectures of the studies, built from a few numbers: fully connected ReLU nets (with optional batch norm) and bias-free deep linear networks of a chosen rank.
 
 # %%
-#| default_exp models
+#| default_exp nets.models
 
 # %%
 #| hide

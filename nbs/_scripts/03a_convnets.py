@@ -4,7 +4,7 @@
 # > The nine CIFAR-10 architectures of the paper's appendix I.3 (tables 5 and 6), with Xavier initialisation, zero biases and ReLU, and their parameter counts beside the paper's.
 
 # %%
-#| default_exp convnets
+#| default_exp nets.convnets
 
 # %%
 #| hide

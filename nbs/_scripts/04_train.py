@@ -4,7 +4,7 @@
 # > The smallest training loop the studies need: minibatch SGD or Adam, a recorder hook, loud divergence.
 
 # %%
-#| default_exp train
+#| default_exp train.loop
 
 # %%
 #| hide
@@ -23,8 +23,8 @@ from torch import nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from fracsgd.data import batches
-from fracsgd.stack import check_fits
+from fracsgd.datasets.common import batches
+from fracsgd.nets.stack import check_fits
 
 
 # %% [markdown]
@@ -100,7 +100,7 @@ def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float, batc
 # %%
 import warnings
 from fracsgd.datasets.moons import load_moons
-from fracsgd.models import make_mlp
+from fracsgd.nets.models import make_mlp
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')                  # the loader says which source it used; not needed here
     Xm, ym, _ = load_moons(512, 0.2, seed=0, device='cpu')

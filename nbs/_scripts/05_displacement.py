@@ -4,7 +4,7 @@
 # > A recorder for any training loop: R(t) = ‖w_t − w_0‖ in total and per group, measurements, one table.
 
 # %%
-#| default_exp displacement
+#| default_exp train.displacement
 
 # %%
 #| hide
@@ -97,7 +97,7 @@ def parameter_groups(model: nn.Module, groups='layer') -> dict[str, list[str]]:
 
 
 # %%
-from fracsgd.models import make_mlp
+from fracsgd.nets.models import make_mlp
 net = make_mlp([784, 128, 64, 10], batch_norm=True, seed=0)
 g = parameter_groups(net)
 assert list(g) == ['layer1.0', 'layer1.1', 'layer2.0', 'layer2.1', 'out']
@@ -274,7 +274,7 @@ tab
 # adds a column, and the log schedule records only a few steps:
 
 # %%
-from fracsgd.train import train
+from fracsgd.train.loop import train
 class OutNorm:
     every = 5
     def __call__(self, model): return {'sq': (model.out.weight**2).sum().item()}

@@ -4,7 +4,7 @@
 # > The increment MSD ⟨‖w_{s+τ} − w_s‖²⟩ at several ages s, recorded while training, and the ageing exponent: the signature of the time-fractional Fokker–Planck equation, checked on walks whose answer is known.
 
 # %%
-#| default_exp ageing
+#| default_exp diffusion.ageing
 
 # %%
 #| hide
@@ -412,7 +412,7 @@ def train_with_increments(models, data, loss='classification', settings=None, *,
                           window: float = 0.2, device=None, **changes) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train `models` as `train_ensemble` does (same chunks, streams and table), recording their increments at
     `ages` and `lags`: (trajectory table, increments table with `member` = index in the ensemble)."""
-    from fracsgd.ensemble import EnsembleSettings, PerChunk, train_ensemble
+    from fracsgd.train.ensemble import EnsembleSettings, PerChunk, train_ensemble
     s = (settings or EnsembleSettings()).replace(**changes)
     increments = PerChunk(lambda: IncrementRecorder(ages, lags, s.n_steps, per_age, window))
     table = train_ensemble(models, data, loss, s, device=device, observers=[increments])
@@ -421,7 +421,7 @@ def train_with_increments(models, data, loss='classification', settings=None, *,
 
 # %%
 from torch import nn
-from fracsgd.ensemble import EnsembleSettings, train_ensemble
+from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
 g = torch.Generator().manual_seed(0)
 Xr = torch.randn(64, 3, generator=g, dtype=torch.float64)
 yr = Xr @ torch.tensor([[1.0], [-2.0], [0.5]], dtype=torch.float64) + 0.3 * torch.randn(64, 1, generator=g, dtype=torch.float64)
@@ -626,7 +626,7 @@ def sgd_gd_controls(table: pd.DataFrame, increments: pd.DataFrame, t_c: float, l
     [run, step, R] and `increments` [run, age, start, lag, sq, ...]): late slopes from `t_c`, R(T), ageing exponents
     at `ageing_lag` over the `ages` ≥ t_c, M(s, τ), the noise part at `noise_lags`; the summary rows. `late_slope`
     is SGD's late exponent (value, low, high), for eq. 4's prediction β = 2 s − 1; `start` names t_c in the notes."""
-    from fracsgd.displacement import runs_matrix
+    from fracsgd.train.displacement import runs_matrix
     R = {}
     for opt in ('sgd', 'gd'):
         steps, M = runs_matrix(table[table.optimizer == opt].drop(columns='optimizer'), 'R')
@@ -710,7 +710,7 @@ def plot_sgd_gd(curves: pd.DataFrame, mark: float, mark_label: str, sgd_label: s
                 title: str = 'same initialisations, same lr and steps'):
     "Mean R(t) of SGD and of full-batch GD (the `curves` of `sgd_gd_controls`), and their local log-log slopes."
     import matplotlib.pyplot as plt
-    from fracsgd.crossover import local_slope
+    from fracsgd.diffusion.crossover import local_slope
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
     for opt, label, color in (('sgd', sgd_label, 'C0'), ('gd', 'full-batch GD (no minibatch noise)', 'C3')):
         ax.fill_between(curves.t, curves[f'{opt}_q10'], curves[f'{opt}_q90'], color=color, alpha=.2)

@@ -4,7 +4,7 @@
 # > Diffusion exponents of a displacement curve R(t): power-law fits, exponents and regimes, growth laws, d_s.
 
 # %%
-#| default_exp spectral
+#| default_exp diffusion.spectral
 
 # %%
 #| hide
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from fracsgd.theory import spectral_dimension_from_slope, msd_exponent
+from fracsgd.diffusion.theory import spectral_dimension_from_slope, msd_exponent
 
 
 # %% [markdown]

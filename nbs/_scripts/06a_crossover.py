@@ -4,7 +4,7 @@
 # > Whether R(t) changes exponent (a restart, paper eq. 32, or a smooth bend), where, and the late exponent after it.
 
 # %%
-#| default_exp crossover
+#| default_exp diffusion.crossover
 
 # %%
 #| hide
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from fracsgd.spectral import (PowerLawFit, fit_power_law, log_spaced_indices, _check_curve, _interval_quantiles,
+from fracsgd.diffusion.spectral import (PowerLawFit, fit_power_law, log_spaced_indices, _check_curve, _interval_quantiles,
                               _loglog_ols)
 
 # %%

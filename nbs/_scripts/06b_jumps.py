@@ -4,7 +4,7 @@
 # > Sudden jumps in a trajectory table: where R(t), each layer's R, the LLC and the accuracy jump, whether they jump together, power laws between jumps, and whether the weights' steps are heavy-tailed.
 
 # %%
-#| default_exp jumps
+#| default_exp diffusion.jumps
 
 # %%
 #| hide
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from fracsgd.spectral import fit_power_law
+from fracsgd.diffusion.spectral import fit_power_law
 
 # %%
 import torch

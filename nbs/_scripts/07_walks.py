@@ -4,7 +4,7 @@
 # > Ground truth for the fits: random walks on media whose walk, mass and spectral dimension are known.
 
 # %%
-#| default_exp walks
+#| default_exp diffusion.walks
 
 # %%
 #| hide
@@ -27,8 +27,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 from matplotlib.collections import LineCollection
-from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
-from fracsgd.theory import walk_dimension
+from fracsgd.diffusion.spectral import fit_power_law, spectral_dimension_from_volume
+from fracsgd.diffusion.theory import walk_dimension
 
 # %% [markdown]
 # ## Three dimensions of one medium

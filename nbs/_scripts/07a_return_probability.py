@@ -4,7 +4,7 @@
 # > d_s from how often a trajectory comes back: P(‖w_{s+τ} − w_s‖ < ε) ~ τ^{−d_s/2}, with no LLC and no saturation for transient walks.
 
 # %%
-#| default_exp return_probability
+#| default_exp diffusion.return_probability
 
 # %%
 #| hide
@@ -18,8 +18,8 @@ from dataclasses import dataclass, asdict
 
 import numpy as np
 
-from fracsgd.spectral import fit_power_law, _interval_quantiles, _loglog_ols
-from fracsgd.walks import Graph, _check_nodes, _check_steps
+from fracsgd.diffusion.spectral import fit_power_law, _interval_quantiles, _loglog_ols
+from fracsgd.diffusion.walks import Graph, _check_nodes, _check_steps
 
 # %%
 import datetime, json, platform, time
@@ -27,8 +27,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 from scipy import special, stats
-from fracsgd.spectral import spectral_dimension_from_volume
-from fracsgd.walks import (GASKET_DS, PERCOLATION_2D_DS, ALEXANDER_ORBACH_DS, interior_nodes, percolation_cluster,
+from fracsgd.diffusion.spectral import spectral_dimension_from_volume
+from fracsgd.diffusion.walks import (GASKET_DS, PERCOLATION_2D_DS, ALEXANDER_ORBACH_DS, interior_nodes, percolation_cluster,
                            propagate_walk, sierpinski_gasket, square_lattice)
 
 

@@ -4,7 +4,7 @@
 # > Langevin dynamics and minibatch SGD on potentials whose learning coefficient is known exactly: do the walk's exponents obey eq. 12 with d_f = λ, with d_f = 2λ, or neither? And does the first-passage time scale as ε^λ?
 
 # %%
-#| default_exp known_lambda
+#| default_exp diffusion.known_lambda
 
 # %%
 #| hide
@@ -21,17 +21,17 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from fracsgd.spectral import _interval_quantiles, _loglog_ols, log_spaced_indices
-from fracsgd.return_probability import lag_grid, return_curves, spectral_dimension_from_returns
+from fracsgd.diffusion.spectral import _interval_quantiles, _loglog_ols, log_spaced_indices
+from fracsgd.diffusion.return_probability import lag_grid, return_curves, spectral_dimension_from_returns
 
 # %%
 import datetime, hashlib, json, platform, subprocess, time
 from pathlib import Path
 import matplotlib.pyplot as plt
 import fracsgd
-from fracsgd.dln import aoyagi_dln_lambda
-from fracsgd.ledger import LEDGER, read_ledger, rebuild_ledger, stale_rows
-from fracsgd.provenance import COMPACT
+from fracsgd.llc.dln import aoyagi_dln_lambda
+from fracsgd.ledger.claims import LEDGER, read_ledger, rebuild_ledger, stale_rows
+from fracsgd.ledger.provenance import COMPACT
 
 
 # %% [markdown]
@@ -72,9 +72,9 @@ from fracsgd.provenance import COMPACT
 #   2009, ch. 2–3; the Newton-polygon rule of Lin's thesis), here $\lambda = \min(1/(2a), 1/(2b))$ with multiplicity
 #   2 when $a = b$. So $w_1^2w_2^2$ has λ = ½, m = 2 and $w_1^2w_2^4$ has λ = ¼.
 # * `morse_bott(d, c)`: $K = \tfrac12\sum_{i\le c} w_i^2$, a flat valley of dimension $d-c$, λ = c/2.
-# * `dln_landscape(widths, rank)`: a bias-free deep linear network built by `fracsgd.models.make_dln`, with the
+# * `dln_landscape(widths, rank)`: a bias-free deep linear network built by `fracsgd.nets.models.make_dln`, with the
 #   population loss of Gaussian inputs, $K = \tfrac12\lVert W_L\cdots W_1 - M^*\rVert_F^2$, and Aoyagi's λ
-#   (`fracsgd.dln.aoyagi_dln_lambda`, checked in the [DLN chapter](dln.html)).
+#   (`fracsgd.llc.dln.aoyagi_dln_lambda`, checked in the [DLN chapter](dln.html)).
 #
 # The brief's table of ground truths (regular λ = d/2, Aoyagi's λ) covers the first and last; the monomial rule is
 # the standard one for normal crossings, and $w_1^2w_2^2$, λ = ½ with multiplicity 2, is the textbook example.
@@ -143,9 +143,9 @@ def _product(mats, identity_size: int, batch_shape) -> np.ndarray:
     return out
 
 def dln_landscape(layer_sizes, rank: int, seed: int = 0) -> Landscape:
-    "K = ½‖W_L⋯W_1 − M*‖²_F for the DLN of `fracsgd.models.make_dln(layer_sizes, rank, seed)`; Aoyagi's λ."
-    from fracsgd.models import make_dln
-    from fracsgd.dln import aoyagi_dln_lambda
+    "K = ½‖W_L⋯W_1 − M*‖²_F for the DLN of `fracsgd.nets.models.make_dln(layer_sizes, rank, seed)`; Aoyagi's λ."
+    from fracsgd.nets.models import make_dln
+    from fracsgd.llc.dln import aoyagi_dln_lambda
     sizes = [int(h) for h in layer_sizes]
     net = make_dln(sizes, rank, seed)
     true = [layer.weight.detach().double().numpy() for layer in net]           # [out, in] each

@@ -4,7 +4,7 @@
 # > Many models of one architecture as one tensor: stacked parameters and buffers, a per-sample loss evaluated for all of them in one vectorized call, and minibatch streams with their own seeds.
 
 # %%
-#| default_exp stack
+#| default_exp nets.stack
 
 # %%
 #| hide

@@ -4,7 +4,7 @@
 # > torch.optim's SGD (with momentum, dampening, Nesterov and weight decay), Adam and AdamW applied to every member of an ensemble at once, on tensors with a leading member axis, with the same steps as torch.optim to 1e-13.
 
 # %%
-#| default_exp stacked_optim
+#| default_exp train.stacked_optim
 
 # %%
 #| hide
@@ -19,7 +19,7 @@ from typing import Sequence
 import torch
 
 # %%
-from fracsgd.ensemble import EnsembleSettings          # the settings an ensemble hands its optimizer
+from fracsgd.train.ensemble import EnsembleSettings          # the settings an ensemble hands its optimizer
 
 # %% [markdown]
 # The optimizer sees each parameter tensor of the ensemble as one tensor with a leading member axis

@@ -4,7 +4,7 @@
 # > How many members of an ensemble train at once: the bytes one member needs during a step, a memory budget, and consecutive chunks of equal size that fit it.
 
 # %%
-#| default_exp chunks
+#| default_exp train.chunks
 
 # %%
 #| hide
@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 # %%
-from fracsgd.ensemble import EnsembleSettings
-from fracsgd.models import make_mlp
+from fracsgd.train.ensemble import EnsembleSettings
+from fracsgd.nets.models import make_mlp
 
 
 # %% [markdown]

@@ -4,7 +4,7 @@
 # > Stochastic-gradient Langevin dynamics for many chains of many models at once, localized at each model's own weights: divergence caught and named, MALA acceptance as a diagnostic, and a step-size back-off.
 
 # %%
-#| default_exp sgld
+#| default_exp llc.sgld
 
 # %%
 #| hide
@@ -23,14 +23,14 @@ from torch import nn
 
 from fastcore.basics import patch
 
-from fracsgd.sgld_settings import PAPER_PRESET, SGLDSettings, default_n_beta, preset, shared_settings
-from fracsgd.stack import ModelStack, batch_mean, batched_loss, chain_minibatches, chain_seed, data_device
+from fracsgd.llc.settings import PAPER_PRESET, SGLDSettings, default_n_beta, preset, shared_settings
+from fracsgd.nets.stack import ModelStack, batch_mean, batched_loss, chain_minibatches, chain_seed, data_device
 
 # %%
 import matplotlib.pyplot as plt
 import seaborn as sns
-from fracsgd.models import dln_data, make_dln
-from fracsgd.stack import as_data, resolve_loss
+from fracsgd.nets.models import dln_data, make_dln
+from fracsgd.nets.stack import as_data, resolve_loss
 torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs
 
 
@@ -637,7 +637,7 @@ run.diagnostics.groupby('chain')[['mala_acceptance', 'grad_to_noise']].mean()
 
 # %%
 from torch.func import functional_call
-from fracsgd.stack import chain_seed
+from fracsgd.nets.stack import chain_seed
 s_rec = settings.replace(n_chains=2, n_burnin=7, n_draws=12, steps_between_draws=3, batch_size=None,
                          localization=50.0, seed=4)
 mean_weight = lambda params, buffers: torch.cat([p.flatten(1) for p in params.values()], 1).mean(1)  # [chains]

@@ -4,7 +4,7 @@
 # > One frozen object that decides an SGLD run, the paper's preset, the default inverse temperature, and the settings that may differ between the models of one run.
 
 # %%
-#| default_exp sgld_settings
+#| default_exp llc.settings
 
 # %%
 #| hide

@@ -4,7 +4,7 @@
 # > The local learning coefficient of any `nn.Module`, or of many at once, from SGLD draws: the estimate with its Monte-Carlo error and diagnostics, step-size calibration, one automatic setting, and a measurement for the displacement recorder.
 
 # %%
-#| default_exp llc
+#| default_exp llc.estimate
 
 # %%
 #| hide
@@ -22,16 +22,16 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from fracsgd.stack import ModelStack, as_data, batched_loss, full_data_loss, placement, resolve_loss
-from fracsgd.sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta, shared_settings
-from fracsgd.criticality import GradientDrop, criticality_problem, full_data_gradient, gradient_pull_bound
+from fracsgd.nets.stack import ModelStack, as_data, batched_loss, full_data_loss, placement, resolve_loss
+from fracsgd.llc.sgld import PAPER_PRESET, SGLDRun, SGLDSampler, SGLDSettings, default_n_beta, shared_settings
+from fracsgd.llc.criticality import GradientDrop, criticality_problem, full_data_gradient, gradient_pull_bound
 
 # %%
 import copy, time
 import matplotlib.pyplot as plt
-from fracsgd.models import dln_data, make_dln
+from fracsgd.nets.models import dln_data, make_dln
 import torch.nn.functional as F
-from fracsgd.sgld import SGLDDivergenceError
+from fracsgd.llc.sgld import SGLDDivergenceError
 torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs
 
 
@@ -397,7 +397,7 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
     if not settings.systematic:
         return res
     # the systematic step lives in the localization chapter, which builds on this one (hence the late import)
-    from fracsgd.localization import stronger_localization, with_localization_interval
+    from fracsgd.llc.localization import stronger_localization, with_localization_interval
     with warnings.catch_warnings(record=True):                   # its problems join the combined row's
         warnings.simplefilter('always')
         strong = [stronger_localization(s) for s in own] if own else stronger_localization(settings)
@@ -773,7 +773,7 @@ both.diagnostics[['model', 'step_size', 'localization', 'llc', 'llc_low', 'llc_h
 # above 15%:
 
 # %%
-from fracsgd.llc_validation import summarize, validation_results
+from fracsgd.llc.validation import summarize, validation_results
 experiments = summarize(validation_results('tune'), by=['sampler', 'setting'])
 meets = (experiments.mean_abs_error <= 0.05) & (experiments.max_abs_error <= 0.15) & (experiments.diverged == 0)
 assert not meets.any()                                    # what the prose above says

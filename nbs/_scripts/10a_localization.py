@@ -4,7 +4,7 @@
 # > How an LLC estimate depends on the localization γ: the systematic error `estimate_llc` measures with every automatic estimate, a sweep over γ, the plateau test, and the sensitivity check.
 
 # %%
-#| default_exp localization
+#| default_exp llc.localization
 
 # %%
 #| hide
@@ -19,15 +19,15 @@ import numpy as np
 import pandas as pd
 from torch import nn
 
-from fracsgd.llc import (MIN_RELAXATIONS, Z_INTERVAL, LLCResult, _warn_problems, calibrate_step_size, estimate_llc,
+from fracsgd.llc.estimate import (MIN_RELAXATIONS, Z_INTERVAL, LLCResult, _warn_problems, calibrate_step_size, estimate_llc,
                          llc_problems, problem_clauses)
-from fracsgd.sgld import SGLDSettings
+from fracsgd.llc.sgld import SGLDSettings
 
 # %%
 import matplotlib.pyplot as plt
-from fracsgd.models import make_dln, dln_data
-from fracsgd.sgld import default_n_beta
-from fracsgd.llc import calibrate
+from fracsgd.nets.models import make_dln, dln_data
+from fracsgd.llc.sgld import default_n_beta
+from fracsgd.llc.estimate import calibrate
 
 # %% [markdown]
 # The [LLC chapter](llc.html) samples the localized tempered posterior

@@ -4,7 +4,7 @@
 # > The LLC is defined at a minimum: how far the full-data gradient at w* can pull an estimate down, the closed form that bounds it, and the test `estimate_llc` applies to every estimate.
 
 # %%
-#| default_exp criticality
+#| default_exp llc.criticality
 
 # %%
 #| hide
@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fracsgd.sgld import SGLDSettings, default_n_beta
-from fracsgd.stack import as_data, resolve_loss
+from fracsgd.llc.sgld import SGLDSettings, default_n_beta
+from fracsgd.nets.stack import as_data, resolve_loss
 
 # %%
 import matplotlib.pyplot as plt
-from fracsgd.models import make_dln, dln_data
-from fracsgd.sgld import default_n_beta
+from fracsgd.nets.models import make_dln, dln_data
+from fracsgd.llc.sgld import default_n_beta
 
 # %% [markdown]
 # The learning coefficient belongs to a minimum $w^*$ of the population loss (Lau et al. 2024, def. 1; app. A.1
@@ -172,7 +172,7 @@ def criticality_problem(llc: float, drop: float, limit: float = CRITICALITY_LIMI
 
 
 # %%
-from fracsgd.stack import ModelStack, batched_loss, resolve_loss
+from fracsgd.nets.stack import ModelStack, batched_loss, resolve_loss
 reg = make_dln([10, 3], 3, seed=0)                     # linear regression R^10 -> R^3 at its true weights
 X_reg, y_reg = dln_data(reg, 2000)
 st = ModelStack([reg, reg], 'cpu')
@@ -213,8 +213,8 @@ assert drop_rec.mean().isnan().all()
 # $\hat\Sigma_x$ the inputs' second moment.
 
 # %%
-from fracsgd.llc import estimate_llc
-from fracsgd.sgld import SGLDSettings
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.llc.sgld import SGLDSettings
 X_ill = X_reg * torch.tensor([1.0] * 5 + [0.05] * 5)
 with torch.no_grad():
     y_ill = reg(X_ill)
@@ -415,7 +415,7 @@ def radius_test(model: torch.nn.Module, data, loss='classification', settings=No
     """A localization sweep (each gamma with `settings`' other values) beside the quadratic reference q(gamma) from
     stochastic Lanczos quadrature at the model's weights: one row per gamma with `llc`, `llc_se`, `near_minimum`,
     `quadratic`, `excess` = llc - quadratic, and the sweep's reading of A.1 in `attrs['reading']`."""
-    from fracsgd.llc import estimate_llc           # the estimator builds on this chapter (hence the late import)
+    from fracsgd.llc.estimate import estimate_llc           # the estimator builds on this chapter (hence the late import)
     settings = settings or SGLDSettings()
     X, _ = as_data(data)
     n_beta = settings.n_beta or default_n_beta(len(X))

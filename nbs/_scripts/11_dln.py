@@ -4,7 +4,7 @@
 # > Aoyagi's exact learning coefficient of deep linear networks, checked against reduced-rank regression and regular models, and the LLC estimator's error on a suite of networks under the automatic setting and the paper's preset.
 
 # %%
-#| default_exp dln
+#| default_exp llc.dln
 
 # %%
 #| hide
@@ -21,13 +21,13 @@ import pandas as pd
 import torch
 from torch import nn
 
-from fracsgd.models import dln_data, make_dln
-from fracsgd.sgld import PAPER_PRESET, SGLDSettings
-from fracsgd.llc import calibrate, estimate_llc
+from fracsgd.nets.models import dln_data, make_dln
+from fracsgd.llc.sgld import PAPER_PRESET, SGLDSettings
+from fracsgd.llc.estimate import calibrate, estimate_llc
 
 # %%
 import matplotlib.pyplot as plt
-from fracsgd.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
+from fracsgd.nets.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
 torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs
 
 

@@ -4,7 +4,7 @@
 # > The LLC estimator on forty random deep linear networks it was not tuned for: a validation set with a tuning part and a held-out part fixed in advance, an exact full-batch MALA reference, the experiment table, and how often the diagnostics catch a bad estimate.
 
 # %%
-#| default_exp llc_validation
+#| default_exp llc.validation
 
 # %%
 #| hide
@@ -21,13 +21,13 @@ import pandas as pd
 import torch
 
 import fracsgd
-from fracsgd.dln import aoyagi_dln_lambda, regression_settings
+from fracsgd.llc.dln import aoyagi_dln_lambda, regression_settings
 from fracsgd.core import write_table
-from fracsgd.llc import MIN_RELAXATIONS, chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
-from fracsgd.localization import SENSITIVITY_TOLERANCE, localization_sensitivity
-from fracsgd.models import make_dln
-from fracsgd.sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance
-from fracsgd.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
+from fracsgd.llc.estimate import MIN_RELAXATIONS, chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
+from fracsgd.llc.localization import SENSITIVITY_TOLERANCE, localization_sensitivity
+from fracsgd.nets.models import make_dln
+from fracsgd.llc.sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance
+from fracsgd.nets.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
 
 # %%
 import matplotlib.pyplot as plt

@@ -4,7 +4,7 @@
 # > Why the automatic LLC setting fell short on deep networks, a validation set whose truths are resolved at every depth from 2 to 7, the localization's systematic error measured with every estimate, coverage, and devinterp side by side.
 
 # %%
-#| default_exp llc_depth
+#| default_exp llc.depth
 
 # %%
 #| hide
@@ -23,13 +23,13 @@ from torch import nn
 
 import fracsgd
 from fracsgd.core import write_table
-from fracsgd.dln import aoyagi_dln_lambda, regression_settings
-from fracsgd.llc import calibrate, estimate_llc
-from fracsgd.llc_validation import validation_problem
-from fracsgd.localization import INTERVAL_LIMIT, localization_interval
-from fracsgd.models import make_balanced_dln
-from fracsgd.sgld import SGLDDivergenceError, default_n_beta
-from fracsgd.stack import gaussian_nll
+from fracsgd.llc.dln import aoyagi_dln_lambda, regression_settings
+from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.llc.validation import validation_problem
+from fracsgd.llc.localization import INTERVAL_LIMIT, localization_interval
+from fracsgd.nets.models import make_balanced_dln
+from fracsgd.llc.sgld import SGLDDivergenceError, default_n_beta
+from fracsgd.nets.stack import gaussian_nll
 
 # %% [markdown]
 # **What this chapter found** (details and the tables below):
@@ -103,7 +103,7 @@ def resolution(model: nn.Sequential, rank: int, n: int) -> float:
 
 
 # %%
-from fracsgd.llc_validation import validation_problem, validation_results, validation_set
+from fracsgd.llc.validation import validation_problem, validation_results, validation_set
 old = validation_set()
 old['depth'] = old.layers.str.count('-')
 old['resolution'] = [resolution(validation_problem(r)[0], int(r['rank']), int(r.n)) for _, r in old.iterrows()]
@@ -285,7 +285,7 @@ k_best = float(k_scores.idxmin())
 w_best = next(w for w in W_GRID if apply_rule(noiseless_tune, k_best, w).covered.all())
 print(k_scores.round(3).to_string())
 print(f'chosen on the tuning part: k = {k_best:g}, w = {w_best:g}')
-from fracsgd.localization import LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD
+from fracsgd.llc.localization import LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD
 assert (k_best, w_best) == (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD)      # the package's constants
 tuned = apply_rule(tune_rows, k_best, w_best)
 tuned[['net', 'depth', 'layers', 'rank', 'noise', 'n', 'true_llc', 'llc_raw', 'llc_stronger', 'estimate', 'low',

@@ -4,7 +4,7 @@
 # > What an exact sampler of the localized, tempered posterior would return on networks whose LLC is the same at every depth: scalar chains by quadrature and 2×2 matrix chains by importance sampling, against our estimator and against λ; and where the automatic setting goes as n grows.
 
 # %%
-#| default_exp exact_chain
+#| default_exp llc.exact_chain
 
 # %%
 #| hide
@@ -23,10 +23,10 @@ from scipy.special import k0e, k1e
 from torch import nn
 
 from fracsgd.core import write_table
-from fracsgd.dln import aoyagi_dln_lambda, rank_maps_half_dimension
-from fracsgd.llc import calibrate, estimate_llc
-from fracsgd.llc_depth import depth_problem, depth_set
-from fracsgd.sgld import SGLDSettings, default_n_beta
+from fracsgd.llc.dln import aoyagi_dln_lambda, rank_maps_half_dimension
+from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.llc.depth import depth_problem, depth_set
+from fracsgd.llc.sgld import SGLDSettings, default_n_beta
 
 
 # %% [markdown]
@@ -427,7 +427,7 @@ mchains[['depth', 'width', 'n', 'exact', 'exact_se', 'true_llc', 'llc', 'llc_se'
 
 # %%
 #| heavy
-from fracsgd.llc_depth import run_depth
+from fracsgd.llc.depth import run_depth
 weak_specs = depth_set(2028).query("part == 'held-out' and net in [17, 18, 21]")
 run_depth(weak_specs, out=DEPTH_RESULTS / 'depth_fresh_weak.csv', localization_ratio=1e-3, n_burnin=15_000,
           n_draws=15_000, systematic=False)

@@ -4,7 +4,7 @@
 # > Many nets of one architecture trained at once: each member with its own initialization and minibatch order, SGD with momentum, Adam or AdamW on stacked tensors, batch norm kept per member, one trajectory table with a `member` column, and chunks that fit a memory budget.
 
 # %%
-#| default_exp ensemble
+#| default_exp train.ensemble
 
 # %%
 #| hide
@@ -28,18 +28,18 @@ from fastcore.basics import patch
 
 from fracsgd.core import (PhaseClock, ResumableCall, check_range, check_whole, replace_checked, report_progress,
                           rng_states, set_rng_states)
-from fracsgd.displacement import parameter_groups
-from fracsgd.llc import estimate_llc, problem_clauses
-from fracsgd.sgld import PAPER_PRESET, SGLDSettings
-from fracsgd.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
+from fracsgd.train.displacement import parameter_groups
+from fracsgd.llc.estimate import estimate_llc, problem_clauses
+from fracsgd.llc.sgld import PAPER_PRESET, SGLDSettings
+from fracsgd.nets.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
                            placement, resolve_device, resolve_loss)
-from fracsgd.stacked_optim import OPTIMIZERS, StackedOptimizer
-from fracsgd.chunks import default_memory_budget, member_bytes, plan_chunks
+from fracsgd.train.stacked_optim import OPTIMIZERS, StackedOptimizer
+from fracsgd.train.chunks import default_memory_budget, member_bytes, plan_chunks
 
 # %%
 import torch.nn.functional as F
-from fracsgd.models import make_mlp
-from fracsgd.displacement import Recorder, log_steps
+from fracsgd.nets.models import make_mlp
+from fracsgd.train.displacement import Recorder, log_steps
 torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs
 
 
@@ -391,7 +391,7 @@ def llc(self: EnsembleTrainer, step: int) -> dict:
 # %% [markdown]
 # `run` trains the chunk for `n_steps` steps, recording as it goes, and `write_back` copies the final weights
 # and running statistics into the members' own modules, so that an ensemble is trained in place, as
-# `fracsgd.train.train` trains one model:
+# `fracsgd.train.loop.train` trains one model:
 
 # %%
 #| export

@@ -4,7 +4,7 @@
 # > What a trajectory table says about each net: the eq.-17 slope and its d_s, the crossover and late slope, the LLC over the run, and the explored volume's d_s; and the compact table the ledger keeps.
 
 # %%
-#| default_exp net_analysis
+#| default_exp diffusion.net_analysis
 
 # %%
 #| hide
@@ -18,9 +18,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from fracsgd.llc import final_llc
-from fracsgd.spectral import fit_power_law, spectral_dimension_from_volume
-from fracsgd.crossover import detect_crossover, fit_late_exponent
+from fracsgd.llc.estimate import final_llc
+from fracsgd.diffusion.spectral import fit_power_law, spectral_dimension_from_volume
+from fracsgd.diffusion.crossover import detect_crossover, fit_late_exponent
 
 
 # %% [markdown]

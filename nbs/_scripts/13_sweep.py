@@ -4,7 +4,7 @@
 # > Run a list of configurations on a pool of local processes or on Ray, resumably: each finished run is stored once, under a key computed from its configuration.
 
 # %%
-#| default_exp sweep
+#| default_exp experiment.sweep
 
 # %%
 #| hide
@@ -27,7 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from fracsgd.core import cpu_cores, key_fields, require
-from fracsgd.store import (RESERVED, ConfigChanged, open_study, locked, tidy, plan_change, save_plan, save_run,
+from fracsgd.experiment.store import (RESERVED, ConfigChanged, open_study, locked, tidy, plan_change, save_plan, save_run,
                            save_error, done_keys, status, write_runs, split_result)
 
 
@@ -583,7 +583,7 @@ def sweep_status(sweep: Sweep, folder) -> dict:
 # %%
 import tempfile
 from pathlib import Path
-from fracsgd.store import load_study
+from fracsgd.experiment.store import load_study
 
 configs = [Toy(seed) for seed in range(5)] + [Toy(0, lr=2.0), Toy(0)]     # a duplicate: runs once
 folder = Path(tempfile.mkdtemp()) / 'toy'

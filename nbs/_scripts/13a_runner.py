@@ -4,7 +4,7 @@
 # > One study protocol and one runner: where tensors live, seeds, trained state kept before analysis, presets.
 
 # %%
-#| default_exp runner
+#| default_exp experiment.runner
 
 # %%
 #| hide
@@ -25,8 +25,8 @@ from torch import nn
 
 from fracsgd.core import (CHECKPOINT_EVERY, atomic_path, checkpointing, cpu_cores, default_device, reporting_progress,
                           results_dir, seed_everything)
-from fracsgd.store import read_meta, status, failed_keys, done_keys, runs_table
-from fracsgd.sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
+from fracsgd.experiment.store import read_meta, status, failed_keys, done_keys, runs_table
+from fracsgd.experiment.sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
 # %% [markdown]
 # A study of this project is a list of runs that do not talk to each other, then a report that reads what the
@@ -505,7 +505,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
 
 # %%
 import pandas as pd
-from fracsgd.provenance import COMPACT
+from fracsgd.ledger.provenance import COMPACT
 _rows = []
 for prov_file in sorted(COMPACT.glob('*/*/provenance.json')):
     prov, timing = json.loads(prov_file.read_text()), prov_file.with_name('timing.json')

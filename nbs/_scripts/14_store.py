@@ -4,7 +4,7 @@
 # > One folder per study: a row per run, the runs' trajectory tables, the errors of the runs that failed, and where the numbers came from. `load_study` reads it all back in one call.
 
 # %%
-#| default_exp store
+#| default_exp experiment.store
 
 # %%
 #| hide
@@ -590,7 +590,7 @@ with tempfile.TemporaryDirectory() as d:
     joined = study.trajectories.merge(study.runs, on='key')
 import fracsgd
 top_level = fracsgd.load_study                  # the package offers it at the top, imported on first use
-assert (top_level.__module__, top_level.__name__) == ('fracsgd.store', 'load_study')
+assert (top_level.__module__, top_level.__name__) == ('fracsgd.experiment.store', 'load_study')
 joined
 
 # %%

@@ -4,7 +4,7 @@
 # > Solutions described by their predictions on a probe set, clustered with a stability report (silhouette, agreement of two methods, bootstrap stability), weight space as a comparison only, cluster masses, and the local posterior's cluster masses from SGLD chains started at chosen solutions (paper §4.2, app. G.4).
 
 # %%
-#| default_exp clusters
+#| default_exp posterior.clusters
 
 # %%
 #| hide
@@ -22,8 +22,8 @@ from torch import nn
 from sklearn.cluster import AgglomerativeClustering, KMeans
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 
-from fracsgd.sgld import SGLDSampler, SGLDSettings
-from fracsgd.stack import ModelStack, batched_forward, model_dtype, placement, resolve_loss
+from fracsgd.llc.sgld import SGLDSampler, SGLDSettings
+from fracsgd.nets.stack import ModelStack, batched_forward, model_dtype, placement, resolve_loss
 
 # %%
 torch.set_num_threads(1)   # small nets and small tables: one thread avoids contention on small CPUs

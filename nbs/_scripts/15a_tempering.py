@@ -4,7 +4,7 @@
 # > The accessibility factor D_ξ, SGD cluster masses tempered by m·D_ξ (global or per cluster), and their distances to the local posterior (KL both ways, Wasserstein-1, Jensen–Shannon) with bootstrap intervals, a noise floor and baselines (paper Cor. 3.2, §4.2, table 2).
 
 # %%
-#| default_exp tempering
+#| default_exp posterior.tempering
 
 # %%
 #| hide
@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
-from fracsgd.clusters import cluster_masses
-from fracsgd.theory import effective_diffusion, tempering_exponent
+from fracsgd.posterior.clusters import cluster_masses
+from fracsgd.diffusion.theory import effective_diffusion, tempering_exponent
 
 # %%
 import time, warnings
@@ -172,8 +172,8 @@ def tempered_masses(p_sgd, xi, m: float = 1, *, slope=None, llc=None, d_s=None) 
 # $\lambda$. Over a grid of slopes and scales, $D_\xi>1$ for $\xi<1$ must hold exactly when $s<\tfrac12$.
 
 # %%
-from fracsgd.spectral import fit_power_law
-from fracsgd.theory import spectral_dimension_from_slope
+from fracsgd.diffusion.spectral import fit_power_law
+from fracsgd.diffusion.theory import spectral_dimension_from_slope
 rng = np.random.default_rng(0)
 t = np.arange(1, 2001.)
 for s_true in (0.2, 0.35, 0.5, 0.7):
@@ -441,15 +441,15 @@ def comparison_verdicts(table: pd.DataFrame) -> pd.DataFrame:
 
 # %%
 from sklearn.metrics import adjusted_rand_score
-from fracsgd.clusters import (POSTERIOR_PAPER, cluster_centroids, cluster_solutions, clustering_reports,
+from fracsgd.posterior.clusters import (POSTERIOR_PAPER, cluster_centroids, cluster_solutions, clustering_reports,
                               draw_labels, function_features, posterior_masses, predict_on_probe, probe_grid,
                               sample_posterior, seed_solutions, weight_features)
 from fracsgd.datasets.moons import load_moons
-from fracsgd.models import make_mlp
-from fracsgd.ensemble import EnsembleSettings, train_ensemble
-from fracsgd.displacement import runs_matrix
-from fracsgd.llc import estimate_llc
-from fracsgd.sgld import PAPER_PRESET
+from fracsgd.nets.models import make_mlp
+from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
+from fracsgd.train.displacement import runs_matrix
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.llc.sgld import PAPER_PRESET
 
 clock = {}
 t0 = time.perf_counter()

@@ -20,7 +20,7 @@
 # rows of this study, with their scale and verdict:
 
 # %%
-from fracsgd.ledger_checks import study_verdicts
+from fracsgd.ledger.checks import study_verdicts
 study_verdicts('moons-diffusion').drop(columns='what')      # this study's rows of the claims ledger, read from it
 
 # %%
@@ -44,16 +44,16 @@ import matplotlib.pyplot as plt
 
 from fracsgd.core import added_field, save_figures, write_table
 from fracsgd.datasets.moons import load_moons
-from fracsgd.models import make_mlp
-from fracsgd.displacement import runs_matrix
-from fracsgd.ensemble import EnsembleSettings, PerChunk, train_ensemble
-from fracsgd.sgld import PAPER_PRESET
-from fracsgd.runner import Study, run_one, placement
-from fracsgd.store import load_study
-from fracsgd.spectral import fit_power_law, compare_growth_laws, diffusion_regime
-from fracsgd.crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
-from fracsgd.ageing import IncrementRecorder, sgd_gd_controls, plot_sgd_gd
-from fracsgd.return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
+from fracsgd.nets.models import make_mlp
+from fracsgd.train.displacement import runs_matrix
+from fracsgd.train.ensemble import EnsembleSettings, PerChunk, train_ensemble
+from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.experiment.runner import Study, run_one, placement
+from fracsgd.experiment.store import load_study
+from fracsgd.diffusion.spectral import fit_power_law, compare_growth_laws, diffusion_regime
+from fracsgd.diffusion.crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
+from fracsgd.diffusion.ageing import IncrementRecorder, sgd_gd_controls, plot_sgd_gd
+from fracsgd.diffusion.return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
 
 
 # %% [markdown]
@@ -497,7 +497,7 @@ def analyse_returns(table: pd.DataFrame, returns: pd.DataFrame, late_slope, n_bo
 def plot_returns(returns: pd.DataFrame, d_s_eq17: float):
     """P_ε(τ) of the pooled nets for each ε; the slope −d_s/2 of eq. 17's d_s drawn from the ε = 1 step curve at
     τ = 1, and the 95% bound on the rate where nothing returned."""
-    from fracsgd.return_probability import curves_from_table
+    from fracsgd.diffusion.return_probability import curves_from_table
     c = curves_from_table(returns.rename(columns={'run': 'unit'}).drop(columns='eps_factor'))
     factor = dict(zip(returns.eps, returns.eps_factor))
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -578,8 +578,8 @@ def report(folder, cfg: MoonsDiffusionConfig) -> dict:
 # re-run with `run_study(STUDY, config=replace(QUICK, n_models=24), folder=folder)`.)
 
 # %%
-from fracsgd.runner import run_study
-from fracsgd.crossover import local_slope
+from fracsgd.experiment.runner import run_study
+from fracsgd.diffusion.crossover import local_slope
 out = Path(tempfile.mkdtemp())
 res = run_study(STUDY, 'quick', out, progress=False)
 res['summary']
@@ -690,7 +690,7 @@ assert load_study(out).trajectories.drop(columns='key').equals(res['table'])
 # * long: `fracsgd run moons-diffusion --preset long` took **2 min 2 s** wall time (220 s of worker time). It
 #   records every 10th step and 100 log-spaced ones, 474 steps of 4,001, which is why it is not 5× the full run.
 #
-# `fracsgd.ledger.keep_results(folder)` then kept their summaries, the mean curve, both crossover readings and
+# `fracsgd.ledger.claims.keep_results(folder)` then kept their summaries, the mean curve, both crossover readings and
 # the times in `nbs/ledger/compact/moons-diffusion/` (`full/` and `custom-c9b1d13965315c2d/`: the ledger labels
 # every preset other than quick and full `custom`, with the hash of its run keys). This page reads those files and
 # reruns neither; the `#| heavy` cell at the end of the section does.
@@ -698,7 +698,7 @@ assert load_study(out).trajectories.drop(columns='key').equals(res['table'])
 # %%
 import json
 from fracsgd.core import read_table
-from fracsgd.provenance import COMPACT
+from fracsgd.ledger.provenance import COMPACT
 kept = {}
 for prov_file in sorted((COMPACT / 'moons-diffusion').glob('*/provenance.json')):
     prov = json.loads(prov_file.read_text())
@@ -1010,7 +1010,7 @@ assert ret['prov']['preset'] == 'returns' and ret['prov']['scale'].startswith('r
 # half-decade; the [ledger](ledger.html) carries it as a row of its own.
 
 # %%
-from fracsgd.ledger import record_claims
+from fracsgd.ledger.claims import record_claims
 scratch = Path(tempfile.mkdtemp())
 rows = record_claims(out, ledger=scratch / 'ledger.csv', compact_dir=scratch / 'compact')
 assert (rows.config == 'quick').all() and (rows.rule == 'reproduced').all(), rows
@@ -1029,7 +1029,7 @@ rows[['claim_id', 'config', 'scale', 'value', 'ci_low', 'ci_high', 'rule', 'verd
 # reproduced) carries the last half-decade.
 
 # %%
-from fracsgd.ledger_checks import study_verdicts
+from fracsgd.ledger.checks import study_verdicts
 committed = study_verdicts('moons-diffusion')
 assert set(committed.config) == {'quick', 'full', 'custom (long)', 'custom (controls)', 'custom (returns)'}, committed.config
 mine = committed[~committed.config.isin(['custom (controls)', 'custom (returns)'])].set_index(['claim', 'config'])   # below
@@ -1048,7 +1048,7 @@ committed.drop(columns='what')
 # predicts.
 
 # %%
-from fracsgd.ledger import read_ledger
+from fracsgd.ledger.claims import read_ledger
 ledger_rows = read_ledger()
 controls_rows = ledger_rows[ledger_rows.claim_id.isin(['fig1-late-noise', 'eq4-ageing', 'eq4-noise-ageing'])]
 assert controls_rows.set_index('claim_id').rule.to_dict() == {

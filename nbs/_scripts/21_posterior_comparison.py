@@ -22,12 +22,12 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from fracsgd.core import read_table
-from fracsgd.store import load_study, status
-from fracsgd.spectral import fit_power_law
-from fracsgd.theory import spectral_dimension_from_slope
-from fracsgd.clusters import (choose_k, cluster_centroids, cluster_masses, cluster_solutions, clustering_reports,
+from fracsgd.experiment.store import load_study, status
+from fracsgd.diffusion.spectral import fit_power_law
+from fracsgd.diffusion.theory import spectral_dimension_from_slope
+from fracsgd.posterior.clusters import (choose_k, cluster_centroids, cluster_masses, cluster_solutions, clustering_reports,
                               draw_labels, function_features, mixing_report, posterior_masses, predictions_from_table)
-from fracsgd.tempering import (accessibility_factor, compare_to_posterior, comparison_verdicts, kl_divergence,
+from fracsgd.posterior.tempering import (accessibility_factor, compare_to_posterior, comparison_verdicts, kl_divergence,
                                resample_labels, temper, tempered_masses, xi_scan)
 from fracsgd.studies.moons_diffusion import analyse as analyse_displacement
 

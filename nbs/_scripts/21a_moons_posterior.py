@@ -26,14 +26,14 @@ from torch.nn.utils import vector_to_parameters
 import fracsgd
 from fracsgd.core import atomic_path, save_figures, write_table
 from fracsgd.datasets.moons import load_moons
-from fracsgd.models import make_mlp
-from fracsgd.ensemble import EnsembleSettings, train_ensemble
-from fracsgd.llc import estimate_llc
-from fracsgd.sgld import PAPER_PRESET, SGLDSettings
-from fracsgd.runner import Study, place
-from fracsgd.store import read_meta, read_plan
-from fracsgd.sweep import config_record
-from fracsgd.clusters import (POSTERIOR_PAPER, choose_k, cluster_centroids, cluster_solutions, clustering_reports,
+from fracsgd.nets.models import make_mlp
+from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.llc.sgld import PAPER_PRESET, SGLDSettings
+from fracsgd.experiment.runner import Study, place
+from fracsgd.experiment.store import read_meta, read_plan
+from fracsgd.experiment.sweep import config_record
+from fracsgd.posterior.clusters import (POSTERIOR_PAPER, choose_k, cluster_centroids, cluster_solutions, clustering_reports,
                               function_features, predict_on_probe, predictions_from_table, probe_grid, reference_starts,
                               sample_posterior, seed_solutions)
 from fracsgd.studies.posterior_comparison import (FIG3_KL, FIGURES, LEDGER_CHOICE, LEDGER_M, TAB2_KL, AnalysisSettings,
@@ -61,7 +61,7 @@ torch.set_num_threads(1)   # one thread in this process: forking the sweep's wor
 # is table 3's setting with the $n\beta$ printed first.
 
 # %%
-from fracsgd.ledger_checks import study_verdicts, study_nbeta
+from fracsgd.ledger.checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('moons-posterior').items():
     print(f'LLC estimates, {label}: {nbeta}')
 found = study_verdicts('moons-posterior')
@@ -261,7 +261,7 @@ STUDY = MoonsPosterior()
 
 # %%
 import tempfile
-from fracsgd.runner import placement, run_one
+from fracsgd.experiment.runner import placement, run_one
 few = replace(QUICK, n_models=5, nets_per_run=2, epochs=3, probe_side=4, llc=PAPER_PRESET.replace(n_draws=20))
 assert [(r.first_seed, r.n_nets) for r in runs(few)] == [(0, 2), (2, 2), (4, 1)]
 small = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(few)[1])
@@ -500,8 +500,8 @@ def save_results(folder, label: str, dest=None) -> Path:
 
 # %%
 import contextlib, io
-from fracsgd.runner import run_study
-from fracsgd.tempering import kl_divergence, tempered_masses
+from fracsgd.experiment.runner import run_study
+from fracsgd.posterior.tempering import kl_divergence, tempered_masses
 smoke_dir = Path(tempfile.mkdtemp())
 with contextlib.redirect_stdout(io.StringIO()):
     smoke = run_study(STUDY, 'smoke', smoke_dir, progress=False, workers=1)
@@ -855,14 +855,14 @@ assert STUDY.config('reference-test').xi_out_of_sample == (0.05, 0.05)
 assert r1.ci_low[f'{oos}, m = 1'] > 0.0095 and r1.value[f'{oos}, m = n = 512'] == np.inf
 assert set(zip(ref_res['reference']['by_k'].k, ref_res['reference']['by_k'].m)) == {(k, m) for k in (2, 3, 4, 5) for m in (1, 512)}
 assert (pd.concat([ref_res[l]['by_k'] for l in REF_LABELS]).xi_star.dropna() == 0.05).mean() > 0.8
-from fracsgd.ledger import read_ledger
+from fracsgd.ledger.claims import read_ledger
 ledger_oos = read_ledger().set_index('claim_id').loc['tab2-kl-out-of-sample']
 assert ledger_oos.rule == 'not reproduced' and ledger_oos.verdict == 'not run at paper scale', ledger_oos
 
 # %%
 #| heavy
 # Reruns the two reference presets (about 25 minutes on the loaded 2-core CPU) and refreshes their tables and ledger rows.
-from fracsgd.ledger import rebuild_ledger
+from fracsgd.ledger.claims import rebuild_ledger
 for label in REF_LABELS:
     folder = run_study(STUDY, label, workers=2)['folder']
     save_results(folder, label)
@@ -906,7 +906,7 @@ speed.round(2)
 # Reruns everything on this page: the four configurations (about 25 minutes on the loaded 2-core CPU) and the speed
 # comparison. The results folders (results/moons-posterior/<label>) are scratch; save_results copies their tables
 # to nbs/moons_posterior/ for this page, keep_results records the paper's two configurations in the claims ledger.
-from fracsgd.ledger import keep_results
+from fracsgd.ledger.claims import keep_results
 for label in CONFIGS:
     folder = run_study(STUDY, label, workers=2)['folder']
     save_results(folder, label)

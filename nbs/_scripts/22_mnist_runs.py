@@ -24,17 +24,17 @@ import torch
 from torch import nn
 
 from fracsgd.core import PhaseClock, added_field, atomic_path, data_dir, report_progress
-from fracsgd.data import DataSourceWarning, flatten
+from fracsgd.datasets.common import DataSourceWarning, flatten
 from fracsgd.datasets.mnist import mnist_subset
-from fracsgd.models import make_mlp
-from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer, PerChunk, train_ensemble
-from fracsgd.ageing import IncrementRecorder
-from fracsgd.return_probability import ProjectedPath, path_returns, projected_paths
-from fracsgd.sgld import PAPER_PRESET, SGLDSettings
-from fracsgd.llc import calibrate, estimate_llc
-from fracsgd.provenance import mark_stand_in
-from fracsgd.runner import Study, data_identity
-from fracsgd.store import read_meta
+from fracsgd.nets.models import make_mlp
+from fracsgd.train.ensemble import EnsembleSettings, EnsembleTrainer, PerChunk, train_ensemble
+from fracsgd.diffusion.ageing import IncrementRecorder
+from fracsgd.diffusion.return_probability import ProjectedPath, path_returns, projected_paths
+from fracsgd.llc.sgld import PAPER_PRESET, SGLDSettings
+from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.ledger.provenance import mark_stand_in
+from fracsgd.experiment.runner import Study, data_identity
+from fracsgd.experiment.store import read_meta
 
 # %%
 torch.set_num_threads(1)   # the helpers and the lead share two cores: one thread per experiment
@@ -476,7 +476,7 @@ class MNISTStudy(Study):
 
 # %%
 import tempfile
-from fracsgd.runner import Placement, run_one
+from fracsgd.experiment.runner import Placement, run_one
 tiny = MNISTRun(hidden=(16,), epochs=3, n_nets=2, llc_every=20, llc='smoke', calibrated='smoke', record_every=5,
                 volume_eps=(1e-3,), first_seed=7)
 out = run_one(MNISTStudy(), Placement('cpu'), tempfile.mkdtemp(), tiny)
@@ -504,7 +504,7 @@ out['nets']
 
 # %%
 from dataclasses import replace
-from fracsgd.sweep import run_key
+from fracsgd.experiment.sweep import run_key
 assert run_key(MNISTRun()) == run_key(MNISTRun(full_batch=False, ages=(), returns_dim=0, returns_start=0))
 assert run_key(MNISTRun(full_batch=True)) != run_key(MNISTRun())
 gd_tiny = replace(tiny, llc_every=0, calibrated='', volume_eps=(), full_batch=True, ages=(5, 10), returns_dim=8,
@@ -563,7 +563,7 @@ def record_data_source(folder, runs: pd.DataFrame) -> dict:
 # its late slope is NaN with the reason):
 
 # %%
-from fracsgd.net_analysis import analyse_nets
+from fracsgd.diffusion.net_analysis import analyse_nets
 analyse_nets(traj, n_boot=20)
 
 # %% [markdown]

@@ -22,16 +22,16 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from fracsgd.core import read_table, write_table, save_figures
-from fracsgd.ageing import plot_sgd_gd, sgd_gd_controls
-from fracsgd.spectral import fit_power_law
-from fracsgd.crossover import local_slope
-from fracsgd.return_probability import returns_summary
-from fracsgd.data import DataSourceWarning
-from fracsgd.displacement import runs_matrix
-from fracsgd.ledger import record_claims
-from fracsgd.provenance import COMPACT
-from fracsgd.store import load_study, read_meta
-from fracsgd.net_analysis import analyse_nets, compact_trajectories
+from fracsgd.diffusion.ageing import plot_sgd_gd, sgd_gd_controls
+from fracsgd.diffusion.spectral import fit_power_law
+from fracsgd.diffusion.crossover import local_slope
+from fracsgd.diffusion.return_probability import returns_summary
+from fracsgd.datasets.common import DataSourceWarning
+from fracsgd.train.displacement import runs_matrix
+from fracsgd.ledger.claims import record_claims
+from fracsgd.ledger.provenance import COMPACT
+from fracsgd.experiment.store import load_study, read_meta
+from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
 
 # %%
@@ -54,7 +54,7 @@ torch.set_num_threads(1)   # two cores shared with other work
 # probability gives no $d_s$ and Theorem 3.1 has no independent test on these nets.
 
 # %%
-from fracsgd.ledger_checks import study_verdicts, study_nbeta
+from fracsgd.ledger.checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('mnist-seeds').items():
     print(f'LLC estimates along training, {label}: {nbeta}')
 found_all = study_verdicts('mnist-seeds')
@@ -525,7 +525,7 @@ def plot_theorem31(per_net: pd.DataFrame):
 # (`compact_trajectories`) and the figures beside the runs, and returns them. The study is `MNISTStudy` of the
 # [protocol chapter](mnist_runs.html) with this page's presets, runs and report: the
 # [runner](runner.html)'s `run_study(STUDY, 'quick', folder)` runs it (or resumes it) and reports, as does
-# `fracsgd run mnist-seeds --quick`. `fracsgd.ledger.keep_results(folder)` puts a finished full run into the claims
+# `fracsgd run mnist-seeds --quick`. `fracsgd.ledger.claims.keep_results(folder)` puts a finished full run into the claims
 # ledger and keeps its per-net table, down-sampled trajectories and measured times (`timing.json`) beside the
 # ledger's compact summary, which is what this page shows.
 
@@ -596,7 +596,7 @@ STUDY = MNISTSeeds()
 
 # %%
 from IPython.display import display
-from fracsgd.provenance import committed_result
+from fracsgd.ledger.provenance import committed_result
 full = committed_result('mnist-seeds', needs='per_net.csv')
 have_full = full is not None
 if have_full:
@@ -701,7 +701,7 @@ if have_controls:
 else:
     print("The controls preset has not been run into this repository yet: FRACSGD_DATA=/path/to/data fracsgd run "
           "mnist-seeds --preset controls --out results/mnist-seeds-controls, then "
-          "fracsgd.ledger.keep_results(folder, files=CONTROL_FILES)")
+          "fracsgd.ledger.claims.keep_results(folder, files=CONTROL_FILES)")
 
 # %%
 if have_controls:
@@ -782,7 +782,7 @@ if have_controls:
     assert (t31.llc_late_estimates == 19).all() and (t31.returns_value < t31.d_s_eq17 / 5).all()
     assert 35 < cs.value['d_s by eq. 17 from the late slope and λ, 2 λ s (mean over nets)'] < 39
     assert np.isnan(cs.value['Theorem 3.1: returns reading over eq.-17 d_s, ρ (median over nets)'])
-    from fracsgd.return_probability import pairs_needed
+    from fracsgd.diffusion.return_probability import pairs_needed
     assert pairs_needed(37) > pairs_needed(5) > 3e6 > 5e5 > rs.pairs_far.max()
 
 # %% [markdown]
@@ -794,7 +794,7 @@ if have_controls:
 
 # %%
 if have_controls:
-    from fracsgd.ledger import read_ledger
+    from fracsgd.ledger.claims import read_ledger
     ledger_rows = read_ledger()
     mine = ledger_rows[ledger_rows.claim_id.str.startswith('mnist-')].set_index('claim_id')
     assert mine.rule.to_dict() == {'mnist-late-noise': 'inconclusive', 'mnist-eq4-ageing': 'reproduced',
@@ -815,9 +815,9 @@ if have_controls:
 
 # %%
 import tempfile, time, warnings
-from fracsgd.sweep import unique_runs
-from fracsgd.runner import run_study
-from fracsgd.provenance import stand_in
+from fracsgd.experiment.sweep import unique_runs
+from fracsgd.experiment.runner import run_study
+from fracsgd.ledger.provenance import stand_in
 quick = committed_result('mnist-seeds', 'quick', needs='per_net.csv', run_keys=unique_runs(STUDY.runs(QUICK)))
 print(quick['line'])
 print(f"  training with the paper-setting LLC {quick['timing']['seconds_train']:.0f} s, calibrated LLC "

@@ -22,8 +22,8 @@ import matplotlib.pyplot as plt
 from scipy import stats
 
 from fracsgd.core import write_table, save_figures
-from fracsgd.store import load_study
-from fracsgd.net_analysis import analyse_nets, compact_trajectories
+from fracsgd.experiment.store import load_study
+from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
 from fracsgd.studies.mnist_seeds import summary_row
 
@@ -52,7 +52,7 @@ torch.set_num_threads(1)   # two cores shared with other work
 # use the $n\beta$ printed first.
 
 # %%
-from fracsgd.ledger_checks import study_verdicts, study_nbeta
+from fracsgd.ledger.checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('mnist-architectures').items():
     print(f'LLC estimates, {label}: {nbeta}')
 found = study_verdicts('mnist-architectures')
@@ -65,7 +65,7 @@ found.drop(columns='what')
 
 # %%
 from fracsgd.core import read_table as _read_table
-from fracsgd.provenance import COMPACT as _COMPACT
+from fracsgd.ledger.provenance import COMPACT as _COMPACT
 from fracsgd.studies.mnist_architectures import plot_architectures as _plot
 _full = _COMPACT / 'mnist-architectures' / 'full'
 if (_full / 'per_architecture.csv').exists():     # the full run's figure: R(t) per architecture, ours beside table 7
@@ -120,7 +120,7 @@ def architecture_name(hidden) -> str:
 
 
 # %%
-from fracsgd.models import make_mlp
+from fracsgd.nets.models import make_mlp
 counts = PAPER_TABLE7.hidden.map(weight_count)
 assert len(PAPER_TABLE7) == 17 and (counts == PAPER_TABLE7.params).all(), PAPER_TABLE7.assign(ours=counts)
 net = make_mlp([784, 128, 64, 10], batch_norm=True)             # the count is the 2-D weights of our own nets
@@ -302,7 +302,7 @@ def plot_architectures(arch: pd.DataFrame, traj: pd.DataFrame, title: str = ''):
 # `report` writes `summary.csv`, `per_architecture.csv`, down-sampled trajectories and the figure beside the
 # runs. The study is `MNISTStudy` of the [protocol chapter](mnist_runs.html) with this page's presets, runs and
 # report; `run_study(STUDY, 'quick', folder)` of the [runner](runner.html) runs it (resuming) and reports, and
-# `fracsgd.ledger.keep_results(folder)` records the claims in the ledger and keeps the per-architecture table, the
+# `fracsgd.ledger.claims.keep_results(folder)` records the claims in the ledger and keeps the per-architecture table, the
 # compact trajectories and the measured times beside the ledger's summary.
 
 # %%
@@ -336,7 +336,7 @@ STUDY = MNISTArchitectures()
 # %%
 from IPython.display import display
 from fracsgd.core import read_table
-from fracsgd.provenance import committed_result
+from fracsgd.ledger.provenance import committed_result
 full = committed_result('mnist-architectures', needs='per_architecture.csv')
 if full:
     full_dir, prov, timing = full['folder'], full['provenance'], full['timing']
@@ -359,7 +359,7 @@ if full:
 # `fracsgd run mnist-architectures --quick` (or the `#| heavy` cell at the end of this section) runs it again.
 
 # %%
-from fracsgd.sweep import unique_runs
+from fracsgd.experiment.sweep import unique_runs
 quick = committed_result('mnist-architectures', 'quick', needs='per_architecture.csv', run_keys=unique_runs(runs(QUICK)))  # today's quick runs
 print(quick['line'])
 a = read_table(quick['folder'] / 'per_architecture.csv')
@@ -381,9 +381,9 @@ plt.show(plot_architectures(a, read_table(quick['folder'] / 'trajectory_compact.
 
 # %%
 import tempfile, time, warnings
-from fracsgd.runner import run_study
-from fracsgd.store import read_meta
-from fracsgd.provenance import stand_in
+from fracsgd.experiment.runner import run_study
+from fracsgd.experiment.store import read_meta
+from fracsgd.ledger.provenance import stand_in
 smoke_dir = Path(tempfile.mkdtemp()) / 'mnist-architectures-smoke'
 t0 = time.perf_counter()
 with warnings.catch_warnings():

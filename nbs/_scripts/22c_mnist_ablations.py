@@ -22,9 +22,9 @@ import pandas as pd
 import matplotlib.pyplot as plt
 
 from fracsgd.core import added_field, write_table, save_figures
-from fracsgd.crossover import predict_displacement
-from fracsgd.store import load_study
-from fracsgd.net_analysis import analyse_nets, compact_trajectories
+from fracsgd.diffusion.crossover import predict_displacement
+from fracsgd.experiment.store import load_study
+from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
 from fracsgd.studies.mnist_seeds import stat_row, summary_row
 from fracsgd.studies.mnist_architectures import spearman_interval
@@ -42,7 +42,7 @@ torch.set_num_threads(1)   # two cores shared with other work
 # beside them. The LLCs use the $n\beta$ printed first.
 
 # %%
-from fracsgd.ledger_checks import study_verdicts, study_nbeta
+from fracsgd.ledger.checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('mnist-ablations').items():
     print(f'LLC estimates, {label}: {nbeta}')
 found = study_verdicts('mnist-ablations')
@@ -354,7 +354,7 @@ STUDY = MNISTAblations()
 #     --backend ray --address <head>:6379
 # ```
 #
-# then `fracsgd.ledger.keep_results('results/mnist-ablations-full')` records the claims and keeps the per-net table,
+# then `fracsgd.ledger.claims.keep_results('results/mnist-ablations-full')` records the claims and keeps the per-net table,
 # the compact trajectories and the measured times under `nbs/ledger/compact/mnist-ablations/full/`.
 #
 # **How the committed run was made.** On this project's 2-core CPU, over four sittings (2026-11-24 to 27), with
@@ -373,8 +373,8 @@ STUDY = MNISTAblations()
 # %%
 from IPython.display import display
 from fracsgd.core import read_table
-from fracsgd.provenance import committed_result
-from fracsgd.sweep import unique_runs
+from fracsgd.ledger.provenance import committed_result
+from fracsgd.experiment.sweep import unique_runs
 full = committed_result('mnist-ablations', needs='per_net.csv', run_keys=unique_runs(runs(FULL)))
 if full:
     full_dir = full['folder']
@@ -448,9 +448,9 @@ if full:
 
 # %%
 import copy, warnings
-from fracsgd.ensemble import EnsembleSettings, train_ensemble
-from fracsgd.llc import calibrate, estimate_llc
-from fracsgd.models import make_mlp
+from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
+from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.nets.models import make_mlp
 from fracsgd.studies.mnist_runs import CALIBRATED_SETTINGS, llc_setting, run_data
 
 def rescaled(net, c: float):
@@ -503,7 +503,7 @@ scale_check.round(4)
 # of this section) runs it again in a few minutes.
 
 # %%
-from fracsgd.sweep import unique_runs
+from fracsgd.experiment.sweep import unique_runs
 quick = committed_result('mnist-ablations', 'quick', needs='per_net.csv', run_keys=unique_runs(runs(QUICK)))  # today's quick runs
 print(quick['line'])
 n = read_table(quick['folder'] / 'per_net.csv')
@@ -526,9 +526,9 @@ plt.show(plot_relations(n, 'QUICK: fig. 8, 12-17'))
 
 # %%
 import tempfile, time, warnings
-from fracsgd.runner import run_study
-from fracsgd.store import read_meta
-from fracsgd.provenance import stand_in
+from fracsgd.experiment.runner import run_study
+from fracsgd.experiment.store import read_meta
+from fracsgd.ledger.provenance import stand_in
 smoke_dir = Path(tempfile.mkdtemp()) / 'mnist-ablations-smoke'
 t0 = time.perf_counter()
 with warnings.catch_warnings():

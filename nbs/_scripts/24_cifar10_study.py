@@ -24,16 +24,16 @@ import torch
 from scipy.stats import rankdata, spearmanr
 
 from fracsgd.core import write_table, save_figures
-from fracsgd.convnets import ARCHITECTURES, arch_name, make_net, n_params
-from fracsgd.crossover import local_slope
+from fracsgd.nets.convnets import ARCHITECTURES, arch_name, make_net, n_params
+from fracsgd.diffusion.crossover import local_slope
 from fracsgd.datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
-from fracsgd.ensemble import EnsembleSettings, train_ensemble
-from fracsgd.provenance import mark_stand_in
-from fracsgd.sgld import PAPER_PRESET
-from fracsgd.spectral import fit_power_law
-from fracsgd.store import load_study
-from fracsgd.net_analysis import analyse_net, compact_trajectories
-from fracsgd.runner import Study
+from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
+from fracsgd.ledger.provenance import mark_stand_in
+from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.diffusion.spectral import fit_power_law
+from fracsgd.experiment.store import load_study
+from fracsgd.diffusion.net_analysis import analyse_net, compact_trajectories
+from fracsgd.experiment.runner import Study
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
@@ -45,7 +45,7 @@ torch.set_num_threads(1)   # two cores shared with other work
 # describe the stand-in, not tables 5 and 6. The LLCs on this page use the $n\beta$ printed first.
 
 # %%
-from fracsgd.ledger_checks import study_verdicts, study_nbeta
+from fracsgd.ledger.checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('cifar10').items():
     print(f'LLC estimates, {label}: {nbeta}')
 found = study_verdicts('cifar10')
@@ -266,7 +266,7 @@ STUDY = CIFAR10Study()
 
 # %%
 import tempfile
-from fracsgd.runner import placement, run_one
+from fracsgd.experiment.runner import placement, run_one
 smoke = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(SMOKE)[2])
 traj = smoke['trajectory']
 assert traj.step.max() == runs(SMOKE)[2].n_steps == 20 and 'R/stage1.block1.conv1' in traj and 'R/head.fc' in traj
@@ -481,7 +481,7 @@ def report(folder, cfg: CIFARConfig) -> dict:
 # not the paper. The runner runs it, as the command line does (`fracsgd run cifar10 --preset smoke`).
 
 # %%
-from fracsgd.runner import run_study
+from fracsgd.experiment.runner import run_study
 t0 = time.perf_counter()
 smoke_dir = Path(tempfile.mkdtemp()) / 'cifar10-smoke'
 res = run_study(STUDY, 'smoke', smoke_dir, progress=False, workers=1)
@@ -522,7 +522,7 @@ assert all((smoke_dir / f).exists() for f in STUDY.keep) and res['counts']['done
 import json
 from IPython.display import display
 from fracsgd.core import read_table
-from fracsgd.provenance import COMPACT
+from fracsgd.ledger.provenance import COMPACT
 quick_dir = COMPACT / 'cifar10' / 'quick-stand-in'
 have_quick = (quick_dir / 'per_arch.csv').exists()
 if have_quick:
@@ -590,8 +590,8 @@ if have_quick:
 # nets); it is the preset `long`:
 #
 # ```python
-# from fracsgd.runner import run_study
-# from fracsgd.ledger import keep_results
+# from fracsgd.experiment.runner import run_study
+# from fracsgd.ledger.claims import keep_results
 # run_study('cifar10', 'long', '/tmp/cifar10-long', workers=1); keep_results('/tmp/cifar10-long')
 # ```
 #
@@ -602,7 +602,7 @@ if have_quick:
 
 # %%
 import hashlib
-from fracsgd.sweep import unique_runs
+from fracsgd.experiment.sweep import unique_runs
 long_keys = sorted(unique_runs(runs(STUDY.config('long'))))
 assert hashlib.sha256(json.dumps(long_keys).encode()).hexdigest()[:16] == '52ad72a298096514'
 

@@ -23,18 +23,18 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from fracsgd.convnets import (ARCHS, FineTuneNet, PretrainedWeightsMissing, _batches, build_net, evaluate,
+from fracsgd.nets.convnets import (ARCHS, FineTuneNet, PretrainedWeightsMissing, _batches, build_net, evaluate,
                               head_features, pretrain_from_scratch)
 from fracsgd.core import read_table, save_figures, write_table
 from fracsgd.datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
-from fracsgd.displacement import Recorder, log_steps
-from fracsgd.provenance import COMPACT
-from fracsgd.llc import estimate_llc
-from fracsgd.runner import Study
-from fracsgd.sgld import PAPER_PRESET
-from fracsgd.spectral import fit_power_law
-from fracsgd.store import load_study
+from fracsgd.train.displacement import Recorder, log_steps
+from fracsgd.ledger.provenance import COMPACT
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.experiment.runner import Study
+from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.diffusion.spectral import fit_power_law
+from fracsgd.experiment.store import load_study
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
@@ -47,7 +47,7 @@ torch.set_num_threads(1)   # two cores shared with other work
 # $n\beta$ printed first.
 
 # %%
-from fracsgd.ledger_checks import study_verdicts, study_nbeta
+from fracsgd.ledger.checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('tiny-imagenet').items():
     print(f'LLC estimates, {label}: {nbeta}')
 found = study_verdicts('tiny-imagenet')
@@ -571,7 +571,7 @@ def report(folder, cfg: TinyConfig) -> dict:
 
 # %%
 #| heavy
-from fracsgd.bench_llc import cost_in_fresh_process
+from fracsgd.bench.llc import cost_in_fresh_process
 rows = [cost_in_fresh_process(arch='resnet18', image_size=224, batch=128),
         cost_in_fresh_process(arch='resnet18', image_size=32, batch=16, n1=20, n2=60, sgd_steps=20),
         cost_in_fresh_process(arch='resnet18', image_size=32, batch=16, n1=20, n2=60, sgd_steps=20, diag_every=0)]
@@ -615,7 +615,7 @@ display_cost
 
 # %%
 import tempfile
-from fracsgd.runner import run_study
+from fracsgd.experiment.runner import run_study
 smoke_dir = Path(tempfile.mkdtemp()) / 'tiny-smoke'
 t0 = time.perf_counter()
 res = run_study(STUDY, 'smoke', smoke_dir, stand_in=True, progress=False, workers=1)
@@ -642,7 +642,7 @@ res['summary']
 # FRACSGD_DATA=/path/to/data fracsgd run tiny-imagenet --quick --stand-in --out /tmp/tiny-imagenet-quick
 # ```
 #
-# and its compact results were committed (`fracsgd.ledger.keep_results(folder)`, which keeps `STUDY.keep`); the
+# and its compact results were committed (`fracsgd.ledger.claims.keep_results(folder)`, which keeps `STUDY.keep`); the
 # cell below shows them. The paper's configuration
 # (real Tiny ImageNet, ImageNet weights, all settings of appendix G.2; a GPU) is
 #
@@ -734,8 +734,8 @@ if have_quick:
 # ledger holds for this study:
 
 # %%
-from fracsgd.ledger import read_ledger
-from fracsgd.provenance import study_configuration
+from fracsgd.ledger.claims import read_ledger
+from fracsgd.ledger.provenance import study_configuration
 assert study_configuration(smoke_dir)['config'] == 'custom-stand-in'
 led = read_ledger()
 mine = led[led.claim_id.str.startswith(('tab1-resnet', 'tab1-vgg', 'fig19'))]

@@ -24,17 +24,17 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.core import atomic_path, read_table, write_table, save_figures, require
-from fracsgd.crossover import predict_displacement
-from fracsgd.data import cache_dir
+from fracsgd.diffusion.crossover import predict_displacement
+from fracsgd.datasets.common import cache_dir
 from fracsgd.datasets.tinystories import (CausalLMLogits, TokenBlocks, check_context, check_tokenizer, lm_n_beta,
                                           load_stories, stand_in_stories, token_blocks, token_loss, train_tokenizer)
-from fracsgd.displacement import Recorder
-from fracsgd.llc import LLCMeasurement, final_llc
-from fracsgd.models import block_groups, stand_in_config
-from fracsgd.runner import Study
-from fracsgd.sgld import PAPER_PRESET
-from fracsgd.spectral import fit_power_law, log_spaced_indices
-from fracsgd.store import load_study
+from fracsgd.train.displacement import Recorder
+from fracsgd.llc.estimate import LLCMeasurement, final_llc
+from fracsgd.nets.models import block_groups, stand_in_config
+from fracsgd.experiment.runner import Study
+from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.diffusion.spectral import fit_power_law, log_spaced_indices
+from fracsgd.experiment.store import load_study
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work
@@ -48,12 +48,12 @@ torch.set_num_threads(1)   # two cores shared with other work
 # (ledger claim `tab4-ds-le-llc`). The LLCs on this page use the $n\beta$ printed first.
 
 # %%
-from fracsgd.ledger_checks import study_verdicts, study_nbeta
+from fracsgd.ledger.checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('tinystories').items():
     print(f'LLC estimates, {label}: {nbeta}')
 found = study_verdicts('tinystories')
 assert (found.verdict == 'not run at paper scale').all() and (found.scale == 'stand-in').all()
-from fracsgd.ledger import read_claims
+from fracsgd.ledger.claims import read_claims
 _paper = read_claims().paper_value
 assert float(_paper['tab4-tinystories-1m-ds']) > float(_paper['tab4-tinystories-1m-llc'])   # 36.6 > 32.05, as printed
 found.drop(columns='what')
@@ -593,7 +593,7 @@ STUDY = TinyStories()
 
 # %%
 import tempfile
-from fracsgd.runner import run_study
+from fracsgd.experiment.runner import run_study
 t0 = time.perf_counter()
 smoke_dir = Path(tempfile.mkdtemp()) / 'tinystories-smoke'
 with warnings.catch_warnings():
@@ -617,7 +617,7 @@ smoke['summary']
 #
 # ```
 # fracsgd run tinystories --quick --workers 2 --out /tmp/tinystories-quick
-# python -c "from fracsgd.ledger import keep_results; keep_results('/tmp/tinystories-quick')"
+# python -c "from fracsgd.ledger.claims import keep_results; keep_results('/tmp/tinystories-quick')"
 # ```
 #
 # Every number below is the **stand-in's**: TinyStories-1M's architecture trained briefly here on the Python
@@ -631,7 +631,7 @@ smoke['summary']
 
 # %%
 from IPython.display import display
-from fracsgd.provenance import COMPACT
+from fracsgd.ledger.provenance import COMPACT
 quick_dir = COMPACT / 'tinystories' / 'quick-stand-in'
 if (quick_dir / 'per_run.csv').exists():
     prov = json.loads((quick_dir / 'provenance.json').read_text())

@@ -28,15 +28,15 @@ import warnings
 from scipy import stats
 
 from fracsgd.core import read_table, write_table, save_figures
-from fracsgd.data import batches
+from fracsgd.datasets.common import batches
 from fracsgd.datasets.modular import load_modular
-from fracsgd.displacement import Recorder
-from fracsgd.jumps import (all_at_once, coincidences, detect_jumps, fits_between_jumps, rate_correlation,
+from fracsgd.train.displacement import Recorder
+from fracsgd.diffusion.jumps import (all_at_once, coincidences, detect_jumps, fits_between_jumps, rate_correlation,
                            step_statistics, transition_times)
-from fracsgd.llc import LLCMeasurement
-from fracsgd.runner import Study
-from fracsgd.sgld import PAPER_PRESET
-from fracsgd.store import load_study
+from fracsgd.llc.estimate import LLCMeasurement
+from fracsgd.experiment.runner import Study
+from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.experiment.store import load_study
 from fracsgd.studies.grokking_models import Accuracy, StepProjections, make_model
 
 # %%
@@ -54,7 +54,7 @@ torch.set_num_threads(1)   # two cores shared with other work
 # page (table 3's setting) use the $n\beta$ printed first; every one of them is flagged by its diagnostics.
 
 # %%
-from fracsgd.ledger_checks import study_verdicts, study_nbeta
+from fracsgd.ledger.checks import study_verdicts, study_nbeta
 for label, nbeta in study_nbeta('grokking').items():
     print(f'LLC estimates, {label}: {nbeta}')
 found = study_verdicts('grokking')
@@ -236,7 +236,7 @@ STUDY = Grokking()
 
 # %%
 import tempfile
-from fracsgd.runner import run_one, placement
+from fracsgd.experiment.runner import run_one, placement
 t0 = time.perf_counter()
 smoke = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(SMOKE)[0])
 smoke_seconds = time.perf_counter() - t0
@@ -491,7 +491,7 @@ def compact_analysis(row) -> dict:
 
 def plot_steps(run: pd.DataFrame, title: str = ''):
     "Histogram (log scale) of the standardized projected steps against the standard normal density."
-    from fracsgd.jumps import _standardize
+    from fracsgd.diffusion.jumps import _standardize
     z = _standardize(run['dw/u0'].to_numpy()[1:], 100)
     z = (z - np.median(z)) / z.std()
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
@@ -570,7 +570,7 @@ def report(folder, cfg: GrokkingConfig) -> dict:
 # %%
 import json
 from IPython.display import display
-from fracsgd.provenance import COMPACT
+from fracsgd.ledger.provenance import COMPACT
 quick_dir = COMPACT / 'grokking' / 'quick'
 have_quick = (quick_dir / 'per_run.csv').exists()
 if have_quick:

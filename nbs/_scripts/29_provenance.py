@@ -4,7 +4,7 @@
 # > Where a result came from: the configuration that made it, whether anything stood in for the paper's data, the compact copy the ledger keeps, and how far its configuration is from the paper's protocol.
 
 # %%
-#| default_exp provenance
+#| default_exp ledger.provenance
 
 # %%
 #| hide
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import fracsgd
 from fracsgd.core import atomic_path
-from fracsgd.store import read_meta, read_plan, runs_table, status
+from fracsgd.experiment.store import read_meta, read_plan, runs_table, status
 
 # %% [markdown]
 # The [claims ledger](ledger.html) turns numbers into verdicts; this chapter says what those numbers are numbers
@@ -46,7 +46,7 @@ COMPACT = LEDGER_DIR / 'compact'             # compact/<study>/<config>/: summar
 # %%
 #| export
 def _study(name: str):
-    from fracsgd.runner import get_study                # late: the studies import this module
+    from fracsgd.experiment.runner import get_study                # late: the studies import this module
     return get_study(name)
 
 STAND_IN = 'stand_in'        # meta.json key: what stood in for the paper's data or weights ('' or absent: nothing)
@@ -76,7 +76,7 @@ def study_configuration(folder) -> dict:
     if counts['failed'] or counts['pending']:
         raise ValueError(f'{folder}: the study is not finished ({counts["failed"]} failed, {counts["pending"]} '
                          'pending runs): finish its sweep before recording claims')
-    from fracsgd.sweep import unique_runs
+    from fracsgd.experiment.sweep import unique_runs
     study, preset = _study(name), read_meta(folder).get('preset')
     if preset is None:
         raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
@@ -126,7 +126,7 @@ def committed_result(study: str, preset: str = 'full', needs: str = 'summary.csv
         print(f"The {preset} configuration of {study} has not been run into this repository. Run it with\n"
               f"  FRACSGD_DATA=/path/to/data fracsgd run {study} {flag} --out results/{study}-{preset}\n"
               "(add --backend ray --address ... for a cluster), then\n"
-              f"  fracsgd.ledger.keep_results('results/{study}-{preset}')\nand commit nbs/ledger.")
+              f"  fracsgd.ledger.claims.keep_results('results/{study}-{preset}')\nand commit nbs/ledger.")
         return None
     prov, timing = (json.loads((folder / f).read_text()) for f in ('provenance.json', 'timing.json'))
     if run_keys is not None and sorted(run_keys) != prov['run_keys']:
@@ -210,7 +210,7 @@ FULL_CAVEAT = {'mnist-ablations': 'the paper does not state its ablation sweep; 
 
 def study_presets(name: str) -> dict:
     "The study's presets: its `presets`, or (a study not converted to the runner) its module's SMOKE/QUICK/FULL/LONG."
-    from fracsgd.runner import STUDIES
+    from fracsgd.experiment.runner import STUDIES
     try:
         presets = getattr(_study(name), 'presets', None)
     except Exception:
@@ -313,7 +313,7 @@ def llc_nbeta(study: str, preset: str | None) -> str:
     cfg = study_presets(study).get(preset)
     s = getattr(cfg, 'llc', None)
     if isinstance(s, str):
-        from fracsgd.runner import STUDIES
+        from fracsgd.experiment.runner import STUDIES
         tables = [getattr(importlib.import_module(m), 'LLC_SETTINGS', {})
                   for m in (STUDIES[study], 'fracsgd.studies.mnist_runs')]
         name, s = s, next((t[s] for t in tables if s in t), None)

@@ -4,7 +4,7 @@
 # > Every quantitative claim of the paper, where it stands, the number we measured, the configuration that measured it, and a verdict computed by one stated rule.
 
 # %%
-#| default_exp ledger
+#| default_exp ledger.claims
 
 # %%
 #| hide
@@ -22,8 +22,8 @@ import pandas as pd
 
 import fracsgd
 from fracsgd.core import atomic_path, write_table, read_table
-from fracsgd.store import read_meta, read_plan, runs_table, status
-from fracsgd.provenance import (COMPACT, LEDGER_DIR, NBETA_NAMES, SCALES, STAND_IN, compact_label, llc_nbeta,
+from fracsgd.experiment.store import read_meta, read_plan, runs_table, status
+from fracsgd.ledger.provenance import (COMPACT, LEDGER_DIR, NBETA_NAMES, SCALES, STAND_IN, compact_label, llc_nbeta,
                                 mark_stand_in, result_scale, save_compact, scale_kind, stand_in, study_configuration)
 
 # %% [markdown]
@@ -67,7 +67,7 @@ LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low
 # its verdict under the rules below:
 
 # %%
-from fracsgd.ledger import verdicts_by_scale, ledger_table as _table, read_ledger as _read
+from fracsgd.ledger.claims import verdicts_by_scale, ledger_table as _table, read_ledger as _read
 by_scale = verdicts_by_scale()
 by_scale
 
@@ -631,7 +631,7 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
         if (tc := crossover_note(summary, c.quantity)) and not math.isnan(value):
             said = '; '.join(x for x in (said, tc) if x)
         add(c.claim_id, value, lo, hi, said, bool(named[c.Index]))
-    from fracsgd.ledger_checks import half_d_row              # late: it reads parameter counts of the studies
+    from fracsgd.ledger.checks import half_d_row              # late: it reads parameter counts of the studies
     if (d3 := half_d_row(pd.DataFrame(rows, columns=LEDGER_COLUMNS), compact, claims)) is not None:
         add(*d3, False)
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
@@ -697,7 +697,7 @@ def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
     the models, for the bound λ ≤ d/2)."""
     cfg = study_configuration(folder)
     dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
-    from fracsgd.runner import get_study                # late: the studies import this module
+    from fracsgd.experiment.runner import get_study                # late: the studies import this module
     for name in (get_study(cfg['study']).keep if files is None else files):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)
@@ -717,8 +717,8 @@ def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
 
 # %%
 import tempfile
-from fracsgd.store import open_study, save_plan, save_run
-from fracsgd.sweep import unique_runs, config_record
+from fracsgd.experiment.store import open_study, save_plan, save_run
+from fracsgd.experiment.sweep import unique_runs, config_record
 import fracsgd.studies.moons_diffusion as moons
 
 def fake_study(folder, early=(0.87, 0.86, 0.88), late=(0.52, 0.48, 0.55), preset='full'):
@@ -933,7 +933,7 @@ differs[['location', 'claim', 'arxiv']].reset_index(drop=True)
 # nothing else:
 #
 # ```python
-# from fracsgd.ledger import record_claims
+# from fracsgd.ledger.claims import record_claims
 # record_claims('results/moons-diffusion/quick')     # or the folder given to `fracsgd run ... --out`
 # ```
 #

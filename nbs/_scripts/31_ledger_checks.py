@@ -4,7 +4,7 @@
 # > Checks that cut across the studies of the claims ledger: the bound λ ≤ d/2 on every LLC we report, table 3's LLC setting on networks whose λ is known, whether the MNIST LLCs are read at a minimum and what a localization sweep says of app. A.1, and the ledger rows each study page shows beside its numbers.
 
 # %%
-#| default_exp ledger_checks
+#| default_exp ledger.checks
 
 # %%
 #| hide
@@ -21,9 +21,9 @@ import pandas as pd
 
 import fracsgd
 from fracsgd.core import atomic_path, read_table, write_table
-from fracsgd.criticality import radius_reading
-from fracsgd.ledger import _fmt, ours_text, paper_text, read_claims, read_ledger
-from fracsgd.provenance import COMPACT, LEDGER_DIR, NBETA_NAMES, scale_kind, study_presets
+from fracsgd.llc.criticality import radius_reading
+from fracsgd.ledger.claims import _fmt, ours_text, paper_text, read_claims, read_ledger
+from fracsgd.ledger.provenance import COMPACT, LEDGER_DIR, NBETA_NAMES, scale_kind, study_presets
 
 # %% [markdown]
 # The [claims ledger](ledger.html) turns each study's compact summary into rows, one claim at a time. Four things
@@ -53,7 +53,7 @@ HALF_D = 'λ/(d/2), largest over the LLC rows of a result'    # the quantity of 
 
 def mlp_parameters(hidden) -> int:
     "Parameters of the MNIST net 784-`hidden`-10 with batch norm, as the MNIST studies build it."
-    from fracsgd.models import make_mlp
+    from fracsgd.nets.models import make_mlp
     return sum(p.numel() for p in make_mlp([784, *hidden, 10], batch_norm=True).parameters())
 
 def parameter_counts(compact) -> dict[str, int]:
@@ -127,7 +127,7 @@ assert model_of('final LLC, 784-128-64-128', parameter_counts(COMPACT / 'mnist-a
 # largest of each result):
 
 # %%
-from fracsgd.ledger import LEDGER
+from fracsgd.ledger.claims import LEDGER
 claims, ledger = read_claims(), read_ledger()
 half_d = pd.concat([half_d_table(g, LEDGER_DIR / src, claims) for src, g in ledger.groupby('source')], ignore_index=True)
 half_d['scale'] = [scale_kind(ledger.set_index(['claim_id', 'config']).scale[(r.claim_id, r.config)])

@@ -4,7 +4,7 @@
 # > Speed measured, not claimed: each benchmark times our code against a baseline in the same process.
 
 # %%
-#| default_exp bench
+#| default_exp bench.timing
 
 # %%
 #| hide
@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.core import default_device
-from fracsgd.models import make_mlp
-from fracsgd.displacement import Recorder, log_steps
+from fracsgd.nets.models import make_mlp
+from fracsgd.train.displacement import Recorder, log_steps
 
 
 # %% [markdown]

@@ -4,7 +4,7 @@
 # > How fast the vectorized SGLD estimator is, as ratios against `devinterp` 2.0.1 and against plain PyTorch, measured in one process.
 
 # %%
-#| default_exp bench_llc
+#| default_exp bench.llc
 
 # %%
 #| hide
@@ -22,11 +22,11 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.core import default_device
-from fracsgd.models import make_mlp
-from fracsgd.llc import estimate_llc
-from fracsgd.sgld import PAPER_PRESET, SGLDSettings, default_n_beta
-from fracsgd.convnets import build_net
-from fracsgd.bench import report, timed
+from fracsgd.nets.models import make_mlp
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.llc.sgld import PAPER_PRESET, SGLDSettings, default_n_beta
+from fracsgd.nets.convnets import build_net
+from fracsgd.bench.timing import report, timed
 
 
 # %% [markdown]
@@ -91,7 +91,7 @@ def _bench_settings(n: int, n_draws: int, batch_size: int) -> SGLDSettings:
 #| export
 def _mnist(n: int, device):
     "The paper's MNIST training half (flattened), or random images of the same shape if there is no MNIST."
-    from fracsgd.data import flatten
+    from fracsgd.datasets.common import flatten
     from fracsgd.datasets.mnist import mnist_subset
     try:
         with warnings.catch_warnings():
@@ -281,9 +281,9 @@ pd.DataFrame(res['results'])[columns]
 #
 # The LLC of an 11-million-weight net must not keep a copy of the weights per draw: the sampler keeps only each
 # draw's loss, and its diagnostics (MALA acceptance, every 20 steps) work through the weights a slice at a time
-# (`fracsgd.sgld.sum_sq`) instead of holding float64 copies. `llc_cost` times, in one process and on the same
+# (`fracsgd.llc.sgld.sum_sq`) instead of holding float64 copies. `llc_cost` times, in one process and on the same
 # batch, a plain SGD step (forward, backward, update) of the [Tiny ImageNet study](tiny_imagenet_study.html)'s
-# ResNet18 with a 200-way head (`fracsgd.convnets.build_net`), an SGLD step of `estimate_llc` in table 3's setting
+# ResNet18 with a 200-way head (`fracsgd.nets.convnets.build_net`), an SGLD step of `estimate_llc` in table 3's setting
 # (the difference of two runs with `n1` and `n2` draws, so set-up and baseline cancel), and the floor: a plain step
 # plus one Gaussian number per weight, the work no SGLD step can skip. `cost_in_fresh_process` runs it in a new
 # Python process and adds that process's peak resident memory. The measured table and what it says are on the Tiny
@@ -333,7 +333,7 @@ def cost_in_fresh_process(timeout: float = 3600, **kw) -> dict:
     "`llc_cost(**kw)` in a new Python process (one thread), with that process's peak resident memory in GB."
     import subprocess, sys
     code = ("import json, resource, torch; torch.set_num_threads(1); "
-            "from fracsgd.bench_llc import llc_cost; "
+            "from fracsgd.bench.llc import llc_cost; "
             f"r = llc_cost(**{kw!r}); "
             "r['peak_rss_gb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20; print(json.dumps(r))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=timeout)

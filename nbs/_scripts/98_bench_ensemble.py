@@ -4,7 +4,7 @@
 # > How fast the ensemble trainer is, against a loop that trains one `nn.Module` at a time and against the floor of its own batched forward and backward pass, measured in one process.
 
 # %%
-#| default_exp bench_ensemble
+#| default_exp bench.ensemble
 
 # %%
 #| hide
@@ -23,11 +23,11 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.core import default_device
-from fracsgd.displacement import Recorder, log_steps
-from fracsgd.ensemble import EnsembleSettings, EnsembleTrainer
-from fracsgd.models import make_mlp
-from fracsgd.stack import ModelStack, batched_forward, chain_minibatches, chain_seed, cross_entropy_loss, member_losses
-from fracsgd.bench import report, timed
+from fracsgd.train.displacement import Recorder, log_steps
+from fracsgd.train.ensemble import EnsembleSettings, EnsembleTrainer
+from fracsgd.nets.models import make_mlp
+from fracsgd.nets.stack import ModelStack, batched_forward, chain_minibatches, chain_seed, cross_entropy_loss, member_losses
+from fracsgd.bench.timing import report, timed
 
 
 # %% [markdown]
@@ -92,7 +92,7 @@ def bench_data(dataset: str, device) -> tuple[torch.Tensor, torch.Tensor, str]:
             return X.to(device), y.to(device), 'moons'
         if dataset != 'mnist':
             raise ValueError(f"dataset must be 'moons' or 'mnist', got {dataset!r}")
-        from fracsgd.data import flatten
+        from fracsgd.datasets.common import flatten
         from fracsgd.datasets.mnist import mnist_subset
         try:
             s = mnist_subset(n=10_000, test_fraction=0.5)

