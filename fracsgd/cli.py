@@ -8,8 +8,8 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .experiment.runner import STUDIES, get_study, placement, report_study, run_study, StudyFailed
-from .experiment.store import StudyBusy, read_meta, status
+from .experiment.runner import STUDIES, get_study, placement, report_study, run_study
+from .experiment.store import StudyBusy, status
 
 # %% auto #0
 __all__ = ['BENCHMARKS', 'INPUT_ERRORS', 'results_folder', 'main']

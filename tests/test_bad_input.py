@@ -5,7 +5,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -15,7 +14,7 @@ from fracsgd.train.displacement import Recorder, hf_callback, runs_matrix
 from fracsgd.train.ensemble import train_ensemble
 from fracsgd.llc.estimate import estimate_llc
 from fracsgd.nets.models import make_mlp
-from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.train.loop import train
 
 torch.set_num_threads(1)

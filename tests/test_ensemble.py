@@ -133,7 +133,7 @@ def test_llc_warnings_reach_the_user(data):
     member and distinct problem (numbers left out), not once per estimate."""
     import re
     import warnings
-    from fracsgd.llc.sgld import PAPER_PRESET
+    from fracsgd.llc.settings import PAPER_PRESET
     X, y = data
     nets = members([2, 8, 8, 2], n=3)
     s = EnsembleSettings(lr=0.05, batch_size=BATCH, n_steps=40, seed=SEED, llc_every=10,
@@ -149,7 +149,7 @@ def test_llc_warnings_reach_the_user(data):
              for t in texts]
     assert {m for m, _ in named} == {0, 1, 2} and {st for _, st in named} <= {10, 20, 30, 40}
     assert all('ESS' in t for t in texts if ' at step 10:' in t)
-    from fracsgd.llc.estimate import problem_clauses
+    from fracsgd.llc.result import problem_clauses
     kinds = [(m, re.sub(r'\d[\d.e+-]*', '#', p)) for (m, _), t in zip(named, texts)
              for p in problem_clauses(t.split(': ', 1)[1])]
     assert len(kinds) == len(set(kinds)) and len(texts) < 3 * 4      # each problem once per member

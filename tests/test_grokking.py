@@ -4,7 +4,6 @@ runner (on the CPU in float64), and the run keys of its committed results."""
 import json, math
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 

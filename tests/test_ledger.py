@@ -1,6 +1,6 @@
 """The claims ledger: its committed rows follow from the committed study results, the quick moons study still
 gives those results, and bad input (unknown claims, verdicts outside the four, missing intervals) is refused."""
-import json, math, shutil
+import json, math
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +10,9 @@ import pytest
 import fracsgd.studies.moons_diffusion as moons
 from fracsgd.experiment.runner import run_study
 from fracsgd.core import write_table, read_table
-from fracsgd.ledger.claims import (CLAIMS, LEDGER, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows,
-                            record_claims, stale_rows, verdict, paper_interval, ledger_table)
+from fracsgd.ledger.claims import (CLAIMS, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows, record_claims,
+    stale_rows, verdict, paper_interval)
+from fracsgd.ledger.table import ledger_table
 from fracsgd.ledger.provenance import COMPACT, protocol_scale, save_compact, scale_kind
 from fracsgd.experiment.store import open_study, save_plan, save_run
 from fracsgd.experiment.sweep import unique_runs, config_record
@@ -220,7 +221,6 @@ def test_two_sample_rule_on_cases_with_known_answers():
 
 def _posterior(tmp_path, rows, flagged):
     "A compact moons-posterior result at paper scale whose LLC row flags `flagged` of 500 estimates."
-    from fracsgd.ledger.claims import ledger_rows
     folder = tmp_path / 'compact/moons-posterior/full'
     folder.mkdir(parents=True)
     prov = json.loads((COMPACT / 'moons-posterior/full/provenance.json').read_text())
@@ -293,7 +293,7 @@ def test_rows_that_cannot_answer_their_claim_are_not_decisive():
 
 
 def test_verdicts_by_scale_counts_every_claim_once():
-    from fracsgd.ledger.claims import verdicts_by_scale
+    from fracsgd.ledger.table import verdicts_by_scale
     counts = verdicts_by_scale()
     assert counts.claims.sum() == len(read_claims())
     decisive = counts.reindex(columns=list(DECISIVE), fill_value=0).sum(axis=1)

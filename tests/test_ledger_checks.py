@@ -10,8 +10,8 @@ import pytest
 from fracsgd.core import read_table, write_table
 from fracsgd.ledger.claims import LEDGER, read_claims, read_ledger, ledger_rows, stale_rows, summary_value
 from fracsgd.ledger.provenance import COMPACT, protocol_scale, result_scale, scale_kind
-from fracsgd.ledger.checks import (dln_bias_result, half_d_table, median_ci_ranks, mlp_parameters, parameter_counts,
-                                   study_verdicts)
+from fracsgd.ledger.checks import dln_bias_result, median_ci_ranks, study_verdicts
+from fracsgd.ledger.bound import half_d_table, mlp_parameters, parameter_counts
 
 
 def test_long_moons_run_is_extended_and_answers_only_its_own_claims():

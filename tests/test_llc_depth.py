@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from fracsgd.llc.estimate import calibrate, estimate_llc
-from fracsgd.llc.localization import (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD, SENSITIVITY_FACTOR,
-                                  localization_interval, stronger_localization)
+from fracsgd.llc.result import (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD, SENSITIVITY_FACTOR,
+    localization_interval, stronger_localization)
 from fracsgd.llc.depth import (apply_rule, depth_problem, depth_set, devinterp_llc, end_to_end_singular_values,
                                noise_offset, resolution)
 from fracsgd.llc.validation import validation_problem, validation_set
 from fracsgd.nets.models import dln_data, make_balanced_dln, make_dln
-from fracsgd.llc.sgld import SGLDSettings, default_n_beta
+from fracsgd.llc.sgld import SGLDSettings
 
 torch.set_num_threads(1)
 

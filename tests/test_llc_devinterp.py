@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fracsgd.llc.estimate import batch_means_se, estimate_llc
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.llc.result import batch_means_se
 from fracsgd.llc.sgld import SGLDSettings, default_n_beta
 
 devinterp_llc = pytest.importorskip('devinterp.slt.llc').llc

@@ -1,7 +1,6 @@
 """The MNIST seeds study through the runner: a seconds-long smoke run in float64, resuming, the report (also of a
 folder where some runs failed), the run keys of the committed result, and bad MNIST data."""
 import json, shutil, warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

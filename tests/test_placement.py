@@ -7,7 +7,6 @@ device) and floating data of another dtype than the models' are refused at entry
 models come back on their own device and in their own dtype. CPU only and fast: `meta` stands in for a second
 device (a GPU test at the end runs only where CUDA is available).
 """
-import copy
 import warnings
 
 import numpy as np

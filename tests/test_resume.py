@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 import torch
 
-from fracsgd.experiment.runner import checkpoint_dir
 from fracsgd.experiment.store import load_study
 
 from fracsgd.experiment.runner import run_study
@@ -97,7 +96,7 @@ def test_the_mnist_observers_and_llc_along_training_resume_exactly(tmp_path):
     from fracsgd.core import checkpointing
     from fracsgd.train.ensemble import EnsembleSettings, PerChunk, train_ensemble
     from fracsgd.nets.models import make_mlp
-    from fracsgd.llc.sgld import PAPER_PRESET
+    from fracsgd.llc.settings import PAPER_PRESET
     from fracsgd.studies.mnist_runs import VolumeCounter
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(300, 12, generator=g), torch.randint(0, 3, (300,), generator=g)

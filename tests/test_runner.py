@@ -1,7 +1,7 @@
 """The runner owns placement, presets and results: a failure after training costs no training, a folder says what
 made it, a report of failed runs is one line, no study picks a device, and every study's smoke preset runs under
 a placement that a module left behind cannot pass (float64 on the CPU)."""
-import ast, json, os, re, warnings
+import ast, json, re, warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -15,8 +15,8 @@ import fracsgd
 from fracsgd.core import cpu_cores
 from fracsgd.experiment.runner import (STUDIES, Placement, PlacementError, Study, StudyFailed, check_placed, get_study, place,
                             placement, report_study, run_study, trained_path)
-from fracsgd.experiment.store import read_meta, status
-from fracsgd.experiment.sweep import PROGRESS_DIR, run_key, unique_runs
+from fracsgd.experiment.store import read_meta
+from fracsgd.experiment.sweep import PROGRESS_DIR, run_key
 from conftest import smoke_run_checks
 
 
@@ -218,7 +218,7 @@ def test_the_bar_counts_work_not_runs(tmp_path):
     from tqdm.auto import tqdm
     from fracsgd.core import report_progress, reporting_progress
     from fracsgd.experiment.runner import progress_writer
-    from fracsgd.experiment.sweep import PROGRESS_DIR, ProgressWatcher, Sweep, run_key
+    from fracsgd.experiment.sweep import ProgressWatcher, Sweep, run_key
 
     @dataclass(frozen=True)
     class Job:
@@ -247,7 +247,7 @@ def test_a_run_in_flight_reports_its_step_to_the_sweep_bar(tmp_path):
     from tqdm.auto import tqdm
     from fracsgd.core import report_progress, reporting_progress
     from fracsgd.experiment.runner import progress_writer
-    from fracsgd.experiment.sweep import PROGRESS_DIR, ProgressWatcher
+    from fracsgd.experiment.sweep import ProgressWatcher
     bar = tqdm(total=4, disable=True)
     watcher = ProgressWatcher(tmp_path / PROGRESS_DIR, bar, done=1, enabled=False)
     with reporting_progress(progress_writer(tmp_path, 'abcdef0123456789', every=3600)):

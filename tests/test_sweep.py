@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from fracsgd.experiment.store import done_keys, load_study, StudyMismatch, status
-from fracsgd.experiment.sweep import Sweep, run_key, config_record, run_sweep, sweep_status, unique_runs
+from fracsgd.experiment.sweep import Sweep, run_key, run_sweep, sweep_status, unique_runs
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 answers, the command line without the dataset, the smoke preset through the runner in float64, the run keys of the
 committed results, and the LLC's memory not growing with the number of draws."""
 import json, subprocess, sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 
 from fracsgd.datasets.tinystories import (EOT, CausalLMLogits, TokenBlocks, check_context, lm_n_beta, load_stories,
                                           stand_in_stories, token_blocks, token_loss, train_tokenizer)
-from fracsgd.llc.estimate import batch_means_se, estimate_llc
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.llc.result import batch_means_se
 from fracsgd.llc.sgld import SGLDSettings
 from conftest import smoke_run_checks
 

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 import fracsgd
 from fracsgd.core import atomic_path, read_table, write_table
-from fracsgd.llc.criticality import radius_test
+from fracsgd.llc.radius import radius_test
 from fracsgd.llc.estimate import estimate_llc, top_hessian_eigenvalue
 from fracsgd.studies.mnist_architectures import STUDY, architecture_name
 from fracsgd.studies.mnist_runs import LLC_SETTINGS

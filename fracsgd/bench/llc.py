@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from ..core import default_device
 from ..nets.models import make_mlp
 from ..llc.estimate import estimate_llc
-from ..llc.sgld import PAPER_PRESET, SGLDSettings, default_n_beta
+from ..llc.sgld import SGLDSettings, default_n_beta
+from ..llc.settings import PAPER_PRESET
 from ..nets.convnets import build_net
 from .timing import report, timed
 

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/01d_tiny_imagenet.ipynb #df6e307c
 from __future__ import annotations
-import os, warnings, zipfile
+import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 
 from ..core import data_dir
-from .common import DataSourceWarning
 
 # %% auto #0
 __all__ = ['TINY_URL', 'TINY_FOLDER', 'N_CLASSES', 'TinyImageNetMissing', 'unpack', 'find_tiny_imagenet', 'read_wnids',

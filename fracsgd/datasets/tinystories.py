@@ -4,7 +4,7 @@
 
 # %% ../../nbs/01e_tinystories.ipynb #4d5b302f
 from __future__ import annotations
-import math, re, warnings
+import math, re
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..core import require
-from .common import DataSourceWarning
 
 # %% auto #0
 __all__ = ['EOT', 'stories_from_text', 'load_stories', 'stand_in_stories', 'train_tokenizer', 'TokenBlocks', 'check_tokenizer',

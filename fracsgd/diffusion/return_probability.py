@@ -9,7 +9,7 @@ from dataclasses import dataclass, asdict
 
 import numpy as np
 
-from .spectral import fit_power_law, _interval_quantiles, _loglog_ols
+from .spectral import fit_power_law, _loglog_ols
 from .walks import Graph, _check_nodes, _check_steps
 
 # %% auto #0

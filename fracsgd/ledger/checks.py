@@ -12,76 +12,14 @@ import pandas as pd
 
 import fracsgd
 from ..core import atomic_path, read_table, write_table
-from ..llc.criticality import radius_reading
-from .claims import _fmt, ours_text, paper_text, read_claims, read_ledger
-from .provenance import COMPACT, LEDGER_DIR, NBETA_NAMES, scale_kind, study_presets
+from ..llc.radius import radius_reading
+from .claims import read_claims, read_ledger
+from .table import ours_text, paper_text
+from .provenance import COMPACT, LEDGER_DIR, NBETA_NAMES, scale_kind
 
 # %% auto #0
-__all__ = ['HALF_D', 'DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'RADIUS_READING', 'mlp_parameters', 'parameter_counts',
-           'model_of', 'half_d_table', 'half_d_row', 'median_ci_ranks', 'dln_bias_result', 'clopper_pearson',
-           'radius_nets', 'radius_result', 'study_verdicts', 'study_nbeta']
-
-# %% ../../nbs/31_ledger_checks.ipynb #4a1d7b56
-HALF_D = 'λ/(d/2), largest over the LLC rows of a result'    # the quantity of claim appD-llc-le-half-d
-
-def mlp_parameters(hidden) -> int:
-    "Parameters of the MNIST net 784-`hidden`-10 with batch norm, as the MNIST studies build it."
-    from fracsgd.nets.models import make_mlp
-    return sum(p.numel() for p in make_mlp([784, *hidden, 10], batch_norm=True).parameters())
-
-def parameter_counts(compact) -> dict[str, int]:
-    """{model label: number of parameters} of the models behind a compact result's rows ('' when the study has one
-    architecture), from its per-model table or, for the MNIST MLPs, from the architecture; {} when unknown."""
-    compact = Path(compact)
-    for name, label, count in (('per_arch.csv', 'run', 'params'), ('per_run.csv', 'model_name', 'n_params'),
-                               ('per_run.csv', 'arch', 'n_params')):
-        if (compact / name).exists():
-            t = read_table(compact / name)
-            if label in t and count in t:
-                return {str(k): int(v) for k, v in zip(t[label], t[count])}
-    if (compact / 'per_architecture.csv').exists():          # MNIST architectures: its `params` counts weights only
-        t = read_table(compact / 'per_architecture.csv')
-        return {a: mlp_parameters([int(h) for h in a.split('-')[1:]]) for a in t.architecture}
-    prov = json.loads((compact / 'provenance.json').read_text())
-    try:
-        hidden = getattr(study_presets(prov['study']).get(prov.get('preset')), 'hidden', None)
-    except KeyError:                                         # not a study of the runner
-        hidden = None
-    return {'': mlp_parameters(hidden)} if prov['study'].startswith('mnist-') and hidden else {}
-
-def model_of(quantity: str, counts: dict) -> str | None:
-    "The label of `counts` that a summary quantity is about: the longest one it contains ('' for one model)."
-    hits = [k for k in counts if k and k in quantity]
-    return max(hits, key=len) if hits else ('' if '' in counts else None)
-
-def half_d_table(rows: pd.DataFrame, compact, claims: pd.DataFrame) -> pd.DataFrame:
-    """λ/(d/2) of each LLC row among `rows` (ledger rows of the compact result `compact`), with d and the model;
-    a row whose model has no known parameter count (a compact result without its per-model table) has NaN."""
-    llc = rows[rows.claim_id.map(claims.llc).eq('llc') & rows.value.notna()]
-    counts, out = parameter_counts(compact), []
-    for r in llc.itertuples():
-        m = model_of(claims.loc[r.claim_id, 'quantity'], counts)
-        half = counts[m] / 2 if m is not None else math.nan
-        out.append(dict(claim_id=r.claim_id, config=r.config, model=m, d=2 * half, llc=r.value, llc_low=r.ci_low,
-                        llc_high=r.ci_high, ratio=r.value / half, ratio_low=r.ci_low / half, ratio_high=r.ci_high / half))
-    return pd.DataFrame(out, columns=['claim_id', 'config', 'model', 'd', 'llc', 'llc_low', 'llc_high', 'ratio',
-                                      'ratio_low', 'ratio_high'])
-
-def half_d_row(rows: pd.DataFrame, compact, claims: pd.DataFrame):
-    """(claim id, value, ci_low, ci_high, note) of the App. D.3 check on the LLC rows of one result: the largest
-    λ/(d/2), with the largest ends as its interval; None when the result has no LLC row, when the parameter count
-    of one of its models is unknown (the ledger checks' page asserts that no committed result is left out), or when
-    no claim asks."""
-    target = claims.index[claims.quantity == HALF_D]
-    t = half_d_table(rows, compact, claims) if len(target) == 1 else pd.DataFrame()
-    if t.empty or t.d.isna().any():
-        return None
-    t = t.assign(d=t.d.astype(int))
-    top, over = t.loc[t.ratio_high.idxmax()], t[t.ratio_high >= 1]
-    note = (f'{len(t)} LLC row(s); largest upper end {top.claim_id} (d = {top.d:,}): λ ≤ {_fmt(top.llc_high)} '
-            f'against d/2 = {top.d / 2:,.0f}; ' +
-            ('every upper end below d/2' if over.empty else 'at or above d/2: ' + ', '.join(over.claim_id)))
-    return target[0], float(t.ratio.max()), float(t.ratio_low.max()), float(t.ratio_high.max()), note
+__all__ = ['DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'RADIUS_READING', 'median_ci_ranks', 'dln_bias_result',
+           'clopper_pearson', 'radius_nets', 'radius_result', 'study_verdicts', 'study_nbeta']
 
 # %% ../../nbs/31_ledger_checks.ipynb #1ec2b0ee
 DLN_SOURCE = LEDGER_DIR.parent / 'llc_validation' / 'depth_paper_preset.csv'

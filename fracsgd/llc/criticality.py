@@ -4,20 +4,14 @@
 
 # %% ../../nbs/10b_criticality.ipynb #2c890adb
 from __future__ import annotations
-import math, warnings
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 import torch
 
-from .sgld import SGLDSettings, default_n_beta
-from ..nets.stack import as_data, resolve_loss
-
 # %% auto #0
-__all__ = ['CRITICALITY_LIMIT', 'RADIUS_TOLERANCE', 'quadratic_llc', 'gradient_pull_bound', 'quadratic_drop',
-           'full_data_gradient', 'GradientDrop', 'criticality_problem', 'hessian_vector_product', 'lanczos_quadrature',
-           'quadratic_reference', 'radius_reading', 'radius_test']
+__all__ = ['CRITICALITY_LIMIT', 'quadratic_llc', 'gradient_pull_bound', 'quadratic_drop', 'full_data_gradient', 'GradientDrop',
+           'criticality_problem']
 
 # %% ../../nbs/10b_criticality.ipynb #a12904df
 CRITICALITY_LIMIT = 0.1      # the gradient's largest pull, as a fraction of the estimate, that still counts as a minimum
@@ -100,113 +94,3 @@ def criticality_problem(llc: float, drop: float, limit: float = CRITICALITY_LIMI
                 f'{drop:.3g} ({drop / llc:.0%} of the estimate > {limit:.0%}); train further, or read the '
                 f'estimate as a property of the path, not of a minimum')
     return ''
-
-# %% ../../nbs/10b_criticality.ipynb #3540d119
-def hessian_vector_product(model: torch.nn.Module, data, loss='classification', eval_batch: int = 4096) -> Callable:
-    """`hvp(v)`: the Hessian of the mean loss on all of `data` at the model's weights times `v` [params] (float64),
-    in slices of `eval_batch` samples (unlike `top_hessian_eigenvalue`'s one graph, the memory does not grow with
-    the data), the model in evaluation mode during each call (batch norm uses its running statistics)."""
-    X, y = as_data(data)
-    loss_fn, params = resolve_loss(loss), [p for p in model.parameters() if p.requires_grad]
-    sizes = [p.numel() for p in params]
-    def hvp(v: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros(sum(sizes), dtype=torch.float64, device=v.device)
-        vs = [piece.view_as(p).to(p.dtype) for piece, p in zip(v.split(sizes), params)]
-        was_training = model.training
-        try:
-            model.eval()
-            for s in range(0, len(X), eval_batch):
-                total = loss_fn(model(X[s:s + eval_batch]), y[s:s + eval_batch]).sum() / len(X)
-                grads = torch.autograd.grad(total, params, create_graph=True)
-                dot = sum((g * w).sum() for g, w in zip(grads, vs))
-                out += torch.cat([h.reshape(-1) for h in torch.autograd.grad(dot, params)]).double()
-        finally:
-            model.train(was_training)
-        return out
-    return hvp
-
-def lanczos_quadrature(matvec: Callable, dim: int, n_iter: int = 40, n_probes: int = 4, seed: int = 0,
-                       device=None) -> tuple[np.ndarray, np.ndarray]:
-    """Stochastic Lanczos quadrature of a symmetric operator `matvec` on R^`dim`: nodes and weights with
-    tr f(A) ~ sum(weights * f(nodes)) (weights sum to `dim`); `n_probes` Rademacher probes, `n_iter` steps each,
-    with full reorthogonalization."""
-    g = torch.Generator().manual_seed(seed)
-    nodes, weights = [], []
-    for _ in range(n_probes):
-        q = (torch.randint(0, 2, (dim,), generator=g) * 2 - 1).double().to(device) / math.sqrt(dim)
-        Q, alpha, beta = [q], [], []
-        for j in range(min(n_iter, dim)):
-            w = matvec(Q[-1])
-            alpha.append(float(w @ Q[-1]))
-            w = w - alpha[-1] * Q[-1] - (beta[-1] * Q[-2] if beta else 0)
-            basis = torch.stack(Q)
-            w = w - basis.T @ (basis @ w)                      # full reorthogonalization
-            b = float(w.norm())
-            if j == min(n_iter, dim) - 1 or b < 1e-10 * max(1.0, abs(alpha[-1])):
-                break
-            beta.append(b)
-            Q.append(w / b)
-        T = np.diag(alpha) + np.diag(beta[:len(alpha) - 1], 1) + np.diag(beta[:len(alpha) - 1], -1)
-        theta, U = np.linalg.eigh(T)
-        nodes.append(theta)
-        weights.append(U[0] ** 2 * dim / n_probes)
-    return np.concatenate(nodes), np.concatenate(weights)
-
-def quadratic_reference(nodes, weights, n_beta: float, localizations) -> np.ndarray:
-    "q(gamma) for each localization: the estimate if the loss were its quadratic part (negative curvatures flat)."
-    h = np.clip(np.asarray(nodes, float), 0, None)
-    return np.array([np.sum(weights * n_beta * h / (2 * (n_beta * h + g))) for g in np.atleast_1d(localizations)])
-
-# %% ../../nbs/10b_criticality.ipynb #34732841
-RADIUS_TOLERANCE = 0.05     # relative fall of the excess over a sweep that still counts as flat
-
-def radius_reading(sweep: pd.DataFrame, tolerance: float = RADIUS_TOLERANCE) -> tuple[str, float, float]:
-    """What a sweep (rows by increasing gamma: `localization`, `llc`, `llc_se`, `excess`) says of A.1: the reading,
-    the fall of the excess from the first to the last gamma, and its noise (2 se)."""
-    sweep = sweep.sort_values('localization')
-    first, last = sweep.iloc[0], sweep.iloc[-1]
-    fall, noise = float(first.excess - last.excess), float(2 * math.hypot(first.llc_se, last.llc_se))
-    limit = max(tolerance * abs(first.llc), noise)
-    # the quadratic model with the gradient's pull: q - D at least (D/2 <= pull <= D); without D recorded, a point
-    # that passed the criticality test has D <= CRITICALITY_LIMIT * llc, and one that did not is unbounded
-    bound = np.where(sweep.near_minimum.astype(bool), CRITICALITY_LIMIT * sweep.llc.abs(), np.inf)
-    pull = sweep.gradient_pull.fillna(pd.Series(bound, sweep.index)) if 'gradient_pull' in sweep else bound
-    if not np.isfinite(pull).all():
-        return 'no reading: a point is not near a minimum and the gradient\'s pull there was not recorded', fall, noise
-    below = sweep[sweep.excess + pull < -np.maximum(tolerance * sweep.llc.abs(), 2 * sweep.llc_se)]
-    if len(below):
-        return ('no reading: the estimate is below its quadratic part at gamma = '
-                + ', '.join(f'{g:g}' for g in below.localization) + ', even after the gradient\'s pull (the loss '
-                'grows more slowly than quadratically where the chains go, so q is not the estimator\'s pull there)',
-                fall, noise)
-    if fall <= limit:
-        return 'consistent with A.1: the fall is the pull on the regular directions', fall, noise
-    return (f'inconclusive: the excess falls by {fall:.3g} (> {limit:.3g}) as the ball shrinks; the singular '
-            'directions\' pull and A.1 are not separable here', fall, noise)
-
-def radius_test(model: torch.nn.Module, data, loss='classification', settings=None,
-                localizations=(100, 300, 1000), *, n_iter: int = 40, n_probes: int = 4,
-                tolerance: float = RADIUS_TOLERANCE) -> pd.DataFrame:
-    """A localization sweep (each gamma with `settings`' other values) beside the quadratic reference q(gamma) from
-    stochastic Lanczos quadrature at the model's weights: one row per gamma with `llc`, `llc_se`, `near_minimum`,
-    `quadratic`, `excess` = llc - quadratic, and the sweep's reading of A.1 in `attrs['reading']`."""
-    from fracsgd.llc.estimate import estimate_llc           # the estimator builds on this chapter (hence the late import)
-    settings = settings or SGLDSettings()
-    X, _ = as_data(data)
-    n_beta = settings.n_beta or default_n_beta(len(X))
-    dim = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    nodes, weights = lanczos_quadrature(hessian_vector_product(model, data, loss), dim, n_iter, n_probes,
-                                        device=X.device)
-    rows = []
-    for gamma in localizations:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            d = estimate_llc(model, data, loss, settings.replace(localization=float(gamma), n_beta=n_beta,
-                                                                 systematic=False)).diagnostics.iloc[0]
-        rows.append(dict(localization=float(gamma), llc=d.llc, llc_se=d.llc_se, near_minimum=d.near_minimum,
-                         gradient_pull=d.gradient_pull))
-    out = pd.DataFrame(rows)
-    out['quadratic'] = quadratic_reference(nodes, weights, n_beta, out.localization)
-    out['excess'] = out.llc - out.quadratic
-    out.attrs['reading'], out.attrs['excess_fall'], out.attrs['excess_fall_noise'] = radius_reading(out, tolerance)
-    return out

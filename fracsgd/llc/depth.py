@@ -12,12 +12,11 @@ import pandas as pd
 import torch
 from torch import nn
 
-import fracsgd
 from ..core import write_table
 from .dln import aoyagi_dln_lambda, regression_settings
 from .estimate import calibrate, estimate_llc
 from .validation import validation_problem
-from .localization import INTERVAL_LIMIT, localization_interval
+from .result import INTERVAL_LIMIT, localization_interval
 from ..nets.models import make_balanced_dln
 from .sgld import SGLDDivergenceError, default_n_beta
 from ..nets.stack import gaussian_nll

@@ -9,11 +9,10 @@ from fractions import Fraction
 from typing import Sequence
 
 import pandas as pd
-import torch
-from torch import nn
 
 from ..nets.models import dln_data, make_dln
-from .sgld import PAPER_PRESET, SGLDSettings
+from .sgld import SGLDSettings
+from .settings import PAPER_PRESET
 from .estimate import calibrate, estimate_llc
 
 # %% auto #0

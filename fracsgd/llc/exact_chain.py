@@ -16,7 +16,7 @@ from torch import nn
 from ..core import write_table
 from .dln import aoyagi_dln_lambda, rank_maps_half_dimension
 from .estimate import calibrate, estimate_llc
-from .depth import depth_problem, depth_set
+from .depth import depth_problem
 from .sgld import SGLDSettings, default_n_beta
 
 # %% auto #0

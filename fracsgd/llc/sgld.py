@@ -10,11 +10,10 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 
 from fastcore.basics import patch
 
-from .settings import PAPER_PRESET, SGLDSettings, default_n_beta, preset, shared_settings
+from .settings import SGLDSettings, default_n_beta, shared_settings
 from ..nets.stack import ModelStack, batch_mean, batched_loss, chain_minibatches, chain_seed, data_device
 
 # %% auto #0

@@ -14,7 +14,8 @@ import torch
 import fracsgd
 from .dln import aoyagi_dln_lambda, regression_settings
 from ..core import write_table
-from .estimate import MIN_RELAXATIONS, chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
+from .estimate import estimate_llc, top_hessian_eigenvalue
+from .result import MIN_RELAXATIONS, chain_statistics, llc_problems
 from .localization import SENSITIVITY_TOLERANCE, localization_sensitivity
 from ..nets.models import make_dln
 from .sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance

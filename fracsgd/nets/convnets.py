@@ -4,7 +4,6 @@
 
 # %% ../../nbs/03a_convnets.ipynb #bcba6e63
 from __future__ import annotations
-import math
 from collections import OrderedDict
 from typing import Sequence
 

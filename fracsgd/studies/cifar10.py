@@ -20,7 +20,7 @@ from ..diffusion.crossover import local_slope
 from ..datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
 from ..train.ensemble import EnsembleSettings, train_ensemble
 from ..ledger.provenance import mark_stand_in
-from ..llc.sgld import PAPER_PRESET
+from ..llc.settings import PAPER_PRESET
 from ..diffusion.spectral import fit_power_law
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_net, compact_trajectories

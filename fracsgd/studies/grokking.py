@@ -11,14 +11,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
 import warnings
 from scipy import stats
 
-from ..core import read_table, write_table, save_figures
+from ..core import write_table, save_figures
 from ..datasets.common import batches
 from ..datasets.modular import load_modular
 from ..train.displacement import Recorder
@@ -26,7 +25,7 @@ from ..diffusion.jumps import (all_at_once, coincidences, detect_jumps, fits_bet
                            step_statistics, transition_times)
 from ..llc.estimate import LLCMeasurement
 from ..experiment.runner import Study
-from ..llc.sgld import PAPER_PRESET
+from ..llc.settings import PAPER_PRESET
 from ..experiment.store import load_study
 from .grokking_models import Accuracy, StepProjections, make_model
 

@@ -21,7 +21,8 @@ from ..nets.models import make_mlp
 from ..train.ensemble import EnsembleSettings, EnsembleTrainer, PerChunk, train_ensemble
 from ..diffusion.ageing import IncrementRecorder
 from ..diffusion.return_probability import ProjectedPath, path_returns, projected_paths
-from ..llc.sgld import PAPER_PRESET, SGLDSettings
+from ..llc.sgld import SGLDSettings
+from ..llc.settings import PAPER_PRESET
 from ..llc.estimate import calibrate, estimate_llc
 from ..ledger.provenance import mark_stand_in
 from ..experiment.runner import Study, data_identity

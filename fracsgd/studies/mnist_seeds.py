@@ -4,7 +4,6 @@
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #e337a5ca
 from __future__ import annotations
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,13 +14,10 @@ import matplotlib.pyplot as plt
 from ..core import read_table, write_table, save_figures
 from ..diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from ..diffusion.spectral import fit_power_law
-from ..diffusion.crossover import local_slope
 from ..diffusion.return_probability import returns_summary
-from ..datasets.common import DataSourceWarning
 from ..train.displacement import runs_matrix
-from ..ledger.claims import record_claims
 from ..ledger.provenance import COMPACT
-from ..experiment.store import load_study, read_meta
+from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 import matplotlib.pyplot as plt
 
 from ..core import added_field, save_figures, write_table
@@ -18,11 +17,11 @@ from ..datasets.moons import load_moons
 from ..nets.models import make_mlp
 from ..train.displacement import runs_matrix
 from ..train.ensemble import EnsembleSettings, PerChunk, train_ensemble
-from ..llc.sgld import PAPER_PRESET
-from ..experiment.runner import Study, run_one, placement
+from ..llc.settings import PAPER_PRESET
+from ..experiment.runner import Study
 from ..experiment.store import load_study
 from ..diffusion.spectral import fit_power_law, compare_growth_laws, diffusion_regime
-from ..diffusion.crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
+from ..diffusion.crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS
 from ..diffusion.ageing import IncrementRecorder, sgd_gd_controls, plot_sgd_gd
 from ..diffusion.return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
 

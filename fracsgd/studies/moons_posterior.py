@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-import matplotlib.pyplot as plt
 from torch.nn.utils import vector_to_parameters
 
 import fracsgd
@@ -20,17 +19,18 @@ from ..datasets.moons import load_moons
 from ..nets.models import make_mlp
 from ..train.ensemble import EnsembleSettings, train_ensemble
 from ..llc.estimate import estimate_llc
-from ..llc.sgld import PAPER_PRESET, SGLDSettings
+from ..llc.sgld import SGLDSettings
+from ..llc.settings import PAPER_PRESET
 from ..experiment.runner import Study, place
 from ..experiment.store import read_meta, read_plan
 from ..experiment.sweep import config_record
 from ..posterior.clusters import (POSTERIOR_PAPER, choose_k, cluster_centroids, cluster_solutions, clustering_reports,
                               function_features, predict_on_probe, predictions_from_table, probe_grid, reference_starts,
                               sample_posterior, seed_solutions)
-from .posterior_comparison import (FIG3_KL, FIGURES, LEDGER_CHOICE, LEDGER_M, TAB2_KL, AnalysisSettings,
-                                                  analyse, best_xi, centroid_table, exponents, loss_curves,
-                                                  plot_clusters, plot_fig3, plot_fig4, plot_loss, read_results,
-                                                  read_tables, stored_study, tempering_choices)
+from .posterior_comparison import (FIG3_KL, LEDGER_CHOICE, LEDGER_M, TAB2_KL, analyse, best_xi,
+    exponents, read_tables, stored_study, tempering_choices)
+from .posterior_figures import (FIGURES, centroid_table, loss_curves, plot_clusters, plot_fig3,
+    plot_fig4, plot_loss, read_results)
 
 _all_ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponents', 'tempering_choices', 'best_xi',
          'analyse', 'plot_fig3', 'plot_fig4', 'plot_clusters', 'plot_loss', 'read_results']   # importable from here too

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #3c0d0f5e
 from __future__ import annotations
-import json, math, time, warnings
+import math, time, warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -14,16 +14,15 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from ..nets.convnets import (ARCHS, FineTuneNet, PretrainedWeightsMissing, _batches, build_net, evaluate,
-                              head_features, pretrain_from_scratch)
-from ..core import read_table, save_figures, write_table
+from ..nets.convnets import (ARCHS, FineTuneNet, _batches, build_net, evaluate, head_features,
+    pretrain_from_scratch)
+from ..core import save_figures, write_table
 from ..datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
 from ..train.displacement import Recorder, log_steps
-from ..ledger.provenance import COMPACT
 from ..llc.estimate import estimate_llc
 from ..experiment.runner import Study
-from ..llc.sgld import PAPER_PRESET
+from ..llc.settings import PAPER_PRESET
 from ..diffusion.spectral import fit_power_law
 from ..experiment.store import load_study
 

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/26_tinystories_study.ipynb #89ebdfea
 from __future__ import annotations
-import functools, hashlib, json, math, time, warnings
+import functools, hashlib, json, math, time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from ..core import atomic_path, read_table, write_table, save_figures, require
+from ..core import atomic_path, write_table, save_figures, require
 from ..diffusion.crossover import predict_displacement
 from ..datasets.common import cache_dir
 from ..datasets.tinystories import (CausalLMLogits, TokenBlocks, check_context, check_tokenizer, lm_n_beta,
@@ -23,7 +23,7 @@ from ..train.displacement import Recorder
 from ..llc.estimate import LLCMeasurement, final_llc
 from ..nets.models import block_groups, stand_in_config
 from ..experiment.runner import Study
-from ..llc.sgld import PAPER_PRESET
+from ..llc.settings import PAPER_PRESET
 from ..diffusion.spectral import fit_power_law, log_spaced_indices
 from ..experiment.store import load_study
 

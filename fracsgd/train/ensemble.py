@@ -20,8 +20,10 @@ from fastcore.basics import patch
 from ..core import (PhaseClock, ResumableCall, check_range, check_whole, replace_checked, report_progress,
                           rng_states, set_rng_states)
 from .displacement import parameter_groups
-from ..llc.estimate import estimate_llc, problem_clauses
-from ..llc.sgld import PAPER_PRESET, SGLDSettings
+from ..llc.estimate import estimate_llc
+from ..llc.result import problem_clauses
+from ..llc.sgld import SGLDSettings
+from ..llc.settings import PAPER_PRESET
 from ..nets.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
                            placement, resolve_device, resolve_loss)
 from .stacked_optim import OPTIMIZERS, StackedOptimizer

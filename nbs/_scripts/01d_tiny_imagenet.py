@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import os, warnings, zipfile
+import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,7 +22,6 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.core import data_dir
-from fracsgd.datasets.common import DataSourceWarning
 
 # %%
 torch.set_num_threads(1)   # two cores shared with other work

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import math, re, warnings
+import math, re
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -22,7 +22,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from fracsgd.core import require
-from fracsgd.datasets.common import DataSourceWarning
 
 # %%
 import torch

@@ -13,7 +13,6 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import math
 from collections import OrderedDict
 from typing import Sequence
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, asdict
 
 import numpy as np
 
-from fracsgd.diffusion.spectral import fit_power_law, _interval_quantiles, _loglog_ols
+from fracsgd.diffusion.spectral import fit_power_law, _loglog_ols
 from fracsgd.diffusion.walks import Graph, _check_nodes, _check_steps
 
 # %%

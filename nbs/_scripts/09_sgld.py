@@ -19,11 +19,10 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 
 from fastcore.basics import patch
 
-from fracsgd.llc.settings import PAPER_PRESET, SGLDSettings, default_n_beta, preset, shared_settings
+from fracsgd.llc.settings import SGLDSettings, default_n_beta, shared_settings
 from fracsgd.nets.stack import ModelStack, batch_mean, batched_loss, chain_minibatches, chain_seed, data_device
 
 # %%

@@ -13,14 +13,13 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import dataclasses, math, warnings
+import math, warnings
 
-import numpy as np
 import pandas as pd
 from torch import nn
 
-from fracsgd.llc.estimate import (MIN_RELAXATIONS, Z_INTERVAL, LLCResult, _warn_problems, calibrate_step_size, estimate_llc,
-                         llc_problems, problem_clauses)
+from fracsgd.llc.estimate import calibrate_step_size, estimate_llc
+from fracsgd.llc.result import MIN_RELAXATIONS, SENSITIVITY_FACTOR
 from fracsgd.llc.sgld import SGLDSettings
 
 # %%
@@ -40,93 +39,6 @@ from fracsgd.llc.estimate import calibrate
 reg = make_dln([10, 3], 3, seed=0)                     # one layer: linear regression at its true weights
 X_reg, y_reg = dln_data(reg, 4000)
 nb = default_n_beta(len(X_reg))
-
-# %% [markdown]
-# ### The localization's systematic error, measured with every estimate
-#
-# The Monte-Carlo standard error says how far another run at the same $\gamma$ would land. It says nothing of
-# the largest error we know of: the localization holds the chains in every direction whose curvature is below
-# $\gamma/(n\beta)$ and cuts off the slowly growing directions of a singular minimum, so the estimate moves
-# with $\gamma$ (app. H.3 of the paper reports 40–70% for its $\gamma=100$; the
-# [LLC-at-depth chapter](llc_depth.html) measures it on deep linear networks). With `systematic=True` in the
-# settings (the automatic setting of the [LLC chapter](llc.html) has it), `estimate_llc` measures this error on
-# every model it estimates:
-#
-# * it repeats the estimate at `SENSITIVITY_FACTOR` $=3$ times the localization, with the same step sizes and a
-#   third of the steps (the same number of relaxation times $1/(\epsilon\gamma)$, since the flat directions
-#   relax three times faster), at a third more cost (`stronger_localization`);
-# * the shift $\Delta = \hat\lambda(\gamma) - \hat\lambda(3\gamma)$ says how steeply the estimate falls with
-#   $\gamma$. `with_localization_interval` reports $\hat\lambda = \hat\lambda(\gamma) + k\Delta$, the estimate
-#   carried a step of $k$ shifts towards weaker localization, and the interval
-#   $\hat\lambda \pm (w|\Delta| + 2\,\mathrm{se})$, with se the Monte-Carlo error of the extrapolated value;
-# * $k$ = `LOCALIZATION_EXTRAPOLATION` and $w$ = `LOCALIZATION_SPREAD` were set on the tuning part of the
-#   depth-covering validation set and are reported on its held-out part (see the LLC-at-depth chapter). The
-#   estimate without the step, its error and the one at $3\gamma$ stay in the diagnostics (`llc_raw`,
-#   `llc_raw_se`, `llc_stronger`, `llc_stronger_se`, `llc_shift`, `systematic`);
-# * an estimate whose interval is wider than `INTERVAL_LIMIT` of its value on either side is flagged: it depends
-#   on the localization more than any extrapolation can be trusted to remove. The reach-used warning, which only
-#   guessed at this dependence, is left out when it has been measured.
-#
-# Without `systematic` (the paper's preset, and any settings built by hand), `llc_low` and `llc_high` are the
-# Monte-Carlo interval $\hat\lambda\pm2\,\mathrm{se}$ and say so: the `systematic` column is empty.
-
-# %%
-#| export
-SENSITIVITY_FACTOR = 3.0            # the stronger localization of the repeated estimate, as a multiple of gamma
-LOCALIZATION_EXTRAPOLATION = 0.5    # k: shifts added towards weaker localization (set on the tuning part)
-LOCALIZATION_SPREAD = 1.5           # w: the systematic half-width, in shifts (set on the tuning part)
-INTERVAL_LIMIT = 0.15               # relative half-width above which an estimate is flagged
-
-def stronger_localization(settings: SGLDSettings, factor: float = SENSITIVITY_FACTOR) -> SGLDSettings:
-    "The settings of the repeated estimate: `factor` times the localization, 1/`factor` of the steps, another seed."
-    return settings.replace(localization=settings.localization * factor, systematic=False, seed=settings.seed + 1,
-                            n_burnin=math.ceil(settings.n_burnin / factor),
-                            n_draws=max(2, math.ceil(settings.n_draws / factor)))
-
-def localization_interval(llc, se, llc_stronger, se_stronger, extrapolation: float = LOCALIZATION_EXTRAPOLATION,
-                          spread: float = LOCALIZATION_SPREAD) -> dict:
-    """The extrapolated estimate and its interval from estimates at gamma and `SENSITIVITY_FACTOR` * gamma (floats
-    or arrays): `llc` = llc + k*shift, `llc_se` its Monte-Carlo error, `systematic` = w*|shift|, `llc_low`,
-    `llc_high` = llc -/+ (systematic + 2 se), and the relative `llc_shift` = shift / llc at gamma."""
-    a, b = np.asarray(llc, float), np.asarray(llc_stronger, float)
-    shift = a - b
-    point = a + extrapolation * shift
-    point_se = np.hypot((1 + extrapolation) * np.asarray(se, float), extrapolation * np.asarray(se_stronger, float))
-    half = spread * np.abs(shift) + Z_INTERVAL * point_se
-    with np.errstate(divide='ignore', invalid='ignore'):
-        rel = shift / a
-    return dict(llc=point, llc_se=point_se, systematic=spread * np.abs(shift), llc_low=point - half,
-                llc_high=point + half, llc_shift=rel)
-
-def with_localization_interval(res: LLCResult, stronger: LLCResult) -> LLCResult:
-    """`res` (an estimate at gamma) with `stronger` (the same models at `SENSITIVITY_FACTOR` * gamma) folded in:
-    the extrapolated estimate, its interval, both raw estimates in the diagnostics, the stronger run's problems
-    and a flag when the interval is wider than `INTERVAL_LIMIT` of the estimate on either side."""
-    d, e = res.diagnostics.copy(), stronger.diagnostics
-    out = localization_interval(d.llc.to_numpy(), d.llc_se.to_numpy(), e.llc.to_numpy(), e.llc_se.to_numpy())
-    d['llc_raw'], d['llc_raw_se'] = d.llc, d.llc_se
-    d['llc_stronger'], d['llc_stronger_se'] = e.llc.to_numpy(), e.llc_se.to_numpy()
-    for k, v in out.items():
-        d[k] = v
-    problems = []
-    for r, s in zip(d.itertuples(), e.itertuples()):
-        p = [r.problems] if r.problems else []
-        p_strong = llc_problems(s.llc, s.llc_se, s.mala_acceptance, s.drift_z, s.rhat, s.ess, s.reach_used,
-                                s.relaxations, localization_measured=True)
-        p += [f'at {SENSITIVITY_FACTOR:g} x the localization: {c}' for c in problem_clauses(p_strong)]
-        width = (r.llc_high - r.llc_low) / 2 / abs(r.llc) if r.llc else math.inf
-        if not np.isfinite(width) or width > INTERVAL_LIMIT:
-            p.append(f'the estimate depends on the localization: it moves by {-r.llc_shift:+.0%} at '
-                     f'{SENSITIVITY_FACTOR:g} x gamma, and its interval is +-{width:.0%} (> {INTERVAL_LIMIT:.0%}); '
-                     f'weaker localization with longer chains, or a localization_sweep, may settle it')
-        problems.append('; '.join(p))
-    d['problems'], d['flagged'] = problems, [bool(p) for p in problems]
-    _warn_problems(d)
-    single = np.ndim(res.llc) == 0
-    number = (lambda c: float(d[c].iloc[0])) if single else (lambda c: d[c].to_numpy())
-    return dataclasses.replace(res, llc=number('llc'), llc_se=number('llc_se'), llc_low=number('llc_low'),
-                               llc_high=number('llc_high'), diagnostics=d)
-
 
 # %%
 toy_interval = localization_interval(40.0, 0.5, 30.0, 0.5, extrapolation=1.0, spread=0.5)

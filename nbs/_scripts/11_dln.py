@@ -18,11 +18,10 @@ from fractions import Fraction
 from typing import Sequence
 
 import pandas as pd
-import torch
-from torch import nn
 
 from fracsgd.nets.models import dln_data, make_dln
-from fracsgd.llc.sgld import PAPER_PRESET, SGLDSettings
+from fracsgd.llc.sgld import SGLDSettings
+from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.llc.estimate import calibrate, estimate_llc
 
 # %%

@@ -23,7 +23,8 @@ import torch
 import fracsgd
 from fracsgd.llc.dln import aoyagi_dln_lambda, regression_settings
 from fracsgd.core import write_table
-from fracsgd.llc.estimate import MIN_RELAXATIONS, chain_statistics, estimate_llc, llc_problems, top_hessian_eigenvalue
+from fracsgd.llc.estimate import estimate_llc, top_hessian_eigenvalue
+from fracsgd.llc.result import MIN_RELAXATIONS, chain_statistics, llc_problems
 from fracsgd.llc.localization import SENSITIVITY_TOLERANCE, localization_sensitivity
 from fracsgd.nets.models import make_dln
 from fracsgd.llc.sgld import LangevinState, SGLDDivergenceError, default_n_beta, mala_acceptance

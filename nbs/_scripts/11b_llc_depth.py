@@ -21,12 +21,11 @@ import pandas as pd
 import torch
 from torch import nn
 
-import fracsgd
 from fracsgd.core import write_table
 from fracsgd.llc.dln import aoyagi_dln_lambda, regression_settings
 from fracsgd.llc.estimate import calibrate, estimate_llc
 from fracsgd.llc.validation import validation_problem
-from fracsgd.llc.localization import INTERVAL_LIMIT, localization_interval
+from fracsgd.llc.result import INTERVAL_LIMIT, localization_interval
 from fracsgd.nets.models import make_balanced_dln
 from fracsgd.llc.sgld import SGLDDivergenceError, default_n_beta
 from fracsgd.nets.stack import gaussian_nll
@@ -285,7 +284,7 @@ k_best = float(k_scores.idxmin())
 w_best = next(w for w in W_GRID if apply_rule(noiseless_tune, k_best, w).covered.all())
 print(k_scores.round(3).to_string())
 print(f'chosen on the tuning part: k = {k_best:g}, w = {w_best:g}')
-from fracsgd.llc.localization import LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD
+from fracsgd.llc.result import LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD
 assert (k_best, w_best) == (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD)      # the package's constants
 tuned = apply_rule(tune_rows, k_best, w_best)
 tuned[['net', 'depth', 'layers', 'rank', 'noise', 'n', 'true_llc', 'llc_raw', 'llc_stronger', 'estimate', 'low',

@@ -25,7 +25,7 @@ from torch import nn
 from fracsgd.core import write_table
 from fracsgd.llc.dln import aoyagi_dln_lambda, rank_maps_half_dimension
 from fracsgd.llc.estimate import calibrate, estimate_llc
-from fracsgd.llc.depth import depth_problem, depth_set
+from fracsgd.llc.depth import depth_problem
 from fracsgd.llc.sgld import SGLDSettings, default_n_beta
 
 

@@ -29,8 +29,10 @@ from fastcore.basics import patch
 from fracsgd.core import (PhaseClock, ResumableCall, check_range, check_whole, replace_checked, report_progress,
                           rng_states, set_rng_states)
 from fracsgd.train.displacement import parameter_groups
-from fracsgd.llc.estimate import estimate_llc, problem_clauses
-from fracsgd.llc.sgld import PAPER_PRESET, SGLDSettings
+from fracsgd.llc.estimate import estimate_llc
+from fracsgd.llc.result import problem_clauses
+from fracsgd.llc.sgld import SGLDSettings
+from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.nets.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
                            placement, resolve_device, resolve_loss)
 from fracsgd.train.stacked_optim import OPTIMIZERS, StackedOptimizer

@@ -449,7 +449,7 @@ from fracsgd.nets.models import make_mlp
 from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
 from fracsgd.train.displacement import runs_matrix
 from fracsgd.llc.estimate import estimate_llc
-from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.llc.settings import PAPER_PRESET
 
 clock = {}
 t0 = time.perf_counter()

@@ -39,7 +39,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 import matplotlib.pyplot as plt
 
 from fracsgd.core import added_field, save_figures, write_table
@@ -47,11 +46,11 @@ from fracsgd.datasets.moons import load_moons
 from fracsgd.nets.models import make_mlp
 from fracsgd.train.displacement import runs_matrix
 from fracsgd.train.ensemble import EnsembleSettings, PerChunk, train_ensemble
-from fracsgd.llc.sgld import PAPER_PRESET
-from fracsgd.experiment.runner import Study, run_one, placement
+from fracsgd.llc.settings import PAPER_PRESET
+from fracsgd.experiment.runner import Study
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.spectral import fit_power_law, compare_growth_laws, diffusion_regime
-from fracsgd.diffusion.crossover import detect_crossover, fit_late_exponent, local_slope, LATE_ESTIMATORS
+from fracsgd.diffusion.crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS
 from fracsgd.diffusion.ageing import IncrementRecorder, sgd_gd_controls, plot_sgd_gd
 from fracsgd.diffusion.return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
 

@@ -30,7 +30,8 @@ from fracsgd.nets.models import make_mlp
 from fracsgd.train.ensemble import EnsembleSettings, EnsembleTrainer, PerChunk, train_ensemble
 from fracsgd.diffusion.ageing import IncrementRecorder
 from fracsgd.diffusion.return_probability import ProjectedPath, path_returns, projected_paths
-from fracsgd.llc.sgld import PAPER_PRESET, SGLDSettings
+from fracsgd.llc.sgld import SGLDSettings
+from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.llc.estimate import calibrate, estimate_llc
 from fracsgd.ledger.provenance import mark_stand_in
 from fracsgd.experiment.runner import Study, data_identity

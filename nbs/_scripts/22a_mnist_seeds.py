@@ -13,7 +13,6 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,13 +23,10 @@ import matplotlib.pyplot as plt
 from fracsgd.core import read_table, write_table, save_figures
 from fracsgd.diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from fracsgd.diffusion.spectral import fit_power_law
-from fracsgd.diffusion.crossover import local_slope
 from fracsgd.diffusion.return_probability import returns_summary
-from fracsgd.datasets.common import DataSourceWarning
 from fracsgd.train.displacement import runs_matrix
-from fracsgd.ledger.claims import record_claims
 from fracsgd.ledger.provenance import COMPACT
-from fracsgd.experiment.store import load_study, read_meta
+from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
 

@@ -29,7 +29,7 @@ from fracsgd.diffusion.crossover import local_slope
 from fracsgd.datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
 from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
 from fracsgd.ledger.provenance import mark_stand_in
-from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.diffusion.spectral import fit_power_law
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_net, compact_trajectories

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import json, math, time, warnings
+import math, time, warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,16 +23,15 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from fracsgd.nets.convnets import (ARCHS, FineTuneNet, PretrainedWeightsMissing, _batches, build_net, evaluate,
-                              head_features, pretrain_from_scratch)
-from fracsgd.core import read_table, save_figures, write_table
+from fracsgd.nets.convnets import (ARCHS, FineTuneNet, _batches, build_net, evaluate, head_features,
+    pretrain_from_scratch)
+from fracsgd.core import save_figures, write_table
 from fracsgd.datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
 from fracsgd.train.displacement import Recorder, log_steps
-from fracsgd.ledger.provenance import COMPACT
 from fracsgd.llc.estimate import estimate_llc
 from fracsgd.experiment.runner import Study
-from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.diffusion.spectral import fit_power_law
 from fracsgd.experiment.store import load_study
 

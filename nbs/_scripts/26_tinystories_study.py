@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import functools, hashlib, json, math, time, warnings
+import functools, hashlib, json, math, time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from fracsgd.core import atomic_path, read_table, write_table, save_figures, require
+from fracsgd.core import atomic_path, write_table, save_figures, require
 from fracsgd.diffusion.crossover import predict_displacement
 from fracsgd.datasets.common import cache_dir
 from fracsgd.datasets.tinystories import (CausalLMLogits, TokenBlocks, check_context, check_tokenizer, lm_n_beta,
@@ -32,7 +32,7 @@ from fracsgd.train.displacement import Recorder
 from fracsgd.llc.estimate import LLCMeasurement, final_llc
 from fracsgd.nets.models import block_groups, stand_in_config
 from fracsgd.experiment.runner import Study
-from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.diffusion.spectral import fit_power_law, log_spaced_indices
 from fracsgd.experiment.store import load_study
 

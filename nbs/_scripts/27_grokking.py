@@ -20,14 +20,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
 import warnings
 from scipy import stats
 
-from fracsgd.core import read_table, write_table, save_figures
+from fracsgd.core import write_table, save_figures
 from fracsgd.datasets.common import batches
 from fracsgd.datasets.modular import load_modular
 from fracsgd.train.displacement import Recorder
@@ -35,7 +34,7 @@ from fracsgd.diffusion.jumps import (all_at_once, coincidences, detect_jumps, fi
                            step_statistics, transition_times)
 from fracsgd.llc.estimate import LLCMeasurement
 from fracsgd.experiment.runner import Study
-from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.experiment.store import load_study
 from fracsgd.studies.grokking_models import Accuracy, StepProjections, make_model
 

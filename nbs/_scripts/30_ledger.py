@@ -13,18 +13,18 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import datetime, hashlib, importlib, json, math, re, shutil
+import hashlib, json, math, re, shutil
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-import fracsgd
 from fracsgd.core import atomic_path, write_table, read_table
-from fracsgd.experiment.store import read_meta, read_plan, runs_table, status
-from fracsgd.ledger.provenance import (COMPACT, LEDGER_DIR, NBETA_NAMES, SCALES, STAND_IN, compact_label, llc_nbeta,
-                                mark_stand_in, result_scale, save_compact, scale_kind, stand_in, study_configuration)
+from fracsgd.experiment.store import runs_table
+from fracsgd.ledger.bound import half_d_row
+from fracsgd.ledger.provenance import (COMPACT, LEDGER_DIR, STAND_IN, compact_label, result_scale, save_compact,
+    scale_kind, study_configuration)
 
 # %% [markdown]
 # The paper ("Almost Bayesian", ICLR 2026) makes its case with numbers: exponents in
@@ -67,7 +67,8 @@ LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low
 # its verdict under the rules below:
 
 # %%
-from fracsgd.ledger.claims import verdicts_by_scale, ledger_table as _table, read_ledger as _read
+from fracsgd.ledger.claims import read_ledger as _read
+from fracsgd.ledger.table import verdicts_by_scale, ledger_table as _table
 by_scale = verdicts_by_scale()
 by_scale
 
@@ -631,7 +632,6 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
         if (tc := crossover_note(summary, c.quantity)) and not math.isnan(value):
             said = '; '.join(x for x in (said, tc) if x)
         add(c.claim_id, value, lo, hi, said, bool(named[c.Index]))
-    from fracsgd.ledger.checks import half_d_row              # late: it reads parameter counts of the studies
     if (d3 := half_d_row(pd.DataFrame(rows, columns=LEDGER_COLUMNS), compact, claims)) is not None:
         add(*d3, False)
     return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
@@ -827,57 +827,12 @@ stale
 def _fmt(x: float) -> str:
     return f'{x:.4g}'
 
-def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
-    "The ledger as one row per claim, joined with the claims; claims without a recorded number are not run yet."
-    claims_table = read_claims(claims)
-    rows = read_ledger(ledger, claims_table)
-    rank = rows.scale.map(lambda x: SCALES.index(scale_kind(x))) * 10 + rows.config.map({'full': 0, 'quick': 1}).fillna(2)
-    decisive = rows.verdict.isin(['reproduced', 'not reproduced']).astype(int)     # among equals: undecided first
-    best = (rows.assign(rank=rank, decisive=decisive).sort_values(['rank', 'decisive', 'source'], kind='stable')
-            .drop_duplicates('claim_id').set_index('claim_id'))
-    out = []
-    for c in claims_table.itertuples():
-        r = best.loc[c.claim_id] if c.claim_id in best.index else None
-        config = '' if r is None else f'{r.config} ({r.config_hash})'
-        scale = '' if r is None else r.scale
-        out.append(dict(claim=c.claim_id, location=c.location, what=c.claim, paper=paper_text(c._asdict()),
-                        ours='' if r is None else ours_text(r), configuration=config,
-                        verdict='not run yet' if r is None else r.verdict,
-                        scale=scale, note='' if r is None else r.note, study=c.study))
-    return pd.DataFrame(out)
-
-def paper_text(claim) -> str:
-    "The paper's side of a claim as the tables show it: '< 1', '0.009', '2.585 ± 0.779' or '(no number)'."
-    if not claim['paper_value']:
-        return '(no number)'
-    return ({'above': '> ', 'below': '< '}.get(claim['kind'], '') + claim['paper_value'] +
-            (f' ± {claim["tolerance"]}' if claim['tolerance'] else ''))
-
-def ours_text(row) -> str:
-    "Our side of a ledger row: 'value [low, high]', a grid-edge bound ('≤ 0.05, grid edge'), or '' without a number."
-    if row.value is None or math.isnan(row.value):
-        return ''
-    edge = re.search(r'[≤≥] \S+, grid edge', row.note)
-    return edge.group(0) if edge else f'{_fmt(row.value)} [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}]'
-
-def verdicts_by_scale(ledger=None, claims=None) -> pd.DataFrame:
-    """Claims counted by the scale of the number shown for them (`ledger_table`) and its verdict; a claim with
-    no number counts under 'no number'."""
-    table = ledger_table(ledger, claims)
-    has = table.ours != ''
-    kind = table.scale.where(has, '').map(lambda x: scale_kind(x) if x else 'no number')
-    counts = pd.crosstab(kind, table.verdict).reindex(index=[*SCALES, 'no number'], columns=list(VERDICTS),
-                                                      fill_value=0)
-    counts = counts.loc[counts.sum(axis=1) > 0, counts.sum(axis=0) > 0]
-    counts['claims'] = counts.sum(axis=1)
-    return counts.rename_axis(index='scale', columns=None)
-
-
 # %% [markdown]
 # The committed ledger, checked first: every recorded row must follow from its committed result.
 
 # %%
 assert stale_rows() == [], stale_rows()
+from fracsgd.ledger.table import ledger_table
 table = ledger_table()
 assert len(table) == len(claims) and set(table.verdict) <= set(VERDICTS)
 counts = table.groupby('verdict').size().reindex(VERDICTS, fill_value=0)

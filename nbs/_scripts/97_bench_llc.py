@@ -24,7 +24,8 @@ import torch.nn.functional as F
 from fracsgd.core import default_device
 from fracsgd.nets.models import make_mlp
 from fracsgd.llc.estimate import estimate_llc
-from fracsgd.llc.sgld import PAPER_PRESET, SGLDSettings, default_n_beta
+from fracsgd.llc.sgld import SGLDSettings, default_n_beta
+from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.nets.convnets import build_net
 from fracsgd.bench.timing import report, timed
 

@@ -17,8 +17,8 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from fracsgd.experiment.runner import STUDIES, get_study, placement, report_study, run_study, StudyFailed
-from fracsgd.experiment.store import StudyBusy, read_meta, status
+from fracsgd.experiment.runner import STUDIES, get_study, placement, report_study, run_study
+from fracsgd.experiment.store import StudyBusy, status
 
 # %% [markdown]
 # The command line calls studies, the sweep runner and benchmarks; nothing in the core knows about it.
