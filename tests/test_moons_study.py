@@ -136,7 +136,7 @@ def test_full_batch_run_is_gradient_descent_on_all_the_data():
     # cross-entropy over all 512 points, step for step (known answer: w <- w - lr * grad L_n(w)).
     import copy, torch
     import torch.nn.functional as F
-    from fracsgd.experiment.runner import Placement, place
+    from fracsgd.placement import Placement, place
     run = dataclasses_replace(study.runs(dataclasses_replace(study.CONTROLS, n_models=2, nets_per_run=2, epochs=10))[1])
     assert run.full_batch
     p = Placement('cpu', 'float64')

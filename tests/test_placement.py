@@ -21,7 +21,8 @@ from fracsgd.llc.estimate import LLCMeasurement, calibrate, calibrate_step_size,
 from fracsgd.llc.localization import localization_sweep
 from fracsgd.nets.models import make_mlp
 from fracsgd.llc.sgld import SGLDSampler, SGLDSettings
-from fracsgd.nets.stack import ModelStack, model_device, model_dtype, placement, resolve_loss
+from fracsgd.nets.stack import ModelStack, where_to_compute, resolve_loss
+from fracsgd.placement import model_device, model_dtype
 
 SIZES = [2, 8, 2]
 SHORT = SGLDSettings(step_size=1e-4, n_chains=2, n_draws=20, n_burnin=0, batch_size=32, diag_every=5)
@@ -191,7 +192,7 @@ def test_the_default_device_is_the_models_and_float32_results_are_unchanged(moon
 
 def test_placement_returns_the_callers_tensors(moons):
     X, y = moons
-    device, X2, y2 = placement(_nets(), (X, y), loss='classification')
+    device, X2, y2 = where_to_compute(_nets(), (X, y), loss='classification')
     assert device == torch.device('cpu') and X2 is X and y2 is y
 
 

@@ -13,7 +13,8 @@ from fracsgd.datasets.tiny_imagenet import (TINY_FOLDER, TINY_URL, TinyImageNetM
                                             find_tiny_imagenet, load_tiny_imagenet, read_val_annotations,
                                             read_wnids, stand_in_images, write_fake_tiny_imagenet)
 from fracsgd.nets.convnets import PretrainedWeightsMissing, build_net
-from fracsgd.experiment.runner import placement, run_one, run_study
+from fracsgd.experiment.runner import run_one, run_study
+from fracsgd.placement import placement
 from fracsgd.studies import tiny_imagenet as ti
 from fracsgd.experiment.sweep import unique_runs
 from conftest import smoke_run_checks

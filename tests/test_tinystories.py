@@ -159,7 +159,8 @@ def test_hub_loading_code_on_local_files_in_the_hub_formats(tmp_path, tokenizer,
     monkeypatch.setattr(study, 'load_stories', functools.partial(load_stories, str(data_dir)))
     run = study.LMRun(model=str(model_dir), steps=12, llc_every=6, llc_draws=3, llc_blocks=8, block_size=16,
                       batch_size=4, n_stories=40)
-    from fracsgd.experiment.runner import placement, run_one
+    from fracsgd.experiment.runner import run_one
+    from fracsgd.placement import placement
     with pytest.warns(UserWarning):                      # a 3-draw LLC is flagged, as it should be
         out = run_one(study.STUDY, placement('cpu'), tmp_path / 'study', run)
     traj = out['trajectory']

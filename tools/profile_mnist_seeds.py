@@ -43,7 +43,8 @@ def _records(settings, n_steps: int) -> int:
 def phases(steps: int = 300, calibrated_nets: int = 2, smoke: bool = False) -> pd.DataFrame:
     from fracsgd.core import seed_everything
     from fracsgd.core import PhaseClock
-    from fracsgd.experiment.runner import Placement, run_one, trained_path, report_study
+    from fracsgd.experiment.runner import run_one, trained_path, report_study
+    from fracsgd.placement import Placement
     from fracsgd.experiment.store import load_study, open_study, save_plan, save_run, write_runs
     from fracsgd.experiment.sweep import config_record, run_key
     from fracsgd.studies import mnist_runs as mr

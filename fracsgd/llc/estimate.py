@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..nets.stack import ModelStack, as_data, batched_loss, full_data_loss, placement, resolve_loss
+from ..nets.stack import ModelStack, as_data, batched_loss, full_data_loss, where_to_compute, resolve_loss
 from .sgld import SGLDSampler, SGLDSettings, default_n_beta, shared_settings
 from .settings import PAPER_PRESET
 from .criticality import GradientDrop, full_data_gradient
@@ -35,7 +35,7 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
     models = [model_or_models] if single else list(model_or_models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("model_or_models must be an nn.Module or a non-empty list of them")
-    device, X, y = placement(models, data, device, loss)              # nothing is moved
+    device, X, y = where_to_compute(models, data, device, loss)              # nothing is moved
     per_model = isinstance(settings, (list, tuple))
     if per_model and len(settings) != len(models):
         raise ValueError(f"{len(settings)} settings for {len(models)} models: give one per model, or one for all")
@@ -127,7 +127,7 @@ def top_hessian_eigenvalue(model: nn.Module, data, loss='classification', *, n_i
                            device=None) -> float:
     """Largest Hessian eigenvalue of the mean per-sample loss L_n at the model's weights.
     By power iteration on Hessian-vector products."""
-    device, X, y = placement([model], data, device, loss)             # nothing is moved
+    device, X, y = where_to_compute([model], data, device, loss)             # nothing is moved
     if max_samples and len(X) > max_samples:
         keep = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed))[:max_samples].to(device)
         X, y = X[keep], y[keep]

@@ -14,7 +14,8 @@ import torch
 from fastcore.basics import patch
 
 from .settings import SGLDSettings, default_n_beta, shared_settings
-from ..nets.stack import ModelStack, batch_mean, batched_loss, chain_minibatches, chain_seed, data_device
+from ..nets.stack import ModelStack, batch_mean, batched_loss, chain_minibatches, chain_seed
+from ..placement import data_device
 
 # %% auto #0
 __all__ = ['CHUNK', 'RELAXATIONS_AFTER_BURNIN', 'SGLDDivergenceError', 'LangevinState', 'sum_sq', 'mala_acceptance', 'SGLDRun',

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/08_stack.ipynb #1a466f91
 from __future__ import annotations
-import copy, itertools, math
+import copy, math
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -13,11 +13,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, vmap
 
+from ..placement import tensors, _as_models, data_device, model_device, model_dtype, resolve_device
+
 # %% auto #0
 __all__ = ['ELEMENTWISE', 'cross_entropy_loss', 'batch_mean', 'gaussian_nll', 'resolve_loss', 'is_classification', 'check_labels',
-           'check_fits', 'resolve_device', 'data_device', 'as_data', 'model_device', 'model_dtype', 'placement',
-           'ModelStack', 'matmul_plan', 'batched_forward', 'member_losses', 'batched_loss', 'full_data_loss',
-           'chain_seed', 'chain_minibatches']
+           'check_fits', 'as_data', 'where_to_compute', 'ModelStack', 'matmul_plan', 'batched_forward', 'member_losses',
+           'batched_loss', 'full_data_loss', 'chain_seed', 'chain_minibatches']
 
 # %% ../../nbs/08_stack.ipynb #d7cb5d9f
 def cross_entropy_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -119,19 +120,6 @@ def check_fits(model: nn.Module, X: torch.Tensor, y: torch.Tensor, loss_fn: Call
         check_labels(y, out.shape[1], tuple(out.shape[1:]))
 
 # %% ../../nbs/08_stack.ipynb #7b164683
-def resolve_device(device) -> torch.device:
-    "`device` as a `torch.device` with its index filled in (`'cuda'` is the current GPU), so that devices compare."
-    device = torch.device(device)
-    if device.index is None and device.type not in ('cpu', 'meta'):
-        device = torch.empty(0, device=device).device
-    return device
-
-def data_device(X: torch.Tensor, y: torch.Tensor) -> torch.device:
-    "The one device of inputs `X` and targets `y`; refused, naming both, when they are on two."
-    if X.device != y.device:
-        raise ValueError(f"the inputs are on {X.device} but the targets are on {y.device}: place both on one device")
-    return X.device
-
 def as_data(data, device=None, model: nn.Module | None = None, loss=None) -> tuple[torch.Tensor, torch.Tensor]:
     """`data` as `(inputs, targets)`, refused with a message naming the problem if it is malformed, if it is not
     on `device` (when one is named; nothing is moved), or, when `model` is given, if it does not fit the model
@@ -154,44 +142,7 @@ def as_data(data, device=None, model: nn.Module | None = None, loss=None) -> tup
     return X, y
 
 # %% ../../nbs/08_stack.ipynb #db5bc3a5
-def _as_models(models) -> list:
-    return [models] if isinstance(models, nn.Module) else list(models)
-
-def _tensors(models: list, buffers: bool = True):
-    "(where, tensor) of every parameter (and buffer) of `models`; `where` names the model and the tensor."
-    for i, m in enumerate(models):
-        named = itertools.chain(m.named_parameters(), m.named_buffers() if buffers else ())
-        for name, t in named:
-            yield (f"model {i}'s {name!r}" if len(models) > 1 else repr(name)), t
-
-def model_device(models) -> torch.device:
-    """The one device of every parameter and buffer of `models` (a module or a list of modules); refused, naming
-    two devices and a tensor on each, when they are spread over several, or when there are no tensors at all."""
-    found = {}
-    for where, t in _tensors(_as_models(models)):
-        found.setdefault(t.device, where)
-    if not found:
-        raise ValueError("the models hold no parameters or buffers: there is no device to compute on")
-    if len(found) > 1:
-        (a, wa), (b, wb) = list(found.items())[:2]
-        raise ValueError(f"the models are on more than one device: {wa} is on {a} but {wb} is on {b}; place "
-                         "them all on one device")
-    return next(iter(found))
-
-def model_dtype(models) -> torch.dtype | None:
-    """The one floating dtype of the parameters of `models`; refused, naming two, when they have several; None
-    when no parameter is floating."""
-    found = {}
-    for where, t in _tensors(_as_models(models), buffers=False):
-        if t.is_floating_point():
-            found.setdefault(t.dtype, where)
-    if len(found) > 1:
-        (a, wa), (b, wb) = list(found.items())[:2]
-        raise ValueError(f"the models' parameters have more than one dtype: {wa} is {a} but {wb} is {b}; convert "
-                         f"them to one (model.to({a}))")
-    return next(iter(found), None)
-
-def placement(models, data, device=None, loss=None) -> tuple[torch.device, torch.Tensor, torch.Tensor]:
+def where_to_compute(models, data, device=None, loss=None) -> tuple[torch.device, torch.Tensor, torch.Tensor]:
     """Where the computation on `models` and `data` runs, and the data `(X, y)`, checked: `device` when it is
     named, else the models' own (`model_device`). Nothing is moved: data on another device, models on the `meta`
     device, and floating data of another dtype than the models' are refused with a message that names both;
@@ -233,7 +184,7 @@ class ModelStack:
     stacked. `template` is the first model itself when it is on `device`, else a copy there: no model moves."""
     def __init__(self, models: Sequence[nn.Module], device):
         device = resolve_device(device)
-        on_device = all(t.device == device for _, t in _tensors([models[0]]))
+        on_device = all(t.device == device for _, t in tensors(models[0]))
         self.template = models[0] if on_device else _copy_to(models[0], device)
         named = list(self.template.named_parameters())
         self.names = [n for n, _ in named]

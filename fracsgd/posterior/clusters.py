@@ -14,7 +14,8 @@ from sklearn.cluster import AgglomerativeClustering, KMeans
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 
 from ..llc.sgld import SGLDSampler, SGLDSettings
-from ..nets.stack import ModelStack, batched_forward, model_dtype, placement, resolve_loss
+from ..nets.stack import ModelStack, batched_forward, where_to_compute, resolve_loss
+from ..placement import model_dtype
 
 # %% auto #0
 __all__ = ['SILHOUETTE_STRONG', 'SILHOUETTE_NONE', 'ARI_STRONG', 'POSTERIOR_PAPER', 'K_RULES', 'probe_grid', 'predict_on_probe',
@@ -194,7 +195,7 @@ def sample_posterior(models, data, probe, settings: SGLDSettings = POSTERIOR_PAP
     """Local-posterior draws' probabilities on `probe`: [models, chains, draws, probe points, classes].
     On `device` if named, else where the models are; the data must be there (nothing is moved)."""
     models = list(models)
-    device, X, y = placement(models, data, device, loss)
+    device, X, y = where_to_compute(models, data, device, loss)
     probe = torch.as_tensor(probe, dtype=X.dtype, device=device)
     if probe.ndim != 2 or probe.shape[1:] != X.shape[1:]:
         raise ValueError(f"the probe set must have shape [points, {X.shape[1]}], got {tuple(probe.shape)}")

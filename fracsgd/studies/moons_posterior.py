@@ -21,7 +21,8 @@ from ..train.ensemble import EnsembleSettings, train_ensemble
 from ..llc.estimate import estimate_llc
 from ..llc.sgld import SGLDSettings
 from ..llc.settings import PAPER_PRESET
-from ..experiment.runner import Study, place
+from ..experiment.runner import Study
+from ..placement import place
 from ..experiment.store import read_meta, read_plan
 from ..experiment.sweep import config_record
 from ..posterior.clusters import (POSTERIOR_PAPER, choose_k, cluster_centroids, cluster_solutions, clustering_reports,

@@ -22,10 +22,10 @@ from ..core import (PhaseClock, ResumableCall, check_range, check_whole, replace
 from .displacement import parameter_groups
 from ..llc.estimate import estimate_llc
 from ..llc.result import problem_clauses
-from ..llc.sgld import SGLDSettings
-from ..llc.settings import PAPER_PRESET
-from ..nets.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
-                           placement, resolve_device, resolve_loss)
+from ..llc.settings import PAPER_PRESET, SGLDSettings
+from ..nets.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, member_losses,
+    where_to_compute, resolve_loss)
+from ..placement import data_device, resolve_device
 from .stacked_optim import OPTIMIZERS, StackedOptimizer
 from .chunks import default_memory_budget, member_bytes, plan_chunks
 
@@ -322,7 +322,7 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     models = list(models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
-    device, X, y = placement(models, data, device, loss)             # nothing is moved
+    device, X, y = where_to_compute(models, data, device, loss)             # nothing is moved
     s = (settings or EnsembleSettings()).replace(**changes)
     loss_fn = resolve_loss(loss)
     call = ResumableCall(_fingerprint(models, X, device, loss, s))     # inactive outside a `checkpointing` block

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import copy, itertools, math
+import copy, math
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, vmap
+
+from fracsgd.placement import tensors, _as_models, data_device, model_device, model_dtype, resolve_device
 
 # %%
 torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs
@@ -204,19 +206,6 @@ for X_bad, y_bad, words in [(torch.randn(6, 5), y_fit, 'in_features=3 (got 5)'),
 
 # %%
 #| export
-def resolve_device(device) -> torch.device:
-    "`device` as a `torch.device` with its index filled in (`'cuda'` is the current GPU), so that devices compare."
-    device = torch.device(device)
-    if device.index is None and device.type not in ('cpu', 'meta'):
-        device = torch.empty(0, device=device).device
-    return device
-
-def data_device(X: torch.Tensor, y: torch.Tensor) -> torch.device:
-    "The one device of inputs `X` and targets `y`; refused, naming both, when they are on two."
-    if X.device != y.device:
-        raise ValueError(f"the inputs are on {X.device} but the targets are on {y.device}: place both on one device")
-    return X.device
-
 def as_data(data, device=None, model: nn.Module | None = None, loss=None) -> tuple[torch.Tensor, torch.Tensor]:
     """`data` as `(inputs, targets)`, refused with a message naming the problem if it is malformed, if it is not
     on `device` (when one is named; nothing is moved), or, when `model` is given, if it does not fit the model
@@ -270,7 +259,7 @@ except ValueError as e:
 # The runner owns placement: a study puts its models and its data on one device, and everything here computes
 # where they are. `model_device` is the one device of the parameters and buffers of a model or a list of models
 # (models spread over several devices are refused, naming two of them), `model_dtype` their one floating dtype,
-# and `placement`, called where models and data enter a trainer or a sampler, decides where the computation
+# and `where_to_compute`, called where models and data enter a trainer or a sampler, decides where the computation
 # runs and checks the data against it:
 #
 # * with no `device` named, the computation runs on the models' device, in their floating dtype; data on another
@@ -287,44 +276,7 @@ except ValueError as e:
 
 # %%
 #| export
-def _as_models(models) -> list:
-    return [models] if isinstance(models, nn.Module) else list(models)
-
-def _tensors(models: list, buffers: bool = True):
-    "(where, tensor) of every parameter (and buffer) of `models`; `where` names the model and the tensor."
-    for i, m in enumerate(models):
-        named = itertools.chain(m.named_parameters(), m.named_buffers() if buffers else ())
-        for name, t in named:
-            yield (f"model {i}'s {name!r}" if len(models) > 1 else repr(name)), t
-
-def model_device(models) -> torch.device:
-    """The one device of every parameter and buffer of `models` (a module or a list of modules); refused, naming
-    two devices and a tensor on each, when they are spread over several, or when there are no tensors at all."""
-    found = {}
-    for where, t in _tensors(_as_models(models)):
-        found.setdefault(t.device, where)
-    if not found:
-        raise ValueError("the models hold no parameters or buffers: there is no device to compute on")
-    if len(found) > 1:
-        (a, wa), (b, wb) = list(found.items())[:2]
-        raise ValueError(f"the models are on more than one device: {wa} is on {a} but {wb} is on {b}; place "
-                         "them all on one device")
-    return next(iter(found))
-
-def model_dtype(models) -> torch.dtype | None:
-    """The one floating dtype of the parameters of `models`; refused, naming two, when they have several; None
-    when no parameter is floating."""
-    found = {}
-    for where, t in _tensors(_as_models(models), buffers=False):
-        if t.is_floating_point():
-            found.setdefault(t.dtype, where)
-    if len(found) > 1:
-        (a, wa), (b, wb) = list(found.items())[:2]
-        raise ValueError(f"the models' parameters have more than one dtype: {wa} is {a} but {wb} is {b}; convert "
-                         f"them to one (model.to({a}))")
-    return next(iter(found), None)
-
-def placement(models, data, device=None, loss=None) -> tuple[torch.device, torch.Tensor, torch.Tensor]:
+def where_to_compute(models, data, device=None, loss=None) -> tuple[torch.device, torch.Tensor, torch.Tensor]:
     """Where the computation on `models` and `data` runs, and the data `(X, y)`, checked: `device` when it is
     named, else the models' own (`model_device`). Nothing is moved: data on another device, models on the `meta`
     device, and floating data of another dtype than the models' are refused with a message that names both;
@@ -360,9 +312,9 @@ def placement(models, data, device=None, loss=None) -> tuple[torch.device, torch
 # %%
 lin = nn.Linear(3, 2)
 assert model_device([lin, nn.Linear(3, 2)]) == torch.device('cpu') and model_dtype(lin) == torch.float32
-where, X_p, y_p = placement([lin], (X_home, y_toy), loss='classification')
+where, X_p, y_p = where_to_compute([lin], (X_home, y_toy), loss='classification')
 assert where == torch.device('cpu') and X_p is X_home
-assert placement(nn.Linear(3, 2).double(), (X_home.double(), y_toy))[0] == torch.device('cpu')
+assert where_to_compute(nn.Linear(3, 2).double(), (X_home.double(), y_toy))[0] == torch.device('cpu')
 for models, data, words in [([nn.Linear(3, 2).to('meta')], (X_home, y_toy), ('on cpu', 'on meta')),
                             ([nn.Linear(3, 2).to('meta')], (X_home.to('meta'), y_toy.to('meta')),
                              ('meta', 'no weights')),
@@ -372,13 +324,13 @@ for models, data, words in [([nn.Linear(3, 2).to('meta')], (X_home, y_toy), ('on
                             ([nn.Linear(3, 2), nn.Linear(3, 2).to('meta')], (X_home, y_toy), ('cpu', 'meta')),
                             ([nn.Linear(3, 2), nn.Linear(3, 2).double()], (X_home, y_toy), ('float32', 'float64'))]:
     try:
-        placement(models, data)
+        where_to_compute(models, data)
         raise AssertionError(words)
     except ValueError as e:
         assert all(w in str(e) for w in words), e
         print(e)
 try:
-    placement([nn.Linear(3, 2)], (X_home, y_toy), device='meta')          # a named device: the data must be there
+    where_to_compute([nn.Linear(3, 2)], (X_home, y_toy), device='meta')          # a named device: the data must be there
     raise AssertionError
 except ValueError as e:
     assert "device='meta'" in str(e) and 'on cpu' in str(e), e
@@ -411,7 +363,7 @@ class ModelStack:
     stacked. `template` is the first model itself when it is on `device`, else a copy there: no model moves."""
     def __init__(self, models: Sequence[nn.Module], device):
         device = resolve_device(device)
-        on_device = all(t.device == device for _, t in _tensors([models[0]]))
+        on_device = all(t.device == device for _, t in tensors(models[0]))
         self.template = models[0] if on_device else _copy_to(models[0], device)
         named = list(self.template.named_parameters())
         self.names = [n for n, _ in named]

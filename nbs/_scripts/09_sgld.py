@@ -23,7 +23,8 @@ import torch
 from fastcore.basics import patch
 
 from fracsgd.llc.settings import SGLDSettings, default_n_beta, shared_settings
-from fracsgd.nets.stack import ModelStack, batch_mean, batched_loss, chain_minibatches, chain_seed, data_device
+from fracsgd.nets.stack import ModelStack, batch_mean, batched_loss, chain_minibatches, chain_seed
+from fracsgd.placement import data_device
 
 # %%
 import matplotlib.pyplot as plt

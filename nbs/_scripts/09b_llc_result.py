@@ -24,6 +24,7 @@ from fracsgd.llc.settings import SGLDSettings
 from fracsgd.llc.sgld import SGLDRun
 from fracsgd.llc.criticality import criticality_problem, gradient_pull_bound
 
+
 # %% [markdown]
 # The [LLC chapter](llc.html) samples the localized tempered posterior and hands the draws to this chapter, which
 # turns them into an `LLCResult`. Nothing here samples: each function takes numbers (draws, baselines,
@@ -311,7 +312,6 @@ with warnings.catch_warnings():
 assert np.allclose(fake.llc, [10 * 1.5, 10 * 2.5]) and fake.per_chain.shape == (2, 2)
 assert list(fake.diagnostics.step_size) == [1e-4, 5e-5]                    # as each chunk used them
 
-
 # %% [markdown]
 # ### The localization's systematic error, measured with every estimate
 #
@@ -397,5 +397,3 @@ def with_localization_interval(res: LLCResult, stronger: LLCResult) -> LLCResult
     number = (lambda c: float(d[c].iloc[0])) if single else (lambda c: d[c].to_numpy())
     return dataclasses.replace(res, llc=number('llc'), llc_se=number('llc_se'), llc_low=number('llc_low'),
                                llc_high=number('llc_high'), diagnostics=d)
-
-

@@ -18,7 +18,6 @@ from typing import Callable
 import numpy as np
 import torch
 
-
 # %%
 import matplotlib.pyplot as plt
 from fracsgd.nets.models import make_dln, dln_data
@@ -262,5 +261,3 @@ ax.axhline(0, color='grey', lw=0.5)
 ax.set(xlabel='distance from the minimum', ylabel=r'$\hat\lambda$',
        title=r'Linear regression at $\gamma=100$: the gradient pulls the estimate down')
 ax.legend(fontsize=8);
-
-

@@ -31,10 +31,10 @@ from fracsgd.core import (PhaseClock, ResumableCall, check_range, check_whole, r
 from fracsgd.train.displacement import parameter_groups
 from fracsgd.llc.estimate import estimate_llc
 from fracsgd.llc.result import problem_clauses
-from fracsgd.llc.sgld import SGLDSettings
-from fracsgd.llc.settings import PAPER_PRESET
-from fracsgd.nets.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, data_device, member_losses,
-                           placement, resolve_device, resolve_loss)
+from fracsgd.llc.settings import PAPER_PRESET, SGLDSettings
+from fracsgd.nets.stack import (ModelStack, batched_forward, chain_minibatches, chain_seed, member_losses,
+    where_to_compute, resolve_loss)
+from fracsgd.placement import data_device, resolve_device
 from fracsgd.train.stacked_optim import OPTIMIZERS, StackedOptimizer
 from fracsgd.train.chunks import default_memory_budget, member_bytes, plan_chunks
 
@@ -501,7 +501,7 @@ def train_ensemble(models: Sequence[nn.Module], data, loss='classification',
     models = list(models)
     if not models or not all(isinstance(m, nn.Module) for m in models):
         raise ValueError("models must be a non-empty list of nn.Module of one architecture")
-    device, X, y = placement(models, data, device, loss)             # nothing is moved
+    device, X, y = where_to_compute(models, data, device, loss)             # nothing is moved
     s = (settings or EnsembleSettings()).replace(**changes)
     loss_fn = resolve_loss(loss)
     call = ResumableCall(_fingerprint(models, X, device, loss, s))     # inactive outside a `checkpointing` block

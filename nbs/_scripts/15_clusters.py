@@ -23,7 +23,8 @@ from sklearn.cluster import AgglomerativeClustering, KMeans
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 
 from fracsgd.llc.sgld import SGLDSampler, SGLDSettings
-from fracsgd.nets.stack import ModelStack, batched_forward, model_dtype, placement, resolve_loss
+from fracsgd.nets.stack import ModelStack, batched_forward, where_to_compute, resolve_loss
+from fracsgd.placement import model_dtype
 
 # %%
 torch.set_num_threads(1)   # small nets and small tables: one thread avoids contention on small CPUs
@@ -350,7 +351,7 @@ def sample_posterior(models, data, probe, settings: SGLDSettings = POSTERIOR_PAP
     """Local-posterior draws' probabilities on `probe`: [models, chains, draws, probe points, classes].
     On `device` if named, else where the models are; the data must be there (nothing is moved)."""
     models = list(models)
-    device, X, y = placement(models, data, device, loss)
+    device, X, y = where_to_compute(models, data, device, loss)
     probe = torch.as_tensor(probe, dtype=X.dtype, device=device)
     if probe.ndim != 2 or probe.shape[1:] != X.shape[1:]:
         raise ValueError(f"the probe set must have shape [points, {X.shape[1]}], got {tuple(probe.shape)}")

@@ -566,7 +566,6 @@ assert set(bk.index) == {(k, m) for k in (2, 3, 4) for m in (1, 512)}
 assert bk.xi_star[(2, 1)] == ref['xi_star'][0] and np.isclose(bk.kl_at_paper_xi[(2, 1)], 0, atol=1e-7)
 ref['by_k'][['k', 'm', 'chains', 'chains_never_left', 'rhat_max', 'sgd_masses', 'posterior_masses', 'xi_star', 'kl_at_paper_xi']]
 
-
 # %% [markdown]
 # ## Figures, from the written tables
 #

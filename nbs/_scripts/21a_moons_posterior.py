@@ -30,7 +30,8 @@ from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
 from fracsgd.llc.estimate import estimate_llc
 from fracsgd.llc.sgld import SGLDSettings
 from fracsgd.llc.settings import PAPER_PRESET
-from fracsgd.experiment.runner import Study, place
+from fracsgd.experiment.runner import Study
+from fracsgd.placement import place
 from fracsgd.experiment.store import read_meta, read_plan
 from fracsgd.experiment.sweep import config_record
 from fracsgd.posterior.clusters import (POSTERIOR_PAPER, choose_k, cluster_centroids, cluster_solutions, clustering_reports,
@@ -261,7 +262,8 @@ STUDY = MoonsPosterior()
 
 # %%
 import tempfile
-from fracsgd.experiment.runner import placement, run_one
+from fracsgd.experiment.runner import run_one
+from fracsgd.placement import placement
 few = replace(QUICK, n_models=5, nets_per_run=2, epochs=3, probe_side=4, llc=PAPER_PRESET.replace(n_draws=20))
 assert [(r.first_seed, r.n_nets) for r in runs(few)] == [(0, 2), (2, 2), (4, 1)]
 small = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(few)[1])

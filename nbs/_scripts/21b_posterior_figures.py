@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 from fracsgd.core import read_table
 from fracsgd.studies.posterior_comparison import FIG3_KL, TAB2_KL
 
+
 # %% [markdown]
 # The [posterior comparison](posterior_comparison.html) writes its analysis as small csv files; everything
 # drawn here reads those tables and nothing else. That page draws the four figures of a synthetic study whose

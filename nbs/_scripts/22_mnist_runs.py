@@ -477,7 +477,8 @@ class MNISTStudy(Study):
 
 # %%
 import tempfile
-from fracsgd.experiment.runner import Placement, run_one
+from fracsgd.experiment.runner import run_one
+from fracsgd.placement import Placement
 tiny = MNISTRun(hidden=(16,), epochs=3, n_nets=2, llc_every=20, llc='smoke', calibrated='smoke', record_every=5,
                 volume_eps=(1e-3,), first_seed=7)
 out = run_one(MNISTStudy(), Placement('cpu'), tempfile.mkdtemp(), tiny)

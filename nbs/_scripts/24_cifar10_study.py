@@ -266,7 +266,8 @@ STUDY = CIFAR10Study()
 
 # %%
 import tempfile
-from fracsgd.experiment.runner import placement, run_one
+from fracsgd.experiment.runner import run_one
+from fracsgd.placement import placement
 smoke = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(SMOKE)[2])
 traj = smoke['trajectory']
 assert traj.step.max() == runs(SMOKE)[2].n_steps == 20 and 'R/stage1.block1.conv1' in traj and 'R/head.fc' in traj

@@ -235,7 +235,8 @@ STUDY = Grokking()
 
 # %%
 import tempfile
-from fracsgd.experiment.runner import run_one, placement
+from fracsgd.experiment.runner import run_one
+from fracsgd.placement import placement
 t0 = time.perf_counter()
 smoke = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(SMOKE)[0])
 smoke_seconds = time.perf_counter() - t0

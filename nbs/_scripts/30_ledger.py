@@ -827,6 +827,7 @@ stale
 def _fmt(x: float) -> str:
     return f'{x:.4g}'
 
+
 # %% [markdown]
 # The committed ledger, checked first: every recorded row must follow from its committed result.
 

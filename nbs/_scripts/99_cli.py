@@ -17,7 +17,8 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from fracsgd.experiment.runner import STUDIES, get_study, placement, report_study, run_study
+from fracsgd.experiment.runner import STUDIES, get_study, report_study, run_study
+from fracsgd.placement import placement
 from fracsgd.experiment.store import StudyBusy, status
 
 # %% [markdown]
