@@ -8,7 +8,8 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .experiment.runner import STUDIES, get_study, report_study, run_study
+from .experiment.runner import report_study, run_study
+from .studies import STUDIES, get_study
 from .placement import placement
 from .experiment.store import StudyBusy, status
 

@@ -10,7 +10,8 @@ import torch
 from fracsgd.datasets.modular import is_prime, load_modular, operation_table
 from fracsgd.diffusion.jumps import detect_jumps, fits_between_jumps, rate_correlation, step_statistics, _hill
 from fracsgd.ledger.provenance import COMPACT
-from fracsgd.experiment.runner import get_study, run_one, run_study
+from fracsgd.experiment.runner import run_one, run_study
+from fracsgd.studies import get_study
 from fracsgd.placement import placement
 from fracsgd.studies import grokking as G
 from fracsgd.experiment.sweep import unique_runs

@@ -305,7 +305,7 @@ def test_a_stand_in_run_of_a_preset_is_filed_under_that_preset(tmp_path):
     # A `--quick --stand-in` folder holds the runs of the quick preset with its stand-in applied: its label is
     # quick-stand-in (the committed CIFAR-10 result), not custom-<hash>.
     from fracsgd.ledger.provenance import study_configuration, mark_stand_in
-    from fracsgd.experiment.runner import get_study
+    from fracsgd.studies import get_study
     study = get_study('cifar10')
     cfg = study.with_stand_in(study.config('quick'))
     folder = tmp_path / 'cifar'

@@ -13,7 +13,8 @@ from torch import nn
 
 import fracsgd
 from fracsgd.core import cpu_cores
-from fracsgd.experiment.runner import STUDIES, Study, StudyFailed, get_study, report_study, run_study, trained_path
+from fracsgd.experiment.runner import Study, StudyFailed, report_study, run_study, trained_path
+from fracsgd.studies import STUDIES, get_study
 from fracsgd.placement import Placement, PlacementError, check_placed, place, placement
 from fracsgd.experiment.store import read_meta
 from fracsgd.experiment.sweep import PROGRESS_DIR, run_key

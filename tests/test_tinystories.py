@@ -171,7 +171,8 @@ def test_hub_loading_code_on_local_files_in_the_hub_formats(tmp_path, tokenizer,
 def test_smoke_through_the_runner_in_float64(tmp_path):
     """The smoke preset (the stand-in) through the runner and the report, on the CPU in float64. GPT-Neo runs in
     float64, except that transformers computes its attention scores and their softmax in float32 by design."""
-    from fracsgd.experiment.runner import get_study, run_study
+    from fracsgd.experiment.runner import run_study
+    from fracsgd.studies import get_study
     from fracsgd.studies import tinystories as study
     assert get_study('tinystories') is study.STUDY
     res = run_study(study.STUDY, 'smoke', tmp_path / 'smoke', device='cpu', dtype='float64', progress=True, workers=1)

@@ -60,7 +60,7 @@ def last_error(output: str) -> str:
 
 def needs_stand_in(name: str) -> str:
     "'' when the study's paper data are here, else why not (the study's own check_data message)."
-    from fracsgd.experiment.runner import get_study
+    from fracsgd.studies import get_study
     study = get_study(name)
     try:
         study.check_data(study.config('quick'))
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     ap.add_argument('--no-bench', action='store_true')
     ap.add_argument('--jobs', type=int, default=1, help='study runs at a time (their seconds then overlap)')
     args = ap.parse_args(argv)
-    from fracsgd.experiment.runner import STUDIES
+    from fracsgd.studies import STUDIES
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     studies = [s for s in args.studies.split(',') if s] or sorted(STUDIES)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/13a_runner.ipynb #f2f51858
 from __future__ import annotations
-import dataclasses, importlib, json, os, re, shutil, time, warnings
+import dataclasses, json, os, re, shutil, time, warnings
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -19,9 +19,9 @@ from ..placement import Placement, check_placed, place, placed, placement
 from .sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
 # %% auto #0
-__all__ = ['STUDIES', 'RESUMED_LOG', 'PROGRESS_EVERY', 'Study', 'get_study', 'trained_path', 'checkpoint_dir', 'checkpoint_every',
-           'progress_writer', 'run_one', 'default_folder', 'data_identity', 'check_same_data', 'run_study',
-           'StudyFailed', 'study_config', 'report_study']
+__all__ = ['RESUMED_LOG', 'PROGRESS_EVERY', 'Study', 'trained_path', 'checkpoint_dir', 'checkpoint_every', 'progress_writer',
+           'run_one', 'default_folder', 'data_identity', 'check_same_data', 'run_study', 'StudyFailed', 'study_config',
+           'report_study']
 
 # %% ../../nbs/13a_runner.ipynb #d6cbca1d
 class Study:
@@ -63,25 +63,6 @@ class Study:
 
     def __repr__(self): return f'{type(self).__name__}({self.name!r}, presets {sorted(self.presets)})'
 
-# %% ../../nbs/13a_runner.ipynb #8f5dee20
-STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
-           'moons-posterior': 'fracsgd.studies.moons_posterior',
-           'mnist-seeds': 'fracsgd.studies.mnist_seeds',
-           'mnist-architectures': 'fracsgd.studies.mnist_architectures',
-           'mnist-ablations': 'fracsgd.studies.mnist_ablations',
-           'grokking': 'fracsgd.studies.grokking',
-           'cifar10': 'fracsgd.studies.cifar10',
-           'tinystories': 'fracsgd.studies.tinystories',
-           'tiny-imagenet': 'fracsgd.studies.tiny_imagenet'}
-
-def get_study(name) -> Study:
-    "The registered study called `name` (or `name` itself when it is a `Study`)."
-    if isinstance(name, Study):
-        return name
-    if name not in STUDIES:
-        raise ValueError(f"unknown study {name!r}; known: {', '.join(sorted(STUDIES))}")
-    return importlib.import_module(STUDIES[name]).STUDY
-
 # %% ../../nbs/13a_runner.ipynb #d417e540
 def _models_list(models) -> list:
     return [models] if isinstance(models, nn.Module) else list(models or [])
@@ -117,6 +98,7 @@ def progress_writer(folder, key: str, every: float = PROGRESS_EVERY) -> Callable
 
 def run_one(study, p: Placement, folder, run) -> dict:
     "Train (or reload the trained state of) one run under placement `p`, then evaluate it; its result dict."
+    from fracsgd.studies import get_study   # the lazy registry (the one import that points up)
     study, key = get_study(study), run_key(run)
     with placed(p), reporting_progress(progress_writer(folder, key)):
         seed_everything(study.seed(run))
@@ -146,6 +128,7 @@ def run_one(study, p: Placement, folder, run) -> dict:
 # %% ../../nbs/13a_runner.ipynb #76fa338e
 def _exported(study: Study, config):
     "A study (and configuration) defined in a notebook, as the exported module's: a worker can import those."
+    from fracsgd.studies import STUDIES, get_study   # the lazy registry (the one import that points up)
     if type(study).__module__ != '__main__' or study.name not in STUDIES:
         return study, config
     exported = get_study(study.name)
@@ -181,6 +164,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     shared among the local workers (results can differ in the last digits with the thread count; meta.json records it).
     On Ray, each run asks for `gpus_per_run` GPUs (default: 1 on a CUDA device, 0 otherwise; a fraction lets
     several small runs share a card)."""
+    from fracsgd.studies import get_study   # the lazy registry (the one import that points up)
     study, config = _exported(get_study(study), config)
     cfg = config if config is not None else study.config(preset)
     if stand_in:
@@ -223,6 +207,7 @@ def _failures(folder) -> str:
 
 def study_config(folder, study=None):
     "The study (default: the registered one named there) and the configuration that made `folder`, from `meta.json`."
+    from fracsgd.studies import get_study   # the lazy registry (the one import that points up)
     meta = read_meta(folder)
     study = get_study(study or meta['study'])
     if 'config' not in meta:

@@ -331,7 +331,7 @@ def keep_results(folder, files=None, ledger=None, compact_dir=None) -> Path:
     the models, for the bound λ ≤ d/2)."""
     cfg = study_configuration(folder)
     dest = Path(compact_dir or COMPACT) / cfg['study'] / compact_label(cfg)
-    from fracsgd.experiment.runner import get_study                # late: the studies import this module
+    from fracsgd.studies import get_study  # the lazy registry (the one import that points up)
     for name in (get_study(cfg['study']).keep if files is None else files):
         with atomic_path(dest / name) as tmp:
             shutil.copyfile(Path(folder) / name, tmp)

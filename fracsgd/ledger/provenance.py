@@ -22,7 +22,7 @@ COMPACT = LEDGER_DIR / 'compact'             # compact/<study>/<config>/: summar
 
 # %% ../../nbs/29_provenance.ipynb #259c21cc
 def _study(name: str):
-    from fracsgd.experiment.runner import get_study                # late: the studies import this module
+    from fracsgd.studies import get_study  # the lazy registry (the one import that points up)
     return get_study(name)
 
 STAND_IN = 'stand_in'        # meta.json key: what stood in for the paper's data or weights ('' or absent: nothing)
@@ -123,7 +123,7 @@ FULL_CAVEAT = {'mnist-ablations': 'the paper does not state its ablation sweep; 
 
 def study_presets(name: str) -> dict:
     "The study's presets: its `presets`, or (a study not converted to the runner) its module's SMOKE/QUICK/FULL/LONG."
-    from fracsgd.experiment.runner import STUDIES
+    from fracsgd.studies import STUDIES
     try:
         presets = getattr(_study(name), 'presets', None)
     except Exception:
@@ -203,7 +203,7 @@ def llc_nbeta(study: str, preset: str | None) -> str:
     cfg = study_presets(study).get(preset)
     s = getattr(cfg, 'llc', None)
     if isinstance(s, str):
-        from fracsgd.experiment.runner import STUDIES
+        from fracsgd.studies import STUDIES
         tables = [getattr(importlib.import_module(m), 'LLC_SETTINGS', {})
                   for m in (STUDIES[study], 'fracsgd.studies.mnist_runs')]
         name, s = s, next((t[s] for t in tables if s in t), None)

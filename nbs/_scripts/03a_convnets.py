@@ -24,6 +24,7 @@ from torch import nn
 from fracsgd.core import require
 
 # %%
+import math
 torch.set_num_threads(1)   # two cores shared with other work
 
 

@@ -23,6 +23,7 @@ from fracsgd.llc.result import MIN_RELAXATIONS, SENSITIVITY_FACTOR
 from fracsgd.llc.sgld import SGLDSettings
 
 # %%
+import numpy as np
 import matplotlib.pyplot as plt
 from fracsgd.nets.models import make_dln, dln_data
 from fracsgd.llc.sgld import default_n_beta

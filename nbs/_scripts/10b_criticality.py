@@ -19,6 +19,11 @@ import numpy as np
 import torch
 
 # %%
+import warnings
+import pandas as pd
+from fracsgd.llc.sgld import SGLDSettings
+from fracsgd.llc.sgld import default_n_beta
+from fracsgd.nets.stack import resolve_loss
 import matplotlib.pyplot as plt
 from fracsgd.nets.models import make_dln, dln_data
 from fracsgd.llc.sgld import default_n_beta

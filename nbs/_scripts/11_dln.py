@@ -25,6 +25,7 @@ from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.llc.estimate import calibrate, estimate_llc
 
 # %%
+import torch
 import matplotlib.pyplot as plt
 from fracsgd.nets.stack import ModelStack, batched_loss, full_data_loss, gaussian_nll
 torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids contention on small CPUs

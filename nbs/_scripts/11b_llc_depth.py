@@ -69,6 +69,7 @@ from fracsgd.nets.stack import gaussian_nll
 #   does not tend to λ as $n$ grows.
 
 # %%
+import fracsgd
 import matplotlib.pyplot as plt
 torch.set_num_threads(1)   # small models: one thread avoids contention on small CPUs
 

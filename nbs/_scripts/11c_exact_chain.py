@@ -129,6 +129,7 @@ def two_layer_chain_llc(n_beta: float, localization: float = 1.0, scale: float =
 # weights (no closed-form step at all) checks depth 3:
 
 # %%
+from fracsgd.llc.depth import depth_set
 for t in (50.0, 374.7, 1085.7, 1e6):
     for g in (0.3, 1.0, 3.0):
         assert abs(chain_llc(2, t, g) / two_layer_chain_llc(t, g) - 1) < 1e-4, (t, g)

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import dataclasses, importlib, json, os, re, shutil, time, warnings
+import dataclasses, json, os, re, shutil, time, warnings
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -26,6 +26,7 @@ from fracsgd.core import (CHECKPOINT_EVERY, atomic_path, checkpointing, cpu_core
 from fracsgd.experiment.store import read_meta, status, failed_keys, done_keys, runs_table
 from fracsgd.placement import Placement, check_placed, place, placed, placement
 from fracsgd.experiment.sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
+
 
 # %% [markdown]
 # A study of this project is a list of runs that do not talk to each other, then a report that reads what the
@@ -104,29 +105,8 @@ class Study:
 
 
 # %% [markdown]
-# Studies register by name; the runner, the command line and the ledger find them here, and a study module
-# exposes its `Study` as `STUDY`.
-
-# %%
-#| export
-STUDIES = {'moons-diffusion': 'fracsgd.studies.moons_diffusion',
-           'moons-posterior': 'fracsgd.studies.moons_posterior',
-           'mnist-seeds': 'fracsgd.studies.mnist_seeds',
-           'mnist-architectures': 'fracsgd.studies.mnist_architectures',
-           'mnist-ablations': 'fracsgd.studies.mnist_ablations',
-           'grokking': 'fracsgd.studies.grokking',
-           'cifar10': 'fracsgd.studies.cifar10',
-           'tinystories': 'fracsgd.studies.tinystories',
-           'tiny-imagenet': 'fracsgd.studies.tiny_imagenet'}
-
-def get_study(name) -> Study:
-    "The registered study called `name` (or `name` itself when it is a `Study`)."
-    if isinstance(name, Study):
-        return name
-    if name not in STUDIES:
-        raise ValueError(f"unknown study {name!r}; known: {', '.join(sorted(STUDIES))}")
-    return importlib.import_module(STUDIES[name]).STUDY
-
+# Studies register by name in the [study registry](studies.html), which lives with the studies; the runner
+# looks a study up there when it is given a name.
 
 # %% [markdown]
 # ## One run
@@ -180,6 +160,7 @@ def progress_writer(folder, key: str, every: float = PROGRESS_EVERY) -> Callable
 
 def run_one(study, p: Placement, folder, run) -> dict:
     "Train (or reload the trained state of) one run under placement `p`, then evaluate it; its result dict."
+    from fracsgd.studies import get_study   # the lazy registry (the one import that points up)
     study, key = get_study(study), run_key(run)
     with placed(p), reporting_progress(progress_writer(folder, key)):
         seed_everything(study.seed(run))
@@ -231,6 +212,7 @@ def run_one(study, p: Placement, folder, run) -> dict:
 #| export
 def _exported(study: Study, config):
     "A study (and configuration) defined in a notebook, as the exported module's: a worker can import those."
+    from fracsgd.studies import STUDIES, get_study   # the lazy registry (the one import that points up)
     if type(study).__module__ != '__main__' or study.name not in STUDIES:
         return study, config
     exported = get_study(study.name)
@@ -266,6 +248,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     shared among the local workers (results can differ in the last digits with the thread count; meta.json records it).
     On Ray, each run asks for `gpus_per_run` GPUs (default: 1 on a CUDA device, 0 otherwise; a fraction lets
     several small runs share a card)."""
+    from fracsgd.studies import get_study   # the lazy registry (the one import that points up)
     study, config = _exported(get_study(study), config)
     cfg = config if config is not None else study.config(preset)
     if stand_in:
@@ -375,6 +358,7 @@ def _failures(folder) -> str:
 
 def study_config(folder, study=None):
     "The study (default: the registered one named there) and the configuration that made `folder`, from `meta.json`."
+    from fracsgd.studies import get_study   # the lazy registry (the one import that points up)
     meta = read_meta(folder)
     study = get_study(study or meta['study'])
     if 'config' not in meta:

@@ -90,6 +90,7 @@ class AnalysisSettings(Protocol):
 
 
 # %%
+import matplotlib.pyplot as plt
 from types import SimpleNamespace
 SETTINGS = SimpleNamespace(ks=(2, 3, 4), xis=tuple(round(0.05 * i, 2) for i in range(1, 41)), xi_paper=0.5,
                            n_samples=512, n_boot=50, block=5, accuracy_gap=0.02, min_kept=20, loss_window=20)

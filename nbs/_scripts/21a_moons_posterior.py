@@ -46,6 +46,8 @@ _all_ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponent
          'analyse', 'plot_fig3', 'plot_fig4', 'plot_clusters', 'plot_loss', 'read_results']   # importable from here too
 
 # %%
+import matplotlib.pyplot as plt
+from fracsgd.studies.posterior_comparison import AnalysisSettings
 torch.set_num_threads(1)   # one thread in this process: forking the sweep's workers after a multi-threaded
                            # torch parallel region here can hang them (the GNU OpenMP runtime is not fork-safe)
 

@@ -31,6 +31,9 @@ from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
 
 # %%
+import json
+from fracsgd.ledger.claims import record_claims
+from fracsgd.experiment.store import read_meta
 import torch
 torch.set_num_threads(1)   # two cores shared with other work
 

@@ -36,6 +36,9 @@ from fracsgd.diffusion.spectral import fit_power_law
 from fracsgd.experiment.store import load_study
 
 # %%
+import json
+from fracsgd.core import read_table
+from fracsgd.ledger.provenance import COMPACT
 torch.set_num_threads(1)   # two cores shared with other work
 
 # %% [markdown]

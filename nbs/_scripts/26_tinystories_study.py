@@ -37,6 +37,8 @@ from fracsgd.diffusion.spectral import fit_power_law, log_spaced_indices
 from fracsgd.experiment.store import load_study
 
 # %%
+import warnings
+from fracsgd.core import read_table
 torch.set_num_threads(1)   # two cores shared with other work
 
 # %% [markdown]

@@ -39,6 +39,7 @@ from fracsgd.experiment.store import load_study
 from fracsgd.studies.grokking_models import Accuracy, StepProjections, make_model
 
 # %%
+from fracsgd.core import read_table
 import torch
 torch.set_num_threads(1)   # two cores shared with other work
 

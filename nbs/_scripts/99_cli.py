@@ -17,7 +17,8 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from fracsgd.experiment.runner import STUDIES, get_study, report_study, run_study
+from fracsgd.experiment.runner import report_study, run_study
+from fracsgd.studies import STUDIES, get_study
 from fracsgd.placement import placement
 from fracsgd.experiment.store import StudyBusy, status
 
@@ -191,6 +192,7 @@ def _main(argv):
 # same line and the same exit status:
 
 # %%
+from fracsgd.experiment.store import read_meta
 import contextlib, io, subprocess, sys, tempfile
 from pathlib import Path
 import torch

@@ -168,5 +168,5 @@
 
 # %%
 #| hide
-from fracsgd.experiment.runner import STUDIES, get_study
+from fracsgd.studies import STUDIES, get_study
 assert all({'smoke', 'quick', 'full'} <= set(get_study(s).presets) for s in STUDIES)
