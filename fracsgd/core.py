@@ -14,11 +14,11 @@ import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['EXTRAS', 'CHECKPOINT_EVERY', 'default_device', 'cpu_cores', 'share_of_cores', 'data_dir', 'results_dir',
-           'seed_everything', 'require', 'replace_checked', 'check_whole', 'check_range', 'added_field', 'key_fields',
-           'shared_mode', 'atomic_path', 'write_table', 'read_table', 'save_figures', 'PhaseClock',
-           'reporting_progress', 'report_progress', 'Checkpoints', 'checkpointing', 'current_checkpoints', 'save_state',
-           'load_state', 'ResumableCall', 'rng_states', 'set_rng_states']
+__all__ = ['EXTRAS', 'CHECKPOINT_EVERY', 'default_device', 'cpu_cores', 'share_of_cores', 'data_dir', 'results_dir', 'source_dir',
+           'committed_dir', 'seed_everything', 'require', 'replace_checked', 'check_whole', 'check_range',
+           'added_field', 'key_fields', 'shared_mode', 'atomic_path', 'write_table', 'read_table', 'save_figures',
+           'PhaseClock', 'reporting_progress', 'report_progress', 'Checkpoints', 'checkpointing', 'current_checkpoints',
+           'save_state', 'load_state', 'ResumableCall', 'rng_states', 'set_rng_states']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -60,6 +60,23 @@ def results_dir(*parts: str) -> Path:
     p = Path(os.environ.get('FRACSGD_RESULTS', 'results')).expanduser().joinpath(*parts)
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+def _is_checkout(folder: Path) -> bool:
+    ini = folder / 'settings.ini'
+    return (folder / 'nbs').is_dir() and ini.is_file() and 'lib_name = fracsgd' in ini.read_text()
+
+def source_dir(start=None) -> Path:
+    """The source checkout that holds the committed results in `nbs/`: `FRACSGD_SOURCE`, else the nearest folder at
+    or above `start` (default: the working directory) with fracsgd's `settings.ini` and `nbs/`, else `start`."""
+    named = os.environ.get('FRACSGD_SOURCE', '').strip()
+    if named:
+        return Path(named).expanduser().resolve()
+    here = Path(start or os.getcwd()).resolve()
+    return next((f for f in (here, *here.parents) if _is_checkout(f)), here)
+
+def committed_dir(*parts: str) -> Path:
+    "A folder of committed results: `nbs/` of the `source_dir`, joined with `parts`."
+    return source_dir() / 'nbs' / Path(*parts) if parts else source_dir() / 'nbs'
 
 # %% ../nbs/00_core.ipynb #e8168f27
 def seed_everything(seed: int) -> torch.Generator:

@@ -142,3 +142,11 @@ def test_no_unused_imports():
 def test_no_module_over_400_lines():
     long = {m: n for m, (p, _) in modules().items() if (n := len(p.read_text().splitlines())) > 400}
     assert not long, long
+
+
+def test_no_path_into_nbs_from_the_package_location():
+    "Committed results are found from the checkout you work in (core's `source_dir`), not from the installed package."
+    found = [f'{p.relative_to(ROOT)}:{i}' for p in PACKAGE.rglob('*.py') if p.name != '_modidx.py'
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if '__file__' in line and ('nbs' in line or 'parents' in line or 'parent.parent' in line)]
+    assert not found, found

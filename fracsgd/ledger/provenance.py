@@ -7,8 +7,7 @@ from __future__ import annotations
 import hashlib, importlib, json, math, shutil
 from pathlib import Path
 
-import fracsgd
-from ..core import atomic_path
+from ..core import atomic_path, committed_dir
 from ..experiment.store import read_meta, read_plan, runs_table, status
 
 # %% auto #0
@@ -17,7 +16,7 @@ __all__ = ['LEDGER_DIR', 'COMPACT', 'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LE
            'study_presets', 'protocol_scale', 'scale_kind', 'result_scale', 'llc_nbeta']
 
 # %% ../../nbs/29_provenance.ipynb #64051206
-LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
+LEDGER_DIR = committed_dir('ledger')              # nbs/ledger of the source checkout you work in (core's source_dir)
 COMPACT = LEDGER_DIR / 'compact'             # compact/<study>/<config>/: summary.csv, provenance.json, timing.json
 
 # %% ../../nbs/29_provenance.ipynb #259c21cc

@@ -5,15 +5,13 @@
 # %% ../../nbs/11a_llc_validation.ipynb #7e4f1066
 from __future__ import annotations
 import math, time, warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-import fracsgd
 from .dln import aoyagi_dln_lambda, regression_settings
-from ..core import write_table
+from ..core import committed_dir, write_table
 from .estimate import estimate_llc, top_hessian_eigenvalue
 from .result import MIN_RELAXATIONS, chain_statistics, llc_problems
 from .localization import SENSITIVITY_TOLERANCE, localization_sensitivity
@@ -161,7 +159,7 @@ def validation_results(part: str = 'held-out') -> pd.DataFrame:
     name = {'tune': 'tuning.csv', 'held-out': 'held_out.csv', 'sensitivity': 'sensitivity.csv'}
     if part not in name:
         raise ValueError(f"part must be 'tune', 'held-out' or 'sensitivity', got {part!r}")
-    path = Path(fracsgd.__file__).resolve().parent.parent / 'nbs' / 'llc_validation' / name[part]
+    path = committed_dir('llc_validation', name[part])
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: the committed results live in a development checkout")
     return pd.read_csv(path)

@@ -13,8 +13,7 @@ import pandas as pd
 import torch
 from torch.nn.utils import vector_to_parameters
 
-import fracsgd
-from ..core import atomic_path, save_figures, write_table
+from ..core import atomic_path, committed_dir, save_figures, write_table
 from ..datasets.moons import load_moons
 from ..nets.models import make_mlp
 from ..train.ensemble import EnsembleSettings, train_ensemble
@@ -303,7 +302,7 @@ def report(folder, cfg: MoonsPosteriorConfig) -> dict:
     return dict(res, tables=tables, summary=tables['summary'], out=out)
 
 # %% ../../nbs/21a_moons_posterior.ipynb #6e147cd4
-RESULTS = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'moons_posterior'     # in a source checkout
+RESULTS = committed_dir('moons_posterior')        # nbs/moons_posterior of the source checkout (core's source_dir)
 
 def save_results(folder, label: str, dest=None) -> Path:
     "Copy the csv tables `report` wrote to `folder` into `dest/label` (default `nbs/moons_posterior/<label>`)."

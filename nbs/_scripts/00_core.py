@@ -104,6 +104,12 @@ with unittest.mock.patch.dict(os.environ, FRACSGD_CPUS='two'):
 # `FRACSGD_DATA` names a directory of datasets in their original formats (for MNIST,
 # `MNIST/raw/*-idx?-ubyte.gz`). Nothing from it is ever copied into the repository. `FRACSGD_RESULTS` names
 # where studies write figures and tables (default `results/` under the working directory).
+#
+# The committed results (the claims ledger, the compact study results, the LLC validation tables) live in `nbs/`
+# of a source checkout. `source_dir` finds that checkout from where you work, never from where the package is
+# installed: `FRACSGD_SOURCE` when it is set, else the nearest folder at or above the working directory that
+# holds fracsgd's `settings.ini` and `nbs/`. Outside a checkout it names `FRACSGD_SOURCE` or the working
+# directory, so a reader of a committed file gets a missing-file error that says where it looked.
 
 # %%
 #| export
@@ -118,12 +124,34 @@ def results_dir(*parts: str) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     return p
 
+def _is_checkout(folder: Path) -> bool:
+    ini = folder / 'settings.ini'
+    return (folder / 'nbs').is_dir() and ini.is_file() and 'lib_name = fracsgd' in ini.read_text()
+
+def source_dir(start=None) -> Path:
+    """The source checkout that holds the committed results in `nbs/`: `FRACSGD_SOURCE`, else the nearest folder at
+    or above `start` (default: the working directory) with fracsgd's `settings.ini` and `nbs/`, else `start`."""
+    named = os.environ.get('FRACSGD_SOURCE', '').strip()
+    if named:
+        return Path(named).expanduser().resolve()
+    here = Path(start or os.getcwd()).resolve()
+    return next((f for f in (here, *here.parents) if _is_checkout(f)), here)
+
+def committed_dir(*parts: str) -> Path:
+    "A folder of committed results: `nbs/` of the `source_dir`, joined with `parts`."
+    return source_dir() / 'nbs' / Path(*parts) if parts else source_dir() / 'nbs'
+
 
 # %%
 with tempfile.TemporaryDirectory() as d:
     os.environ['FRACSGD_RESULTS'] = d
     assert results_dir('study', 'run1') == Path(d)/'study'/'run1' and (Path(d)/'study'/'run1').is_dir()
     os.environ.pop('FRACSGD_RESULTS')
+    (Path(d)/'co'/'nbs'/'deep').mkdir(parents=True)
+    (Path(d)/'co'/'settings.ini').write_text('[DEFAULT]\nlib_name = fracsgd\n')
+    assert source_dir(Path(d)/'co'/'nbs'/'deep') == (Path(d)/'co').resolve()     # found from below
+    assert source_dir(Path(d)) == Path(d).resolve()                               # outside a checkout: where we are
+assert (committed_dir('ledger') / 'claims.csv').exists()                          # this page runs in the checkout
 
 
 # %% [markdown]

@@ -41,16 +41,6 @@ reg = make_dln([10, 3], 3, seed=0)                     # one layer: linear regre
 X_reg, y_reg = dln_data(reg, 4000)
 nb = default_n_beta(len(X_reg))
 
-# %%
-toy_interval = localization_interval(40.0, 0.5, 30.0, 0.5, extrapolation=1.0, spread=0.5)
-assert toy_interval['llc'] == 50.0 and toy_interval['systematic'] == 5.0 and toy_interval['llc_shift'] == 0.25
-assert np.isclose(toy_interval['llc_se'], math.hypot(2 * 0.5, 0.5))
-assert np.isclose(toy_interval['llc_high'] - toy_interval['llc_low'], 2 * (5.0 + 2 * math.hypot(1.0, 0.5)))
-flat = localization_interval(np.array([15.0, 15.0]), 0.1, np.array([15.0, 14.0]), 0.1)   # arrays: one per model
-assert flat['llc'][0] == 15.0 and flat['systematic'][0] == 0 and flat['llc'][1] > 15.0
-s3 = stronger_localization(SGLDSettings(localization=2.0, n_burnin=5000, n_draws=5000, systematic=True))
-assert (s3.localization, s3.n_burnin, s3.n_draws, s3.systematic) == (6.0, 1667, 1667, False)
-
 # %% [markdown]
 # On the regular model of this chapter (noiseless targets, so $\lambda = d/2 = 15$ exactly) the automatic setting's
 # two estimates hardly differ: the localization holds no direction the likelihood does not, and the interval is

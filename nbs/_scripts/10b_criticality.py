@@ -26,7 +26,6 @@ from fracsgd.llc.sgld import default_n_beta
 from fracsgd.nets.stack import resolve_loss
 import matplotlib.pyplot as plt
 from fracsgd.nets.models import make_dln, dln_data
-from fracsgd.llc.sgld import default_n_beta
 
 # %% [markdown]
 # The learning coefficient belongs to a minimum $w^*$ of the population loss (Lau et al. 2024, def. 1; app. A.1

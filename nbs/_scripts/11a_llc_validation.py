@@ -14,15 +14,13 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import math, time, warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-import fracsgd
 from fracsgd.llc.dln import aoyagi_dln_lambda, regression_settings
-from fracsgd.core import write_table
+from fracsgd.core import committed_dir, write_table
 from fracsgd.llc.estimate import estimate_llc, top_hessian_eigenvalue
 from fracsgd.llc.result import MIN_RELAXATIONS, chain_statistics, llc_problems
 from fracsgd.llc.localization import SENSITIVITY_TOLERANCE, localization_sensitivity
@@ -286,7 +284,7 @@ def validation_results(part: str = 'held-out') -> pd.DataFrame:
     name = {'tune': 'tuning.csv', 'held-out': 'held_out.csv', 'sensitivity': 'sensitivity.csv'}
     if part not in name:
         raise ValueError(f"part must be 'tune', 'held-out' or 'sensitivity', got {part!r}")
-    path = Path(fracsgd.__file__).resolve().parent.parent / 'nbs' / 'llc_validation' / name[part]
+    path = committed_dir('llc_validation', name[part])
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: the committed results live in a development checkout")
     return pd.read_csv(path)

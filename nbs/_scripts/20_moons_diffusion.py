@@ -21,8 +21,8 @@
 
 # %%
 from fracsgd.experiment.runner import run_one
-from fracsgd.placement import placement
 from fracsgd.diffusion.crossover import local_slope
+from fracsgd.placement import placement
 from fracsgd.ledger.checks import study_verdicts
 study_verdicts('moons-diffusion').drop(columns='what')      # this study's rows of the claims ledger, read from it
 

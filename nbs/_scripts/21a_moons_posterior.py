@@ -22,8 +22,7 @@ import pandas as pd
 import torch
 from torch.nn.utils import vector_to_parameters
 
-import fracsgd
-from fracsgd.core import atomic_path, save_figures, write_table
+from fracsgd.core import atomic_path, committed_dir, save_figures, write_table
 from fracsgd.datasets.moons import load_moons
 from fracsgd.nets.models import make_mlp
 from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
@@ -47,6 +46,7 @@ _all_ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponent
 
 # %%
 import matplotlib.pyplot as plt
+import fracsgd
 from fracsgd.studies.posterior_comparison import AnalysisSettings
 torch.set_num_threads(1)   # one thread in this process: forking the sweep's workers after a multi-threaded
                            # torch parallel region here can hang them (the GNU OpenMP runtime is not fork-safe)
@@ -483,7 +483,7 @@ def report(folder, cfg: MoonsPosteriorConfig) -> dict:
 
 # %%
 #| export
-RESULTS = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'moons_posterior'     # in a source checkout
+RESULTS = committed_dir('moons_posterior')        # nbs/moons_posterior of the source checkout (core's source_dir)
 
 def save_results(folder, label: str, dest=None) -> Path:
     "Copy the csv tables `report` wrote to `folder` into `dest/label` (default `nbs/moons_posterior/<label>`)."

@@ -16,8 +16,7 @@ from __future__ import annotations
 import hashlib, importlib, json, math, shutil
 from pathlib import Path
 
-import fracsgd
-from fracsgd.core import atomic_path
+from fracsgd.core import atomic_path, committed_dir
 from fracsgd.experiment.store import read_meta, read_plan, runs_table, status
 
 # %% [markdown]
@@ -26,7 +25,7 @@ from fracsgd.experiment.store import read_meta, read_plan, runs_table, status
 
 # %%
 #| export
-LEDGER_DIR = Path(fracsgd.__file__).resolve().parents[1] / 'nbs' / 'ledger'  # in a source checkout
+LEDGER_DIR = committed_dir('ledger')              # nbs/ledger of the source checkout you work in (core's source_dir)
 COMPACT = LEDGER_DIR / 'compact'             # compact/<study>/<config>/: summary.csv, provenance.json, timing.json
 
 
@@ -142,6 +141,7 @@ def committed_result(study: str, preset: str = 'full', needs: str = 'summary.csv
 # `committed_result` is what a study page uses to show its committed full run, or how to make it:
 
 # %%
+import fracsgd
 import contextlib, io, tempfile
 shown = committed_result('mnist-architectures')
 assert shown['provenance']['study'] == 'mnist-architectures' and shown['timing']['seconds'] > 0

@@ -76,6 +76,7 @@ by_scale
 
 # %%
 #| hide
+from fracsgd.core import committed_dir
 # what the prose below says, checked against the committed ledger
 _t, _l = _table().set_index('claim'), _read().set_index(['claim_id', 'config'])
 decisive = _t[_t.verdict.isin(['reproduced', 'not reproduced'])]
@@ -89,11 +90,11 @@ assert by_scale.claims.to_dict() == {'paper scale': 54, 'extended': 3, 'assumed'
                                      'no number': 26} and by_scale.claims.sum() == len(_t) == 162
 assert (_t.scale.str.startswith('assumed') & _t.index.str.match(r'(tabH|fig\d+(-\d+)?-mnist)')).sum() == 18
 assert _l.loc[('thm31-moons-returns', 'custom'), 'value'] == 0 and _l.loc[('thm31-moons-returns', 'custom'), 'ci_high'] < 2e-6
-_arch = read_table(Path(fracsgd.__file__).resolve().parents[1] / 'nbs/ledger/compact/mnist-architectures/full/summary.csv')
+_arch = read_table(committed_dir('ledger', 'compact', 'mnist-architectures', 'full', 'summary.csv'))
 _arch = _arch.set_index('quantity')
 assert [round(x, 3) for x in _arch.loc['max d_s / final LLC', ['value', 'ci_low', 'ci_high']]] == [1.155, 1.098, 1.212]
 assert round(_arch.value["Spearman rho, our final LLC vs the paper's"], 3) == 0.985
-_root = Path(fracsgd.__file__).resolve().parents[1] / 'nbs/ledger/compact'
+_root = committed_dir('ledger', 'compact')
 _seeds = read_table(_root / 'mnist-seeds/full/summary.csv').set_index('quantity').value
 assert round(_seeds['mean eq.-17 slope (whole run)'], 3) == 0.657 and round(_seeds['max d_s / final LLC'], 2) == 1.25
 assert [round(_seeds[f'mean LLC at the final weights, {k}'], 1) for k in

