@@ -16,9 +16,10 @@ import torch
 # %% auto #0
 __all__ = ['EXTRAS', 'CHECKPOINT_EVERY', 'default_device', 'cpu_cores', 'share_of_cores', 'data_dir', 'results_dir', 'source_dir',
            'committed_dir', 'seed_everything', 'require', 'replace_checked', 'check_whole', 'check_range',
-           'added_field', 'key_fields', 'shared_mode', 'atomic_path', 'write_table', 'read_table', 'save_figures',
-           'PhaseClock', 'reporting_progress', 'report_progress', 'Checkpoints', 'checkpointing', 'current_checkpoints',
-           'save_state', 'load_state', 'ResumableCall', 'rng_states', 'set_rng_states']
+           'added_field', 'key_fields', 'analysis_field', 'is_analysis_field', 'shared_mode', 'atomic_path',
+           'write_table', 'read_table', 'save_figures', 'PhaseClock', 'reporting_progress', 'report_progress',
+           'Checkpoints', 'checkpointing', 'current_checkpoints', 'save_state', 'load_state', 'ResumableCall',
+           'rng_states', 'set_rng_states']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -131,6 +132,16 @@ def key_fields(obj) -> list:
     "The fields of the dataclass instance `obj` that enter its run key (all but `added_field`s at their default)."
     return [f for f in dataclasses.fields(obj)
             if not (f.metadata.get('key') == 'omit at default' and getattr(obj, f.name) == f.default)]
+
+def analysis_field(default):
+    """A dataclass field that changes how the same experiment is analysed or run (bootstrap resamples, threads,
+    which steps are recorded), not the experiment: the [protocol chapter](protocol.html) does not count it as a
+    difference from the paper's protocol. It stays in run keys like any field."""
+    return dataclasses.field(default=default, metadata={'protocol': 'analysis'})
+
+def is_analysis_field(f: dataclasses.Field) -> bool:
+    "Whether the dataclass field `f` was declared with `analysis_field`."
+    return f.metadata.get('protocol') == 'analysis'
 
 # %% ../nbs/00_core.ipynb #ea452ef0
 def _umask() -> int:

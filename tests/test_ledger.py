@@ -13,7 +13,8 @@ from fracsgd.core import write_table, read_table
 from fracsgd.ledger.claims import (CLAIMS, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows, record_claims,
     stale_rows, verdict, paper_interval)
 from fracsgd.ledger.table import ledger_table
-from fracsgd.ledger.provenance import COMPACT, protocol_scale, save_compact, scale_kind
+from fracsgd.ledger.provenance import COMPACT, save_compact
+from fracsgd.experiment.protocol import protocol_scale, scale_kind
 from fracsgd.experiment.store import open_study, save_plan, save_run
 from fracsgd.experiment.sweep import unique_runs, config_record
 
@@ -190,12 +191,15 @@ def test_a_reduced_row_is_never_decisive(tmp_path):
 
 
 def test_protocol_scale_names_what_differs():
-    assert protocol_scale('moons-posterior', 'full') == 'paper scale'
-    assert protocol_scale('moons-posterior', 'full-converged') == 'extended: epochs 1,000 of 200'
-    assert protocol_scale('mnist-seeds', 'quick').startswith('reduced: n_models 4 of 50; epochs 20 of 100')
-    assert protocol_scale('mnist-ablations', 'full').startswith('assumed: the paper does not state')
-    assert protocol_scale('moons-posterior', None) == 'reduced: a custom configuration of moons-posterior'
-    assert scale_kind(protocol_scale('cifar10', 'quick', 'MNIST digits')) == 'stand-in'
+    from fracsgd.studies import get_study
+    posterior, seeds, ablations = get_study('moons-posterior'), get_study('mnist-seeds'), get_study('mnist-ablations')
+    assert protocol_scale(posterior, posterior.config('full')) == 'paper scale'
+    assert protocol_scale(posterior, posterior.config('full-converged')) == 'extended: epochs 1,000 of 200'
+    assert protocol_scale(seeds, seeds.config('quick')).startswith('reduced: n_models 4 of 50; epochs 20 of 100')
+    assert protocol_scale(ablations, ablations.config('full')).startswith('assumed: the paper does not state')
+    assert protocol_scale(posterior, None) == 'reduced: a custom configuration of moons-posterior'
+    cifar = get_study('cifar10')
+    assert scale_kind(protocol_scale(cifar, cifar.config('quick'), 'MNIST digits')) == 'stand-in'
     with pytest.raises(ValueError, match='does not start with one of'):
         scale_kind('quick')
 

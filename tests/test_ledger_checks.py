@@ -9,13 +9,16 @@ import pytest
 
 from fracsgd.core import read_table, write_table
 from fracsgd.ledger.claims import LEDGER, read_claims, read_ledger, ledger_rows, stale_rows, summary_value
-from fracsgd.ledger.provenance import COMPACT, protocol_scale, result_scale, scale_kind
+from fracsgd.ledger.provenance import COMPACT, result_scale
+from fracsgd.experiment.protocol import protocol_scale, scale_kind
 from fracsgd.ledger.checks import dln_bias_result, median_ci_ranks, study_verdicts
 from fracsgd.ledger.bound import half_d_table, mlp_parameters, parameter_counts
 
 
 def test_long_moons_run_is_extended_and_answers_only_its_own_claims():
-    assert protocol_scale('moons-diffusion', 'long') == 'extended: epochs 1,000 of 200'
+    from fracsgd.studies import get_study
+    moons = get_study('moons-diffusion')
+    assert protocol_scale(moons, moons.config('long')) == 'extended: epochs 1,000 of 200'
     led = read_ledger()
     long = led[led.source == 'compact/moons-diffusion/custom-c9b1d13965315c2d']
     assert set(long.claim_id) == {'fig1-early-long', 'fig1-late-long'} and (long.scale == 'extended: epochs 1,000 of 200').all()
@@ -28,15 +31,16 @@ def test_long_moons_run_is_extended_and_answers_only_its_own_claims():
     assert late.verdict == 'reproduced' and late.ci_high < 0.5 and 'rises above 1/2' in late.note
 
 
-def test_a_recorded_scale_that_no_longer_follows_from_the_presets_is_stale(tmp_path):
+def test_the_ledger_reads_the_recorded_scale(tmp_path):
+    "The scale is read from provenance.json, where the runner's record was copied; a changed record makes stale rows."
     shutil.copytree(LEDGER.parent, tmp_path / 'ledger')
     prov_file = tmp_path / 'ledger/compact/moons-diffusion/custom-c9b1d13965315c2d/provenance.json'
     prov = json.loads(prov_file.read_text())
-    assert result_scale(prov) == prov['scale']
-    prov['scale'] = "reduced: epochs 1,000 of 200; crossover 'auto' (full: 'slope')"      # what it once said
+    assert result_scale(prov) == prov['scale'] == 'extended: epochs 1,000 of 200'
+    prov['scale'] = "reduced: epochs 1,000 of 200; crossover 'auto' (full: 'slope')"      # another record
     prov_file.write_text(json.dumps(prov))
-    assert result_scale(prov) == 'extended: epochs 1,000 of 200'   # recomputed from the presets, not read
-    assert stale_rows(tmp_path / 'ledger/ledger.csv') == []         # rows follow the presets, not the stored text
+    assert result_scale(prov) == prov['scale']
+    assert any('custom-c9b1d13965315c2d' in p for p in stale_rows(tmp_path / 'ledger/ledger.csv'))
 
 
 def test_twice_the_largest_of_rows():

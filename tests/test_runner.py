@@ -109,6 +109,9 @@ def test_the_folder_records_preset_configuration_placement_and_version(tmp_path)
     assert meta['preset'] == 'custom' and meta['config'] == dict(n_runs=2, steps=5, folder=str(tmp_path))
     assert meta['placement'] == dict(device='cpu', dtype='float64', threads=cpu_cores()) and meta['stand_in'] == ''
     assert meta['sessions'][-1]['fracsgd'] == fracsgd.__version__ and meta['sessions'][-1]['device'] == 'cpu'
+    # what the ledger needs, decided here from the study and its configuration, not rebuilt by the ledger later
+    from fracsgd.experiment.protocol import protocol_scale
+    assert meta['scale'] == protocol_scale(TOY, cfg) and meta['llc_nbeta'] == ''
     assert set(pd.read_parquet(tmp_path / 'study' / 'runs.parquet').dtype) == {'torch.float64'}   # placed data
     # the report reads the configuration from the folder, not from the caller
     assert report_study(tmp_path / 'study', TOY)['summary'].seed.tolist() == [0, 1]

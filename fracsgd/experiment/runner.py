@@ -14,7 +14,8 @@ from torch import nn
 
 from ..core import (CHECKPOINT_EVERY, atomic_path, checkpointing, cpu_cores, reporting_progress, results_dir,
     seed_everything)
-from .store import read_meta, status, failed_keys, done_keys, runs_table
+from .store import read_meta, record_meta, status, failed_keys, done_keys, runs_table
+from .protocol import llc_nbeta, protocol_scale
 from ..placement import Placement, check_placed, place, placed, placement
 from .sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
@@ -29,6 +30,8 @@ class Study:
     name: str = ''
     presets: dict = {}                  # 'smoke', 'quick', 'full', ...: configuration dataclasses
     keep: tuple = ()                    # files of a reported folder that the ledger keeps beside summary.csv
+    protocol_caveat: str = ''           # where the paper leaves its protocol unstated: what our full preset assumes
+    llc_tables: dict = {}               # named SGLD settings that a configuration's `llc` may name
 
     def config(self, preset: str = 'quick'):
         "The configuration of `preset`."
@@ -57,6 +60,15 @@ class Study:
     def data_source(self, cfg) -> str: "What the runs of `cfg` would read now, as their `data_source` says it ('': untold)."; return ''
     def run_cost(self, run) -> float: "The relative work of `run`, for the progress bar's time left (default: all alike)."; return 1.0
     def stand_in(self, cfg) -> str: "What stands in for the paper's data or weights in `cfg` ('' for nothing)."; return ''
+
+    def found_stand_in(self, folder, cfg) -> str:
+        "What the finished runs in `folder` found standing in for the paper's data, beyond `stand_in(cfg)` ('': nothing)."
+        return ''
+
+    def llc_settings(self, cfg):
+        "The SGLD settings of `cfg`'s LLC: its `llc`, looked up in `llc_tables` when it is a name (an unknown name stays one)."
+        s = getattr(cfg, 'llc', None)
+        return self.llc_tables.get(s, s) if isinstance(s, str) else s
 
     def with_stand_in(self, cfg):
         raise ValueError(f"study {self.name} has no stand-in data (--stand-in)")
@@ -163,7 +175,9 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     with `folder`, `config`, `preset` and the run `counts`. `threads` per run defaults to the cores `cpu_cores()` counts,
     shared among the local workers (results can differ in the last digits with the thread count; meta.json records it).
     On Ray, each run asks for `gpus_per_run` GPUs (default: 1 on a CUDA device, 0 otherwise; a fraction lets
-    several small runs share a card)."""
+    several small runs share a card). The folder's `meta.json` records what the ledger reads: the preset, the
+    configuration, the placement, what stood in (with what the runs found, `Study.found_stand_in`), the scale of the
+    configuration against the paper's protocol and the nβ of its LLC (the [protocol chapter](protocol.html))."""
     from fracsgd.studies import get_study   # the lazy registry (the one import that points up)
     study, config = _exported(get_study(study), config)
     cfg = config if config is not None else study.config(preset)
@@ -188,6 +202,8 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     for key in done_keys(folder):
         trained_path(folder, key).unlink(missing_ok=True)
         shutil.rmtree(checkpoint_dir(folder, key), ignore_errors=True)
+    what = study.found_stand_in(folder, cfg) or what             # a stand-in only the runs could find (data offline)
+    record_meta(folder, stand_in=what, scale=protocol_scale(study, cfg, what), llc_nbeta=llc_nbeta(study, cfg))
     if counts['done'] + counts['skipped'] == len(set(run_key(r) for r in runs)):
         with placed(p):
             study.finish(folder, cfg)

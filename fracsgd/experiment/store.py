@@ -22,9 +22,10 @@ except ImportError:          # Windows: no advisory locks, one sweep per folder 
     fcntl = None
 
 # %% auto #0
-__all__ = ['RESERVED', 'environment', 'StudyMismatch', 'NotAStudy', 'read_meta', 'open_study', 'StudyBusy', 'locked', 'tidy',
-           'split_result', 'save_run', 'save_error', 'done_keys', 'failed_keys', 'save_plan', 'read_plan', 'status',
-           'runs_table', 'ConfigChanged', 'plan_change', 'StoredStudy', 'write_runs', 'load_study']
+__all__ = ['RESERVED', 'environment', 'StudyMismatch', 'NotAStudy', 'read_meta', 'record_meta', 'open_study', 'StudyBusy',
+           'locked', 'tidy', 'split_result', 'save_run', 'save_error', 'done_keys', 'failed_keys', 'save_plan',
+           'read_plan', 'status', 'runs_table', 'ConfigChanged', 'plan_change', 'StoredStudy', 'write_runs',
+           'load_study']
 
 # %% ../../nbs/14_store.ipynb #c7d48a84
 def _git_commit() -> str | None:
@@ -62,6 +63,15 @@ def read_meta(folder) -> dict:
         return json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise NotAStudy(f'{folder} is not a readable study folder: {path} ({e})') from None
+
+def record_meta(folder, **fields) -> dict:
+    "Add `fields` to the study folder's `meta.json`, written whole or not at all; the record as it is now."
+    meta = read_meta(folder)
+    if any(meta.get(k) != v for k, v in fields.items()):
+        meta.update(fields)
+        with atomic_path(Path(folder) / 'meta.json') as tmp:
+            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+    return meta
 
 # %% ../../nbs/14_store.ipynb #ba4261db
 def open_study(folder, name: str, device=None, fields: dict | None = None) -> Path:

@@ -15,7 +15,8 @@ from ..core import atomic_path, read_table, write_table
 from ..llc.radius import radius_reading
 from .claims import read_claims, read_ledger
 from .table import ours_text, paper_text
-from .provenance import COMPACT, LEDGER_DIR, NBETA_NAMES, scale_kind
+from .provenance import COMPACT, LEDGER_DIR
+from ..experiment.protocol import NBETA_NAMES, scale_kind
 
 # %% auto #0
 __all__ = ['DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'RADIUS_READING', 'median_ci_ranks', 'dln_bias_result',

@@ -14,8 +14,9 @@ import pandas as pd
 from ..core import atomic_path, write_table, read_table
 from ..experiment.store import runs_table
 from .bound import half_d_row
-from .provenance import (COMPACT, LEDGER_DIR, STAND_IN, compact_label, result_scale, save_compact,
-    scale_kind, study_configuration)
+from fracsgd.ledger.provenance import (COMPACT, LEDGER_DIR, STAND_IN, compact_label, result_scale, save_compact,
+    study_configuration)
+from ..experiment.protocol import scale_kind
 
 # %% auto #0
 __all__ = ['CLAIMS', 'LEDGER', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS', 'LEDGER_COLUMNS', 'SYSTEMATIC',

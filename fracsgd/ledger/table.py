@@ -9,7 +9,7 @@ import math, re
 import pandas as pd
 
 from .claims import VERDICTS, _fmt, read_claims, read_ledger
-from .provenance import SCALES, scale_kind
+from ..experiment.protocol import SCALES, scale_kind
 
 # %% auto #0
 __all__ = ['ledger_table', 'paper_text', 'ours_text', 'verdicts_by_scale']

@@ -12,7 +12,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from scipy import stats
 
-from ..core import write_table, save_figures
+from ..core import analysis_field, write_table, save_figures
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
@@ -54,7 +54,7 @@ class MNISTArchitecturesConfig:
     llc: str = 'paper-devinterp-nbeta'         # LLC setting along the run (mnist_runs.LLC_SETTINGS)
     llc_every: int = 100
     ds_llc: str = 'mean'                       # which λ enters eq. 17 (net_analysis.DS_READINGS)
-    n_boot: int = 200
+    n_boot: int = analysis_field(200)
     batch_size: int = 256
     n_images: int = 10_000                     # the subset of MNIST, half of it held out
 

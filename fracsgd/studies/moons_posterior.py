@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from torch.nn.utils import vector_to_parameters
 
-from ..core import atomic_path, committed_dir, save_figures, write_table
+from ..core import analysis_field, atomic_path, committed_dir, save_figures, write_table
 from ..datasets.moons import load_moons
 from ..nets.models import make_mlp
 from ..train.ensemble import EnsembleSettings, train_ensemble
@@ -55,7 +55,7 @@ class MoonsPosteriorConfig:
     batch_size: int = 128
     epochs: int = 200
     data_seed: int = 0
-    nets_per_run: int = 50                  # nets trained together, and their LLCs estimated in one call
+    nets_per_run: int = analysis_field(50)                  # nets trained together, and their LLCs estimated in one call
     probe_side: int = 20                    # probe set: a probe_side × probe_side grid over the data
     llc: SGLDSettings = PAPER_PRESET        # the LLC of each solution: the paper's table 3
     posterior: SGLDSettings = POSTERIOR_PAPER   # the local-posterior chains: appendix G.4
@@ -66,7 +66,7 @@ class MoonsPosteriorConfig:
     xis: tuple = tuple(round(0.05 * i, 2) for i in range(1, 41))     # ξ grid of the fig.-3 scan: 0.05 … 2
     xi_paper: float = 0.5
     block: int = 10                         # posterior draws resampled in blocks of this many (100 SGLD steps)
-    n_boot: int = 200
+    n_boot: int = analysis_field(200)
     k_rule: str = 'silhouette'              # how k is chosen from ks: 'silhouette' or 'stable' (clusters chapter)
     chains_per_cluster: int = 0             # > 0: reference chains, this many from every cluster (0: the paper's two)
     xi_out_of_sample: tuple = ()            # (ξ for m = 1, ξ for m = n) chosen on another data seed

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from ..nets.convnets import (ARCHS, FineTuneNet, _batches, build_net, evaluate, head_features,
     pretrain_from_scratch)
-from ..core import save_figures, write_table
+from ..core import analysis_field, save_figures, write_table
 from ..datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
 from ..train.displacement import Recorder, log_steps
@@ -55,10 +55,10 @@ class TinyRun:
     llc_draws: int = 400                   # table 3
     llc_nbeta: str = 'devinterp'           # 'devinterp': B/log B; 'printed': n/log n
     llc_images: int | None = None          # training images the LLC sees (None: all)
-    eval_batch: int = 256
+    eval_batch: int = analysis_field(256)
     pretrain_steps: int = 0                # stand-in weights: Adam steps from scratch on other images
     pretrain_lr: float = 1e-4              # their learning rate (1e-3 left the VGGs at chance)
-    record_every: int = 10
+    record_every: int = analysis_field(10)
     seed: int = 0
     RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
@@ -220,12 +220,12 @@ class TinyConfig:
     llc_every: int = 100
     llc_draws: int = 400
     llc_images: int | None = 5120
-    eval_batch: int = 256
+    eval_batch: int = analysis_field(256)
     pretrain_steps: int = 300              # stand-in weights only
     pretrain_lr: float = 1e-4
-    record_every: int = 10
+    record_every: int = analysis_field(10)
     origin: str = 'start'                  # which R(t) enters table 1: 'start' or 'switch'
-    n_boot: int = 200
+    n_boot: int = analysis_field(200)
 
 FULL = TinyConfig()
 QUICK = replace(FULL, n_classes=10, per_class=32, test_per_class=20, image_size=32, store_size=32, batch_size=16,

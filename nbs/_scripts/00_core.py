@@ -262,6 +262,16 @@ def key_fields(obj) -> list:
     return [f for f in dataclasses.fields(obj)
             if not (f.metadata.get('key') == 'omit at default' and getattr(obj, f.name) == f.default)]
 
+def analysis_field(default):
+    """A dataclass field that changes how the same experiment is analysed or run (bootstrap resamples, threads,
+    which steps are recorded), not the experiment: the [protocol chapter](protocol.html) does not count it as a
+    difference from the paper's protocol. It stays in run keys like any field."""
+    return dataclasses.field(default=default, metadata={'protocol': 'analysis'})
+
+def is_analysis_field(f: dataclasses.Field) -> bool:
+    "Whether the dataclass field `f` was declared with `analysis_field`."
+    return f.metadata.get('protocol') == 'analysis'
+
 
 # %%
 check_whole('n_chains', 3)

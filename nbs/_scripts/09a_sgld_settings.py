@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from fracsgd.core import added_field, check_range, check_whole, replace_checked
+from fracsgd.core import analysis_field, added_field, check_range, check_whole, replace_checked
 
 
 # %% [markdown]
@@ -66,7 +66,7 @@ class SGLDSettings:
     n_beta: float | None = None
     baseline: str = 'full'                  # 'full': subtract L_n(w*); 'paired': L_B(w_t) - L_B(w*) per draw
     seed: int = 0
-    diag_every: int = 20                    # 0: no per-step diagnostics
+    diag_every: int = analysis_field(20)                    # 0: no per-step diagnostics
     burnin_step_size: float | None = None
     on_divergence: str = 'raise'            # or 'backoff': halve the step sizes to blame; 3 retries
     preconditioner: str = added_field('none')   # or 'rmsprop': RMSprop-SGLD (devinterp's `SGMCMC.rmsprop_sgld`)

@@ -120,6 +120,15 @@ def read_meta(folder) -> dict:
     except (OSError, ValueError) as e:
         raise NotAStudy(f'{folder} is not a readable study folder: {path} ({e})') from None
 
+def record_meta(folder, **fields) -> dict:
+    "Add `fields` to the study folder's `meta.json`, written whole or not at all; the record as it is now."
+    meta = read_meta(folder)
+    if any(meta.get(k) != v for k, v in fields.items()):
+        meta.update(fields)
+        with atomic_path(Path(folder) / 'meta.json') as tmp:
+            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+    return meta
+
 
 # %%
 with tempfile.TemporaryDirectory() as d:

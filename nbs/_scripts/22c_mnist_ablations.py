@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.core import added_field, write_table, save_figures
+from fracsgd.core import analysis_field, added_field, write_table, save_figures
 from fracsgd.diffusion.crossover import predict_displacement
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
@@ -138,7 +138,7 @@ class MNISTAblationsConfig:
     llc: str = 'paper-devinterp-nbeta'
     llc_every: int = 100
     ds_llc: str = 'mean'
-    n_boot: int = 200
+    n_boot: int = analysis_field(200)
     n_images: int = 10_000                  # the subset of MNIST, half of it held out
     weight_decays: tuple = added_field((0.0,))  # the arXiv version's third axis (the ICLR version has none)
 
@@ -333,6 +333,8 @@ def report(folder, cfg: MNISTAblationsConfig) -> dict:
 class MNISTAblations(MNISTStudy):
     "The MNIST ablation study (paper appendix H), for the runner."
     name, presets = 'mnist-ablations', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    protocol_caveat = ('the paper does not state its ablation sweep; our full grid (lr x batch x momentum x 3 nets, '
+                       '100 epochs) is an assumption')
     keep = ('per_net.csv', 'trajectory_compact.parquet')
     def runs(self, cfg): return runs(cfg)
     def report(self, folder, cfg): return report(folder, cfg)

@@ -23,12 +23,11 @@ import matplotlib.pyplot as plt
 import torch
 from scipy.stats import rankdata, spearmanr
 
-from fracsgd.core import write_table, save_figures
+from fracsgd.core import analysis_field, write_table, save_figures
 from fracsgd.nets.convnets import ARCHITECTURES, arch_name, make_net, n_params
 from fracsgd.diffusion.crossover import local_slope
 from fracsgd.datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
 from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
-from fracsgd.ledger.provenance import mark_stand_in
 from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.diffusion.spectral import fit_power_law
 from fracsgd.experiment.store import load_study
@@ -99,7 +98,7 @@ class CIFARRun:
     data: str = 'cifar10'                   # 'cifar10' (the real files) or 'stand-in'
     llc_every: int = 100
     llc: str = 'paper-devinterp-nbeta'      # a name in LLC_SETTINGS
-    record_every: int = 10
+    record_every: int = analysis_field(10)
     seed: int = 0
     data_seed: int = 0
     RETIRED_FIELDS = {'device': None}       # in the key of every run stored before the runner placed the runs
@@ -153,11 +152,11 @@ class CIFARConfig:
     data: str = 'stand-in'
     llc_every: int = 40
     llc: str = 'quick'
-    record_every: int = 4
+    record_every: int = analysis_field(4)
     batch_size: int = 64
     early_fraction: float = 0.1             # the early slope is fitted on t ≤ early_fraction × steps (and t ≥ 1)
     ds_llc: str = 'mean'
-    n_boot: int = 200
+    n_boot: int = analysis_field(200)
 
 QUICK = CIFARConfig()
 FULL = replace(QUICK, epochs=50, n_images=10_000, image_size=32, data='cifar10', llc_every=100,
@@ -252,6 +251,11 @@ class CIFAR10Study(Study):
     "The CIFAR-10 study (appendix I.3), for the runner."
     name, presets = 'cifar10', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG)
     keep = ('per_arch.csv', 'tables_5_6.csv', 'trajectory_compact.parquet')
+    llc_tables = LLC_SETTINGS
+    def found_stand_in(self, folder, cfg) -> str:
+        "Fewer images, or other digits, than the configuration's stand-in, as the runs recorded it ('' for none)."
+        found = sorted({w for w in load_study(folder).tables['nets'].stand_in.astype(str) if w and w != 'nan'})
+        return '; '.join(found) if found and found != [STAND_IN] else ''
     def runs(self, cfg): return runs(cfg)
     def load_data(self, run): return load_data(run)
     def build_models(self, run): return make_net(run.family, run.channels, seed=run.seed)
@@ -459,9 +463,6 @@ def report(folder, cfg: CIFARConfig) -> dict:
     and the figures there."""
     out = Path(folder)
     arch, traj = per_arch(out, cfg)
-    found = sorted({w for w in arch.stand_in.astype(str) if w and w != 'nan'})
-    if found and found != [STAND_IN]:                     # fewer images, or other digits, than the configuration's
-        mark_stand_in(out, '; '.join(found))
     summary, tables = summarize(arch), tables_5_6(arch)
     write_table(summary, out / 'summary.csv')
     write_table(arch, out / 'per_arch.csv')

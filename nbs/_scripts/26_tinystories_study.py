@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from fracsgd.core import atomic_path, write_table, save_figures, require
+from fracsgd.core import analysis_field, atomic_path, write_table, save_figures, require
 from fracsgd.diffusion.crossover import predict_displacement
 from fracsgd.datasets.common import cache_dir
 from fracsgd.datasets.tinystories import (CausalLMLogits, TokenBlocks, check_context, check_tokenizer, lm_n_beta,
@@ -142,7 +142,7 @@ class LMRun:
     stand_in_steps: int = 300
     stand_in_lr: float = 3e-3
     seed: int = 0
-    cpu_threads: int = 1               # torch threads for CPU work (2 threads on 2 busy cores ran ~5x slower here)
+    cpu_threads: int = analysis_field(1)               # torch threads for CPU work (2 threads on 2 busy cores ran ~5x slower here)
     RETIRED_FIELDS = {'device': None}  # in the key of every run stored before the runner placed the runs
 
     def __post_init__(self):
@@ -285,7 +285,7 @@ class TinyStoriesConfig:
     models: tuple = ('roneneldan/TinyStories-1M',)
     optimizers: tuple = OPTIMIZERS
     run: LMRun = LMRun(stand_in=True, steps=300, llc_draws=40, block_size=64, llc_blocks=256)
-    n_boot: int = 200
+    n_boot: int = analysis_field(200)
 
 QUICK = TinyStoriesConfig()
 FULL = TinyStoriesConfig(models=tuple(PAPER_MODELS), run=LMRun())

@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 import warnings
 from scipy import stats
 
-from fracsgd.core import write_table, save_figures
+from fracsgd.core import analysis_field, write_table, save_figures
 from fracsgd.datasets.common import batches
 from fracsgd.datasets.modular import load_modular
 from fracsgd.train.displacement import Recorder
@@ -113,7 +113,7 @@ class GrokkingConfig:
     n_directions: int = 4
     data_seed: int = 0
     reference: tuple = (512, 1.0)            # (batch size, weight decay) of the run the page shows in detail
-    n_boot: int = 200
+    n_boot: int = analysis_field(200)
 
 QUICK = GrokkingConfig()
 FULL = replace(QUICK, n_steps=None, epochs=10_000, seeds=(0, 1, 2), llc_every=100)

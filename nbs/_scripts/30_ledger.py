@@ -24,7 +24,8 @@ from fracsgd.core import atomic_path, write_table, read_table
 from fracsgd.experiment.store import runs_table
 from fracsgd.ledger.bound import half_d_row
 from fracsgd.ledger.provenance import (COMPACT, LEDGER_DIR, STAND_IN, compact_label, result_scale, save_compact,
-    scale_kind, study_configuration)
+    study_configuration)
+from fracsgd.experiment.protocol import scale_kind
 
 # %% [markdown]
 # The paper ("Almost Bayesian", ICLR 2026) makes its case with numbers: exponents in

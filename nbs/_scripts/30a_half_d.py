@@ -23,7 +23,8 @@ from fracsgd.ledger.provenance import study_presets
 
 # %%
 from fracsgd.ledger.claims import read_claims, read_ledger
-from fracsgd.ledger.provenance import COMPACT, LEDGER_DIR, scale_kind
+from fracsgd.ledger.provenance import COMPACT, LEDGER_DIR
+from fracsgd.experiment.protocol import scale_kind
 
 # %% [markdown]
 #

@@ -18,7 +18,7 @@ import math, re
 import pandas as pd
 
 from fracsgd.ledger.claims import VERDICTS, _fmt, read_claims, read_ledger
-from fracsgd.ledger.provenance import SCALES, scale_kind
+from fracsgd.experiment.protocol import SCALES, scale_kind
 
 
 # %% [markdown]

@@ -24,7 +24,8 @@ from fracsgd.core import atomic_path, read_table, write_table
 from fracsgd.llc.radius import radius_reading
 from fracsgd.ledger.claims import read_claims, read_ledger
 from fracsgd.ledger.table import ours_text, paper_text
-from fracsgd.ledger.provenance import COMPACT, LEDGER_DIR, NBETA_NAMES, scale_kind
+from fracsgd.ledger.provenance import COMPACT, LEDGER_DIR
+from fracsgd.experiment.protocol import NBETA_NAMES, scale_kind
 
 # %% [markdown]
 # The [claims ledger](ledger.html) turns each study's compact summary into rows, one claim at a time. Four things

@@ -108,6 +108,7 @@
 # | [One net's numbers](net_analysis.html) | `fracsgd.diffusion.net_analysis` | a trajectory table read per net: the eq.-17 slope and $d_s$, crossover and late slope, λ̄, the explored volume's $d_s$; what the ledger keeps |
 # | [Sweeps](sweep.html) | `fracsgd.experiment.sweep` | resumable sweeps of run configurations on a process pool or Ray |
 # | [Runner](runner.html) | `fracsgd.experiment.runner` | the study protocol; placement, seeds, presets, trained state kept before analysis |
+# | [Protocol](protocol.html) | `fracsgd.experiment.protocol` | a configuration against the paper's protocol (the `scale` the ledger shows) and its LLC's nβ, recorded by the runner |
 # | [Results store](store.html) | `fracsgd.experiment.store` | one folder per study; `load_study` reads it back in one call |
 # | [Clusters of solutions](clusters.html) | `fracsgd.posterior.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
 # | [Posterior tempering](tempering.html) | `fracsgd.posterior.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
