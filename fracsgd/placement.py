@@ -152,11 +152,19 @@ def data_device(X: torch.Tensor, y: torch.Tensor) -> torch.device:
 def _as_models(models) -> list:
     return [models] if isinstance(models, nn.Module) else list(models)
 
+def _model_tensors(models, buffers: bool = True):
+    "`tensors` of a model or a list of models, each named as a reader says it: model 1's 'layer.weight'."
+    models = _as_models(models)
+    for i, m in enumerate(models):
+        for path, t in tensors(m, '', buffers):
+            name = repr(path.lstrip('.'))
+            yield (f"model {i}'s {name}" if len(models) > 1 else name), t
+
 def model_device(models) -> torch.device:
     """The one device of every parameter and buffer of `models` (a module or a list of modules); refused, naming
     two devices and a tensor on each, when they are spread over several, or when there are no tensors at all."""
     found = {}
-    for where, t in tensors(_as_models(models), 'models'):
+    for where, t in _model_tensors(models):
         found.setdefault(t.device, where)
     if not found:
         raise ValueError("the models hold no parameters or buffers: there is no device to compute on")
@@ -170,7 +178,7 @@ def model_dtype(models) -> torch.dtype | None:
     """The one floating dtype of the parameters of `models`; refused, naming two, when they have several; None
     when no parameter is floating."""
     found = {}
-    for where, t in tensors(_as_models(models), 'models', buffers=False):
+    for where, t in _model_tensors(models, buffers=False):
         if t.is_floating_point():
             found.setdefault(t.dtype, where)
     if len(found) > 1:

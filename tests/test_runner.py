@@ -271,3 +271,20 @@ def test_a_run_in_flight_reports_its_step_to_the_sweep_bar(tmp_path):
     assert bar.n == 2.0 and not list((tmp_path / PROGRESS_DIR).glob('*.json'))
     watcher.stop()
 
+
+
+class ThreadedToy(ToyStudy):
+    "The toy study asking for one thread per run and three for its finish stage; each stage records what it got."
+    def threads(self, run=None): return 1 if run is not None else 3
+    def evaluate(self, run, data, net, trained): return dict(threads=torch.get_num_threads())
+    def finish(self, folder, cfg): (Path(folder) / 'finish_threads').write_text(str(torch.get_num_threads()))
+
+
+def test_a_study_says_how_many_threads_and_the_runner_sets_them(tmp_path):
+    before = torch.get_num_threads()
+    res = run_study(ThreadedToy(), config=ToyConfig(folder=str(tmp_path)), folder=tmp_path / 'study', device='cpu',
+                    threads=2, workers=1, progress=False, report=False)
+    assert res['counts']['done'] == 2
+    from fracsgd.experiment.store import load_study
+    assert set(load_study(tmp_path / 'study').runs.threads) == {1}
+    assert (tmp_path / 'study' / 'finish_threads').read_text() == '3' and torch.get_num_threads() == before

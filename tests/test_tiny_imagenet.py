@@ -184,7 +184,7 @@ import json, resource, torch, warnings
 torch.set_num_threads(1)
 from fracsgd.nets.models import make_mlp
 from fracsgd.llc.estimate import estimate_llc
-from fracsgd.llc.sgld import PAPER_PRESET
+from fracsgd.llc.settings import PAPER_PRESET
 net = make_mlp([1000, 2000, 2000, 10], seed=0)            # 6 million weights: 24 MB a copy
 X, y = torch.randn(64, 1000), torch.arange(64) % 10
 with warnings.catch_warnings():

@@ -21,8 +21,8 @@ from .sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
 # %% auto #0
 __all__ = ['RESUMED_LOG', 'PROGRESS_EVERY', 'Study', 'trained_path', 'checkpoint_dir', 'checkpoint_every', 'progress_writer',
-           'run_one', 'default_folder', 'data_identity', 'check_same_data', 'run_study', 'StudyFailed', 'study_config',
-           'report_study']
+           'with_threads', 'run_one', 'default_folder', 'data_identity', 'check_same_data', 'run_study', 'StudyFailed',
+           'study_config', 'report_study']
 
 # %% ../../nbs/13a_runner.ipynb #d6cbca1d
 class Study:
@@ -60,6 +60,9 @@ class Study:
     def data_source(self, cfg) -> str: "What the runs of `cfg` would read now, as their `data_source` says it ('': untold)."; return ''
     def run_cost(self, run) -> float: "The relative work of `run`, for the progress bar's time left (default: all alike)."; return 1.0
     def stand_in(self, cfg) -> str: "What stands in for the paper's data or weights in `cfg` ('' for nothing)."; return ''
+    def threads(self, run=None) -> int | None:
+        "CPU threads `run` (None: the `finish` stage) works best with; on a CPU the runner uses them (None: its own)."
+        return None
 
     def found_stand_in(self, folder, cfg) -> str:
         "What the finished runs in `folder` found standing in for the paper's data, beyond `stand_in(cfg)` ('': nothing)."
@@ -108,11 +111,15 @@ def progress_writer(folder, key: str, every: float = PROGRESS_EVERY) -> Callable
             tmp.write_text(json.dumps(dict(key=key, done=int(done), total=int(total), what=what, time=now)))
     return write
 
+def with_threads(p: Placement, threads: int | None) -> Placement:
+    "`p` with the thread count a study asks for, on a CPU; `p` itself when the study asks for none or runs elsewhere."
+    return dataclasses.replace(p, threads=int(threads)) if threads and p.torch_device.type == 'cpu' else p
+
 def run_one(study, p: Placement, folder, run) -> dict:
     "Train (or reload the trained state of) one run under placement `p`, then evaluate it; its result dict."
     from fracsgd.studies import get_study   # the lazy registry (the one import that points up)
     study, key = get_study(study), run_key(run)
-    with placed(p), reporting_progress(progress_writer(folder, key)):
+    with placed(with_threads(p, study.threads(run))), reporting_progress(progress_writer(folder, key)):
         seed_everything(study.seed(run))
         data = place(study.load_data(run), p)
         models = place(study.build_models(run), p)
@@ -205,7 +212,7 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     what = study.found_stand_in(folder, cfg) or what             # a stand-in only the runs could find (data offline)
     record_meta(folder, stand_in=what, scale=protocol_scale(study, cfg, what), llc_nbeta=llc_nbeta(study, cfg))
     if counts['done'] + counts['skipped'] == len(set(run_key(r) for r in runs)):
-        with placed(p):
+        with placed(with_threads(p, study.threads(None))):
             study.finish(folder, cfg)
     out = report_study(folder, study) if report else {}
     return dict(out, folder=folder, config=cfg, preset=label, counts=counts)

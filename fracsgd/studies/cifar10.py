@@ -134,19 +134,13 @@ def load_data(run: CIFARRun) -> CIFARSubset:
 
 def train_run(run: CIFARRun, d: CIFARSubset, net) -> dict:
     """Train the run's net on `d`: its trajectory table and training time. On a CPU it runs on one thread (on the
-    shared 2-core machine the quick conv-32 run took 123 s with two threads, 17 s with one)."""
+    shared 2-core machine the quick conv-32 run took 123 s with two threads, 17 s with one: `CIFAR10Study.threads`)."""
     check_head(net, d.y_train, f'{run.name}: ')
-    threads = torch.get_num_threads()
-    if d.X_train.is_cpu:
-        torch.set_num_threads(1)
-    try:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')                     # the LLC's flags; the estimates are kept
-            table = train_ensemble([net], (d.X_train, d.y_train), 'classification', run.settings())
-        seconds = time.perf_counter() - t0
-    finally:
-        torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')                         # the LLC's flags; the estimates are kept
+        table = train_ensemble([net], (d.X_train, d.y_train), 'classification', run.settings())
+    seconds = time.perf_counter() - t0
     table.insert(0, 'run', run.name)
     return dict(trajectory=table.drop(columns='member'), seconds_train=seconds)
 
@@ -166,6 +160,7 @@ class CIFAR10Study(Study):
     name, presets = 'cifar10', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG)
     keep = ('per_arch.csv', 'tables_5_6.csv', 'trajectory_compact.parquet')
     llc_tables = LLC_SETTINGS
+    def threads(self, run=None): return 1 if run is not None else None   # one thread per run on a CPU (train_run)
     def found_stand_in(self, folder, cfg) -> str:
         "Fewer images, or other digits, than the configuration's stand-in, as the runs recorded it ('' for none)."
         found = sorted({w for w in load_study(folder).tables['nets'].stand_in.astype(str) if w and w != 'nan'})

@@ -258,6 +258,7 @@ class MoonsPosterior(Study):
     def train(self, run, data, nets): return train_run(run, data, nets)
     def evaluate(self, run, data, nets, trained): return evaluate_run(run, data, nets)
     def finish(self, folder, cfg): return finish(folder, cfg)
+    def threads(self, run=None): return 1 if run is None else None   # stage 2: two chains of a tiny net per thread
     def report(self, folder, cfg): return report(folder, cfg)
 
 STUDY = MoonsPosterior()
@@ -371,12 +372,8 @@ def sample_chains(folder, cfg: MoonsPosteriorConfig) -> dict:
     X, y, probe = place(_data(cfg))
     nets = list(dict.fromkeys(seeds.values()))                # one chain set per distinct seed net
     models = _nets(study.tables['weights'].set_index('net').w, nets, cfg.hidden)
-    t0, threads = time.perf_counter(), torch.get_num_threads()
-    torch.set_num_threads(1)             # two chains of a tiny net: threads only spin against other jobs' work
-    try:
-        draws = sample_posterior(models, (X, y), probe, cfg.posterior)   # [nets, chains, draws, probe, 2]
-    finally:
-        torch.set_num_threads(threads)
+    t0 = time.perf_counter()                 # on one thread (MoonsPosterior.threads): the chains are tiny
+    draws = sample_posterior(models, (X, y), probe, cfg.posterior)       # [nets, chains, draws, probe, 2]
     seconds = time.perf_counter() - t0
     n, c, d = draws.shape[:3]
     ids = pd.MultiIndex.from_product([nets, range(c), range(d)], names=['net', 'chain', 'draw']).to_frame(index=False)

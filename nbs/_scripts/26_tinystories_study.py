@@ -214,7 +214,6 @@ def load_blocks(run: LMRun) -> dict:
 
 def load_model(run: LMRun) -> CausalLMLogits:
     "The model of `run`, on the CPU: the pretrained stand-in, or the hub's model checked against its tokenizer."
-    torch.set_num_threads(run.cpu_threads)          # the runner restores the thread count after the run
     tokenizer, blocks = _tokenized(run)
     if run.stand_in:
         return pretrain_stand_in(run, tokenizer, blocks)
@@ -567,6 +566,7 @@ class TinyStories(Study):
     def runs(self, cfg): return runs(cfg)
     def load_data(self, run): return load_blocks(run)
     def build_models(self, run): return load_model(run)
+    def threads(self, run=None): return None if run is None else run.cpu_threads   # 2 threads on 2 busy cores: ~5x slower
     def train(self, run, data, model): return train_run(run, data, model)
     def report(self, folder, cfg): return report(folder, cfg)
     def check_data(self, cfg):
