@@ -5,6 +5,7 @@
 # %% ../../nbs/24_cifar10_study.ipynb #d2087ab0
 from __future__ import annotations
 import math, time, warnings
+from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 from scipy.stats import rankdata, spearmanr
 
+from .common import summary_row
 from ..core import analysis_field, write_table, save_figures
 from ..nets.convnets import ARCHITECTURES, arch_name, make_net, n_params
 from ..diffusion.crossover import local_slope
@@ -242,8 +244,7 @@ def per_arch(folder, cfg: CIFARConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = pd.DataFrame([dict(run=r, **analyse_arch(g, cfg)) for r, g in traj.groupby('run')])
     return nets.merge(rows, on='run'), traj
 
-def _row(q, v, lo, hi, note=''):
-    return dict(quantity=q, value=float(v), ci_low=float(min(lo, v)), ci_high=float(max(hi, v)), note=note)
+_row = partial(summary_row, contain=True)               # this study's intervals hold their own value
 
 def summarize(arch: pd.DataFrame) -> pd.DataFrame:
     "The summary table: per-architecture numbers, then the rank tests of super-diffusion against size."

@@ -17,7 +17,8 @@ from ..diffusion.crossover import predict_displacement
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from .mnist_seeds import stat_row, summary_row
+from .mnist_seeds import stat_row
+from .common import summary_row
 from .mnist_architectures import spearman_interval
 
 # %% auto #0

@@ -16,7 +16,7 @@ from ..core import analysis_field, write_table, save_figures
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from .mnist_seeds import summary_row
+from .common import summary_row
 
 # %% auto #0
 __all__ = ['PAPER_TABLE7', 'QUICK', 'FULL', 'SMOKE', 'STUDY', 'weight_count', 'architecture_name', 'MNISTArchitecturesConfig',

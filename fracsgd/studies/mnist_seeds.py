@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
+from .common import summary_row
 from ..core import analysis_field, read_table, write_table, save_figures
 from ..diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from ..diffusion.spectral import fit_power_law
@@ -24,9 +25,8 @@ from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'CONTROL_AGES', 'CONTROLS', 'CONTROLS_SMOKE', 'PAPER_TABLE8', 'CONTROL_AGEING_LAG',
            'CONTROL_NOISE_LAGS', 'CONTROL_FILES', 'STUDY', 'MNISTSeedsConfig', 'runs', 'borrow_llc', 'per_net',
-           'bootstrap_interval', 'summary_row', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2',
-           'plot_trajectories', 'plot_layers', 'theorem31', 'analyse_controls', 'plot_theorem31', 'report',
-           'MNISTSeeds']
+           'bootstrap_interval', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2', 'plot_trajectories',
+           'plot_layers', 'theorem31', 'analyse_controls', 'plot_theorem31', 'report', 'MNISTSeeds']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
 @dataclass(frozen=True)
@@ -132,9 +132,6 @@ def bootstrap_interval(x, stat, n_boot: int, seed: int = 0) -> tuple[float, floa
     lo, hi = np.quantile(reps, [0.025, 0.975])
     v = stat(x)
     return float(min(lo, v)), float(max(hi, v))
-
-def summary_row(quantity, value, lo=np.nan, hi=np.nan, note=''):
-    return dict(quantity=quantity, value=float(value), ci_low=float(lo), ci_high=float(hi), note=note)
 
 def stat_row(quantity, x, stat, n_boot, note=''):
     x = np.asarray(x, float)

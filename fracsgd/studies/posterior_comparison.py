@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+from .common import summary_row
 from ..core import read_table
 from ..experiment.store import load_study, status
 from ..diffusion.spectral import fit_power_law
@@ -133,9 +134,6 @@ def _boot_stat(f, labels_sgd, labels_post, n_boot, seed, block) -> tuple[float, 
     v = [f(resample_labels(labels_sgd, rng), resample_labels(labels_post, rng, block)) for _ in range(n_boot)]
     return _interval(v)
 
-def _row(quantity, value, lo=np.nan, hi=np.nan, note=''):
-    return dict(quantity=quantity, value=float(value), ci_low=float(lo), ci_high=float(hi), note=note)
-
 def _interval(values) -> tuple[float, float]:
     return tuple(float(x) for x in np.quantile(values, [0.025, 0.975], method='inverted_cdf'))
 
@@ -217,69 +215,69 @@ def _summary(res: dict, data: dict, cfg: AnalysisSettings, rng) -> pd.DataFrame:
     where = f"ξ = {xi}, m = {LEDGER_M}, D_ξ {res['choice']}" + ('' if res['choice'] == LEDGER_CHOICE else
                                                               f' (NOT eq. 13: a cluster has no positive LLC)')
     rows = [
-        _row('nets trained', len(sol)),
-        _row('nets passing the convergence criterion', sol.converged.sum(), note=f'train accuracy ≥ Bayes-rule '
+        summary_row('nets trained', len(sol)),
+        summary_row('nets passing the convergence criterion', sol.converged.sum(), note=f'train accuracy ≥ Bayes-rule '
              f'accuracy − {cfg.accuracy_gap}; {kept}'),
-        _row('nets analysed', len(pool)),
-        _row('Bayes-rule accuracy on the training points', data['bayes']),
-        _row('train accuracy (mean over nets)', sol.accuracy.mean(), *_interval(sol.accuracy)),
-        _row('train loss (mean over nets)', sol.loss.mean(), *_interval(sol.loss)),
-        _row(f'relative loss drop over the last {cfg.loss_window} epochs (mean)', sol.loss_drop.mean(),
+        summary_row('nets analysed', len(pool)),
+        summary_row('Bayes-rule accuracy on the training points', data['bayes']),
+        summary_row('train accuracy (mean over nets)', sol.accuracy.mean(), *_interval(sol.accuracy)),
+        summary_row('train loss (mean over nets)', sol.loss.mean(), *_interval(sol.loss)),
+        summary_row(f'relative loss drop over the last {cfg.loss_window} epochs (mean)', sol.loss_drop.mean(),
              *_interval(sol.loss_drop), 'interval: 2.5–97.5% of nets'),
-        _row(f"clusters k ({'best silhouette' if rule == 'silhouette' else 'rule: ' + rule})", k,
+        summary_row(f"clusters k ({'best silhouette' if rule == 'silhouette' else 'rule: ' + rule})", k,
              note=f"stability verdict '{rep.verdict}'; ks tried: {', '.join(map(str, res['reports'].k))}; {K_RULE_TEXT[rule]}"),
-        _row('silhouette', rep.silhouette), _row('ARI k-means vs Ward', rep.ari_methods),
-        _row('bootstrap stability (mean ARI)', rep.stability),
-        _row('smallest cluster (nets)', rep.smallest),
-        _row('LLC (mean over analysed nets, LLC > 0)', llc.mean(), *_interval([rng.choice(llc, len(llc)).mean() for _ in range(B)]),
+        summary_row('silhouette', rep.silhouette), summary_row('ARI k-means vs Ward', rep.ari_methods),
+        summary_row('bootstrap stability (mean ARI)', rep.stability),
+        summary_row('smallest cluster (nets)', rep.smallest),
+        summary_row('LLC (mean over analysed nets, LLC > 0)', llc.mean(), *_interval([rng.choice(llc, len(llc)).mean() for _ in range(B)]),
              f'{int((pool.llc <= 0).sum())} nets with LLC ≤ 0; {int(pool.llc_flagged.sum())} flagged by the diagnostics'),
-        _row('LLC position of the median, (median − min)/(max − min)', position(llc),
+        summary_row('LLC position of the median, (median − min)/(max − min)', position(llc),
              *_interval([position(rng.choice(llc, len(llc))) for _ in range(B)]), 'below 0.5: concentrated at the low end'),
-        _row('late exponent s (log-log slope after t_c)', ex['slope'], ex['ci_low'], ex['ci_high'], ex['note']),
-        _row('d_s = 2 λ̄ s', spectral_dimension_from_slope(ex['slope'], llc.mean())),
-        _row(f'D_ξ at ξ = {xi}, one slope: ξ^(2 − 1/s)', accessibility_factor(xi, slope=ex['slope']),
+        summary_row('late exponent s (log-log slope after t_c)', ex['slope'], ex['ci_low'], ex['ci_high'], ex['note']),
+        summary_row('d_s = 2 λ̄ s', spectral_dimension_from_slope(ex['slope'], llc.mean())),
+        summary_row(f'D_ξ at ξ = {xi}, one slope: ξ^(2 − 1/s)', accessibility_factor(xi, slope=ex['slope']),
              accessibility_factor(xi, slope=ex['ci_high']), accessibility_factor(xi, slope=ex['ci_low'])),
-        _row('posterior draws outside their start cluster (mean over chains)', res['chains'].left_start.mean()),
-        _row('posterior chains', mix['chains'], note='started from: ' + ', '.join(data['seeds'])),
-        _row('posterior chains that never leave their start cluster', mix['never_left'],
+        summary_row('posterior draws outside their start cluster (mean over chains)', res['chains'].left_start.mean()),
+        summary_row('posterior chains', mix['chains'], note='started from: ' + ', '.join(data['seeds'])),
+        summary_row('posterior chains that never leave their start cluster', mix['never_left'],
              note='their masses cannot be estimated from these chains' if mix['never_left'] else ''),
-        _row('cluster transitions per chain (mean)', res['chains'].transitions.mean(),
+        summary_row('cluster transitions per chain (mean)', res['chains'].transitions.mean(),
              note=f"min {res['chains'].transitions.min()}, max {res['chains'].transitions.max()} over "
                   f"{len(res['chains'])} chains of {post.shape[-1]} draws"),
-        _row('split R-hat, cluster indicators (max over clusters)', mix['rhat_max'],
+        summary_row('split R-hat, cluster indicators (max over clusters)', mix['rhat_max'],
              note='per cluster: ' + ', '.join(f'{r:.3g}' for r in mix['rhat_clusters']) + '; 1.1 or less: the chains agree'),
-        _row('split R-hat, leading principal component of the draws (function space)', mix['rhat_scalar']),
-        _row('raw SGD mass of cluster C1', res['p_sgd'][0], *_interval([cluster_masses(resample_labels(lab, rng), k)[0] for _ in range(B)])),
-        _row('posterior mass of cluster C1', res['p_post'][0], *_interval([cluster_masses(resample_labels(post, rng, blk), k)[0] for _ in range(B)]),
+        summary_row('split R-hat, leading principal component of the draws (function space)', mix['rhat_scalar']),
+        summary_row('raw SGD mass of cluster C1', res['p_sgd'][0], *_interval([cluster_masses(resample_labels(lab, rng), k)[0] for _ in range(B)])),
+        summary_row('posterior mass of cluster C1', res['p_post'][0], *_interval([cluster_masses(resample_labels(post, rng, blk), k)[0] for _ in range(B)]),
              unreliable.rstrip('; ')),
-        _row('posterior minus SGD mass of cluster C1', res['p_post'][0] - res['p_sgd'][0],
+        summary_row('posterior minus SGD mass of cluster C1', res['p_post'][0] - res['p_sgd'][0],
              *_boot_stat(lambda a, b: cluster_masses(b, k)[0] - cluster_masses(a, k)[0], lab, post, B, 1, blk),
              unreliable.rstrip('; ')),
-        _row('ξ minimising KL(SGD‖theoretical SGD)', *res['xi_star'],
+        summary_row('ξ minimising KL(SGD‖theoretical SGD)', *res['xi_star'],
              f"{where.split(', ', 1)[1]}; grid {min(cfg.xis)}–{max(cfg.xis)}"
              + ('; AT THE GRID EDGE: the curve falls towards it' if res['xi_star'][0] in (min(cfg.xis), max(cfg.xis)) else '')),
-        _row(f'ξ minimising KL(SGD‖theoretical SGD), m = n = {n}', *res['xi_star_n'],
+        summary_row(f'ξ minimising KL(SGD‖theoretical SGD), m = n = {n}', *res['xi_star_n'],
              f"m = n = {n} (Cor. 3.2), D_ξ {res['choice']}; grid {min(cfg.xis)}–{max(cfg.xis)}"
              + ('; AT THE GRID EDGE: the curve falls towards it' if res['xi_star_n'][0] in (min(cfg.xis), max(cfg.xis)) else '')),
-        _row(f'KL(Bayes‖tempered SGD) minus KL(Bayes‖raw SGD), ξ = {xi}', gain(lab, post),
+        summary_row(f'KL(Bayes‖tempered SGD) minus KL(Bayes‖raw SGD), ξ = {xi}', gain(lab, post),
              *_boot_stat(gain, lab, post, B, 2, blk), f'm = {LEDGER_M}; negative: tempering brings SGD closer to the posterior'),
     ]
     t2n = res['table2_n'].set_index(['comparison', 'metric'])
     for metric in wide.index:
-        rows.append(_row(f'{metric}, tempered SGD vs Bayes, ξ = {xi}', *tab2('Q = tempered SGD', metric), unreliable + where))
+        rows.append(summary_row(f'{metric}, tempered SGD vs Bayes, ξ = {xi}', *tab2('Q = tempered SGD', metric), unreliable + where))
         r = t2n.loc[('Q = tempered SGD', metric)]
-        rows.append(_row(f'{metric}, tempered SGD vs Bayes, ξ = {xi}, m = n = {n}', r.value, r.ci_low, r.ci_high,
+        rows.append(summary_row(f'{metric}, tempered SGD vs Bayes, ξ = {xi}, m = n = {n}', r.value, r.ci_low, r.ci_high,
                          unreliable + where.replace(f'm = {LEDGER_M}', f'm = n = {n} (Cor. 3.2)')))
-        rows.append(_row(f'{metric}, raw SGD vs Bayes (baseline)', *tab2('Q = raw SGD', metric)))
-        rows.append(_row(f'{metric}, uniform vs Bayes (baseline)', *tab2('Q = uniform', metric)))
+        rows.append(summary_row(f'{metric}, raw SGD vs Bayes (baseline)', *tab2('Q = raw SGD', metric)))
+        rows.append(summary_row(f'{metric}, uniform vs Bayes (baseline)', *tab2('Q = uniform', metric)))
         floor = t2.loc[('noise floor: Q = Bayes resample', metric)]
-        rows.append(_row(f'{metric}, noise floor (two resamples of Bayes)', floor.value, np.nan, floor.ci_high,
+        rows.append(summary_row(f'{metric}, noise floor (two resamples of Bayes)', floor.value, np.nan, floor.ci_high,
                          'value: median; ci_high: 95% quantile'))
     if 'out_of_sample' in res:
         for m, part in res['out_of_sample'].groupby('m', sort=False):
             r = part.set_index(['comparison', 'metric']).loc[('Q = tempered SGD', 'KL(Bayes‖Q) [nats]')]
             label = f'm = {m}' if m == 1 else f'm = n = {m}'
-            rows.append(_row(f'KL(Bayes‖Q) [nats], tempered SGD vs Bayes, ξ chosen on another data seed '
+            rows.append(summary_row(f'KL(Bayes‖Q) [nats], tempered SGD vs Bayes, ξ chosen on another data seed '
                              f'(out of sample), {label}', r.value, r.ci_low, r.ci_high,
                              f'{unreliable}ξ = {r.xi} (argmin of KL(SGD‖theoretical SGD) on another data seed, {label}, '
                              f"D_ξ {res['choice']}); in sample here: ξ* = {(res['xi_star'] if m == 1 else res['xi_star_n'])[0]}"))

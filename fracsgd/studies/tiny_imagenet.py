@@ -5,6 +5,7 @@
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #3c0d0f5e
 from __future__ import annotations
 import math, time, warnings
+from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from .common import summary_row
 from ..nets.convnets import (ARCHS, FineTuneNet, _batches, build_net, evaluate, head_features,
     pretrain_from_scratch)
 from ..core import analysis_field, save_figures, write_table
@@ -305,9 +307,7 @@ PAPER_TABLE1 = pd.DataFrame({'arch': ['resnet18', 'resnet34', 'vgg16'], 'llc': [
                              'd_s': [0.57, 0.62, 0.14], 'alpha': [0.004, 0.004, 0.001], 'r2': [1.0, 1.0, 1.0]})
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #24450d1a
-def _row(quantity, value, lo, hi, note=''):
-    return dict(quantity=quantity, value=float(value), ci_low=float(min(lo, value)), ci_high=float(max(hi, value)),
-                note=note)
+_row = partial(summary_row, contain=True)               # this study's intervals hold their own value
 
 def summarize(per_run: pd.DataFrame, origin: str = 'start') -> pd.DataFrame:
     "The summary: per architecture λ, d_s, α, r² (table 1) and the change of slope at the switch (fig. 19)."

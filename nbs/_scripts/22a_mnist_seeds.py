@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
+from fracsgd.studies.common import summary_row
 from fracsgd.core import analysis_field, read_table, write_table, save_figures
 from fracsgd.diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from fracsgd.diffusion.spectral import fit_power_law
@@ -255,9 +256,6 @@ def bootstrap_interval(x, stat, n_boot: int, seed: int = 0) -> tuple[float, floa
     lo, hi = np.quantile(reps, [0.025, 0.975])
     v = stat(x)
     return float(min(lo, v)), float(max(hi, v))
-
-def summary_row(quantity, value, lo=np.nan, hi=np.nan, note=''):
-    return dict(quantity=quantity, value=float(value), ci_low=float(lo), ci_high=float(hi), note=note)
 
 def stat_row(quantity, x, stat, n_boot, note=''):
     x = np.asarray(x, float)

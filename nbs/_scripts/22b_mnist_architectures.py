@@ -25,7 +25,7 @@ from fracsgd.core import analysis_field, write_table, save_figures
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from fracsgd.studies.mnist_seeds import summary_row
+from fracsgd.studies.common import summary_row
 
 # %%
 import torch

@@ -14,6 +14,7 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import math, time, warnings
+from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from fracsgd.studies.common import summary_row
 from fracsgd.nets.convnets import (ARCHS, FineTuneNet, _batches, build_net, evaluate, head_features,
     pretrain_from_scratch)
 from fracsgd.core import analysis_field, save_figures, write_table
@@ -453,12 +455,9 @@ PAPER_TABLE1 = pd.DataFrame({'arch': ['resnet18', 'resnet34', 'vgg16'], 'llc': [
 implied = (PAPER_TABLE1.d_s / (2 * PAPER_TABLE1.llc)).round(3)
 assert implied.tolist() == [0.004, 0.004, 0.0] and PAPER_TABLE1.alpha.tolist() == [0.004, 0.004, 0.001]
 
-
 # %%
 #| export
-def _row(quantity, value, lo, hi, note=''):
-    return dict(quantity=quantity, value=float(value), ci_low=float(min(lo, value)), ci_high=float(max(hi, value)),
-                note=note)
+_row = partial(summary_row, contain=True)               # this study's intervals hold their own value
 
 def summarize(per_run: pd.DataFrame, origin: str = 'start') -> pd.DataFrame:
     "The summary: per architecture λ, d_s, α, r² (table 1) and the change of slope at the switch (fig. 19)."

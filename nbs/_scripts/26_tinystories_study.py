@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from fracsgd.studies.common import summary_row
 from fracsgd.core import analysis_field, atomic_path, write_table, save_figures, require
 from fracsgd.diffusion.crossover import predict_displacement
 from fracsgd.datasets.common import cache_dir
@@ -422,9 +423,6 @@ def quantity(model: str, optimizer: str, column: str) -> str:
     "The summary's name of a table-1/4 cell, e.g. 'TinyStories-1M sgd: λ'."
     return f"{model} {optimizer}: {COLUMNS[column]}"
 
-def _row(q, v, lo=np.nan, hi=np.nan, note=''):
-    return dict(quantity=q, value=float(v), ci_low=float(lo), ci_high=float(hi), note=note)
-
 def summarize(per_run: pd.DataFrame, stand_in: str = '') -> pd.DataFrame:
     "The study's summary: table 1/4 cells for every paper model and optimizer, the d_s ≤ λ check, fig. 20."
     rows, tag = [], ('STAND-IN: ' + stand_in) if stand_in else ''
@@ -433,18 +431,18 @@ def summarize(per_run: pd.DataFrame, stand_in: str = '') -> pd.DataFrame:
         for col in COLUMNS:
             if len(hit):
                 r = hit.iloc[0]
-                rows.append(_row(quantity(p.model, p.optimizer, col), r[col], r[f'{col}_ci_low'],
+                rows.append(summary_row(quantity(p.model, p.optimizer, col), r[col], r[f'{col}_ci_low'],
                                  r[f'{col}_ci_high'], f"{r.label}; paper {getattr(p, col)}; {tag}".rstrip('; ')))
             else:
-                rows.append(_row(quantity(p.model, p.optimizer, col), np.nan, note='not run in this configuration'))
+                rows.append(summary_row(quantity(p.model, p.optimizer, col), np.nan, note='not run in this configuration'))
     sgd = per_run[per_run.optimizer == 'sgd']
     if len(sgd):
         i = (2 * sgd.alpha).idxmax()               # d_s/λ = 2α exactly with d_s from eq. 17: the check is α < ½
-        rows.append(_row('max d_s/λ over the language models (SGD)', 2 * sgd.alpha[i], 2 * sgd.alpha_ci_low[i],
+        rows.append(summary_row('max d_s/λ over the language models (SGD)', 2 * sgd.alpha[i], 2 * sgd.alpha_ci_low[i],
                          2 * sgd.alpha_ci_high[i], f"{len(sgd)} model(s); = 2α, Lemma 3.4 says < 1; {tag}".rstrip('; ')))
         pick = sgd[sgd.model_name == 'TinyStories-33M']
         r = (pick if len(pick) else sgd).iloc[0]
-        rows.append(_row('fig. 20: held-out r² of the displacement predicted from the first half', r.pred_r2,
+        rows.append(summary_row('fig. 20: held-out r² of the displacement predicted from the first half', r.pred_r2,
                          r.pred_r2_ci_low, r.pred_r2_ci_high, f"{r.label} sgd; {tag}".rstrip('; ')))
     return pd.DataFrame(rows)
 

@@ -113,6 +113,7 @@
 # | [Clusters of solutions](clusters.html) | `fracsgd.posterior.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
 # | [Posterior tempering](tempering.html) | `fracsgd.posterior.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
 # | [Studies](studies.html) | `fracsgd.studies` | the registry: each study's name and its module, imported on first use |
+# | [What studies share](study_common.html) | `fracsgd.studies.common` | the summary row every study writes and the ledger reads |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
 # | [Comparing SGD with the posterior](posterior_comparison.html) | `fracsgd.studies.posterior_comparison` | the moons posterior study's analysis from its stored tables: clusters, exponents, $D_\xi$, ξ scan, table 2, figures |
 # | [Figures of the posterior comparison](posterior_figures.html) | `fracsgd.studies.posterior_figures` | fig. 3, fig. 4 and the clusters, drawn from a report's tables |
