@@ -183,8 +183,8 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     shared among the local workers (results can differ in the last digits with the thread count; meta.json records it).
     On Ray, each run asks for `gpus_per_run` GPUs (default: 1 on a CUDA device, 0 otherwise; a fraction lets
     several small runs share a card). The folder's `meta.json` records what the ledger reads: the preset, the
-    configuration, the placement, what stood in (with what the runs found, `Study.found_stand_in`), the scale of the
-    configuration against the paper's protocol and the nβ of its LLC (the [protocol chapter](protocol.html))."""
+    configuration, the placement, what stood in (with what the runs found: the study's found_stand_in method), the
+    scale of the configuration against the paper's protocol and the nβ of its LLC (the [protocol chapter](protocol.html))."""
     from fracsgd.studies import get_study   # the lazy registry (the one import that points up)
     study, config = _exported(get_study(study), config)
     cfg = config if config is not None else study.config(preset)

@@ -136,7 +136,7 @@ def load_data(run: CIFARRun) -> CIFARSubset:
 
 def train_run(run: CIFARRun, d: CIFARSubset, net) -> dict:
     """Train the run's net on `d`: its trajectory table and training time. On a CPU it runs on one thread (on the
-    shared 2-core machine the quick conv-32 run took 123 s with two threads, 17 s with one: `CIFAR10Study.threads`)."""
+    shared 2-core machine the quick conv-32 run took 123 s with two threads, 17 s with one: the study's threads method)."""
     check_head(net, d.y_train, f'{run.name}: ')
     t0 = time.perf_counter()
     with warnings.catch_warnings():

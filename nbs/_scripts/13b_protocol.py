@@ -106,7 +106,7 @@ assert scale_kind(protocol_scale(posterior, posterior.config('quick-converged'))
 # Every ledger row that involves the LLC states the $n\beta$ its estimates used, because the paper's β = 1/ln n
 # can be read with $n$ the training samples or with $n$ the SGLD batch (devinterp's reading), and the two differ by
 # two orders of magnitude on MNIST ([claims ledger](ledger.html), "The LLC estimator's own uncertainty").
-# `llc_nbeta` asks the study for the SGLD settings of a configuration's LLC (`Study.llc_settings`, which looks a
+# `llc_nbeta` asks the study for the SGLD settings of a configuration's LLC (its llc_settings method, which looks a
 # named setting up in the study's own `llc_tables`) and says what they use.
 
 # %%
