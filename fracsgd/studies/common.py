@@ -5,9 +5,10 @@
 # %% ../../nbs/19a_study_common.ipynb #21b64006
 from __future__ import annotations
 import numpy as np
+from scipy import stats
 
 # %% auto #0
-__all__ = ['summary_row']
+__all__ = ['summary_row', 'bootstrap_interval', 'stat_row', 'spearman_interval']
 
 # %% ../../nbs/19a_study_common.ipynb #dc96d4d5
 def summary_row(quantity: str, value, lo=np.nan, hi=np.nan, note: str = '', *, contain: bool = False) -> dict:
@@ -16,3 +17,39 @@ def summary_row(quantity: str, value, lo=np.nan, hi=np.nan, note: str = '', *, c
     if contain:
         lo, hi = min(lo, value), max(hi, value)
     return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi, note=note)
+
+# %% ../../nbs/19a_study_common.ipynb #dae58e16
+def bootstrap_interval(x, stat, n_boot: int, seed: int = 0) -> tuple[float, float]:
+    "95% percentile-bootstrap interval of `stat` over the entries of `x` (resampled whole)."
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    if len(x) < 2 or not n_boot:
+        return (np.nan, np.nan)
+    rng = np.random.default_rng(seed)
+    reps = [stat(x[rng.integers(0, len(x), len(x))]) for _ in range(n_boot)]
+    lo, hi = np.quantile(reps, [0.025, 0.975])
+    v = stat(x)
+    return float(min(lo, v)), float(max(hi, v))
+
+def stat_row(quantity, x, stat, n_boot, note=''):
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    return summary_row(quantity, stat(x) if len(x) else np.nan, *bootstrap_interval(x, stat, n_boot), note)
+
+def spearman_interval(x, y, n_boot: int = 200, seed: int = 0) -> tuple[float, float, float]:
+    "Spearman's rho of (x, y) and a 95% bootstrap interval over pairs; all NaN when it cannot be computed."
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if len(x) < 3:
+        return (np.nan, np.nan, np.nan)
+    rho = float(stats.spearmanr(x, y)[0])
+    rng, reps = np.random.default_rng(seed), []
+    for _ in range(n_boot):
+        i = rng.integers(0, len(x), len(x))
+        if len(np.unique(x[i])) > 1 and len(np.unique(y[i])) > 1:
+            reps.append(stats.spearmanr(x[i], y[i])[0])
+    if not reps or not np.isfinite(rho):
+        return (np.nan, np.nan, np.nan)
+    lo, hi = np.nanquantile(reps, [0.025, 0.975])
+    return rho, float(min(lo, rho)), float(max(hi, rho))

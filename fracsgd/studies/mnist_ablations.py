@@ -17,9 +17,9 @@ from ..diffusion.crossover import predict_displacement
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from .mnist_seeds import stat_row
+from .common import stat_row
 from .common import summary_row
-from .mnist_architectures import spearman_interval
+from .common import spearman_interval
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'RELATIONS', 'STUDY', 'MNISTAblationsConfig', 'grid', 'runs', 'per_net', 'momentum_nets',

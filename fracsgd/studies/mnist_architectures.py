@@ -16,12 +16,11 @@ from ..core import analysis_field, write_table, save_figures
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from .common import summary_row
+from .common import spearman_interval, summary_row
 
 # %% auto #0
 __all__ = ['PAPER_TABLE7', 'QUICK', 'FULL', 'SMOKE', 'STUDY', 'weight_count', 'architecture_name', 'MNISTArchitecturesConfig',
-           'runs', 'per_architecture', 'spearman_interval', 'summarize', 'plot_architectures', 'report',
-           'MNISTArchitectures']
+           'runs', 'per_architecture', 'summarize', 'plot_architectures', 'report', 'MNISTArchitectures']
 
 # %% ../../nbs/22b_mnist_architectures.ipynb #0c9c9bd9
 PAPER_TABLE7 = pd.DataFrame([
@@ -95,24 +94,6 @@ def per_architecture(folder, cfg: MNISTArchitecturesConfig) -> tuple[pd.DataFram
     return out.sort_values('params').reset_index(drop=True), traj
 
 # %% ../../nbs/22b_mnist_architectures.ipynb #975d74ea
-def spearman_interval(x, y, n_boot: int = 200, seed: int = 0) -> tuple[float, float, float]:
-    "Spearman's rho of (x, y) and a 95% bootstrap interval over pairs; all NaN when it cannot be computed."
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    if len(x) < 3:
-        return (np.nan, np.nan, np.nan)
-    rho = float(stats.spearmanr(x, y)[0])
-    rng, reps = np.random.default_rng(seed), []
-    for _ in range(n_boot):
-        i = rng.integers(0, len(x), len(x))
-        if len(np.unique(x[i])) > 1 and len(np.unique(y[i])) > 1:
-            reps.append(stats.spearmanr(x[i], y[i])[0])
-    if not reps or not np.isfinite(rho):
-        return (np.nan, np.nan, np.nan)
-    lo, hi = np.nanquantile(reps, [0.025, 0.975])
-    return rho, float(min(lo, rho)), float(max(hi, rho))
-
 def summarize(arch: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
     "The study's summary table: per architecture d_s and final LLC, the bound, and rank agreements."
     rows, ours = [], arch.set_index('architecture')

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from .common import summary_row
+from .common import stat_row, summary_row
 from ..core import analysis_field, read_table, write_table, save_figures
 from ..diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from ..diffusion.spectral import fit_power_law
@@ -25,8 +25,8 @@ from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'CONTROL_AGES', 'CONTROLS', 'CONTROLS_SMOKE', 'PAPER_TABLE8', 'CONTROL_AGEING_LAG',
            'CONTROL_NOISE_LAGS', 'CONTROL_FILES', 'STUDY', 'MNISTSeedsConfig', 'runs', 'borrow_llc', 'per_net',
-           'bootstrap_interval', 'stat_row', 'summarize', 'plot_ds_vs_llc', 'plot_r2', 'plot_trajectories',
-           'plot_layers', 'theorem31', 'analyse_controls', 'plot_theorem31', 'report', 'MNISTSeeds']
+           'summarize', 'plot_ds_vs_llc', 'plot_r2', 'plot_trajectories', 'plot_layers', 'theorem31',
+           'analyse_controls', 'plot_theorem31', 'report', 'MNISTSeeds']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
 @dataclass(frozen=True)
@@ -121,23 +121,6 @@ def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rows.merge(nets, on='run', how='left'), traj
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #2be4ff94
-def bootstrap_interval(x, stat, n_boot: int, seed: int = 0) -> tuple[float, float]:
-    "95% percentile-bootstrap interval of `stat` over the entries of `x` (resampled whole)."
-    x = np.asarray(x, float)
-    x = x[np.isfinite(x)]
-    if len(x) < 2 or not n_boot:
-        return (np.nan, np.nan)
-    rng = np.random.default_rng(seed)
-    reps = [stat(x[rng.integers(0, len(x), len(x))]) for _ in range(n_boot)]
-    lo, hi = np.quantile(reps, [0.025, 0.975])
-    v = stat(x)
-    return float(min(lo, v)), float(max(hi, v))
-
-def stat_row(quantity, x, stat, n_boot, note=''):
-    x = np.asarray(x, float)
-    x = x[np.isfinite(x)]
-    return summary_row(quantity, stat(x) if len(x) else np.nan, *bootstrap_interval(x, stat, n_boot), note)
-
 def _max_ratio_row(quantity, nets, lam, note):
     "max over nets of d_s / λ (column `lam`), with the interval from each net's d_s interval."
     ratio = nets.d_s / nets[lam]

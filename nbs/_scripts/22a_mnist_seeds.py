@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.studies.common import summary_row
+from fracsgd.studies.common import stat_row, summary_row
 from fracsgd.core import analysis_field, read_table, write_table, save_figures
 from fracsgd.diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from fracsgd.diffusion.spectral import fit_power_law
@@ -245,23 +245,6 @@ def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 # %%
 #| export
-def bootstrap_interval(x, stat, n_boot: int, seed: int = 0) -> tuple[float, float]:
-    "95% percentile-bootstrap interval of `stat` over the entries of `x` (resampled whole)."
-    x = np.asarray(x, float)
-    x = x[np.isfinite(x)]
-    if len(x) < 2 or not n_boot:
-        return (np.nan, np.nan)
-    rng = np.random.default_rng(seed)
-    reps = [stat(x[rng.integers(0, len(x), len(x))]) for _ in range(n_boot)]
-    lo, hi = np.quantile(reps, [0.025, 0.975])
-    v = stat(x)
-    return float(min(lo, v)), float(max(hi, v))
-
-def stat_row(quantity, x, stat, n_boot, note=''):
-    x = np.asarray(x, float)
-    x = x[np.isfinite(x)]
-    return summary_row(quantity, stat(x) if len(x) else np.nan, *bootstrap_interval(x, stat, n_boot), note)
-
 def _max_ratio_row(quantity, nets, lam, note):
     "max over nets of d_s / λ (column `lam`), with the interval from each net's d_s interval."
     ratio = nets.d_s / nets[lam]

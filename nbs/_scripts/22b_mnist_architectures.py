@@ -25,7 +25,7 @@ from fracsgd.core import analysis_field, write_table, save_figures
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from fracsgd.studies.common import summary_row
+from fracsgd.studies.common import spearman_interval, summary_row
 
 # %%
 import torch
@@ -217,24 +217,6 @@ def per_architecture(folder, cfg: MNISTArchitecturesConfig) -> tuple[pd.DataFram
 
 # %%
 #| export
-def spearman_interval(x, y, n_boot: int = 200, seed: int = 0) -> tuple[float, float, float]:
-    "Spearman's rho of (x, y) and a 95% bootstrap interval over pairs; all NaN when it cannot be computed."
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    if len(x) < 3:
-        return (np.nan, np.nan, np.nan)
-    rho = float(stats.spearmanr(x, y)[0])
-    rng, reps = np.random.default_rng(seed), []
-    for _ in range(n_boot):
-        i = rng.integers(0, len(x), len(x))
-        if len(np.unique(x[i])) > 1 and len(np.unique(y[i])) > 1:
-            reps.append(stats.spearmanr(x[i], y[i])[0])
-    if not reps or not np.isfinite(rho):
-        return (np.nan, np.nan, np.nan)
-    lo, hi = np.nanquantile(reps, [0.025, 0.975])
-    return rho, float(min(lo, rho)), float(max(hi, rho))
-
 def summarize(arch: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
     "The study's summary table: per architecture d_s and final LLC, the bound, and rank agreements."
     rows, ours = [], arch.set_index('architecture')

@@ -26,9 +26,9 @@ from fracsgd.diffusion.crossover import predict_displacement
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from fracsgd.studies.mnist_seeds import stat_row
+from fracsgd.studies.common import stat_row
 from fracsgd.studies.common import summary_row
-from fracsgd.studies.mnist_architectures import spearman_interval
+from fracsgd.studies.common import spearman_interval
 
 # %%
 import torch
