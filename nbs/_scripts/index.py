@@ -177,8 +177,9 @@
 # pytest 8.5). With small nets' forward passes as batched matrix products (the stack chapter), the same evening: 14 min
 # 2 s on a fresh clone, 604 passed and 2 skipped (pytest 6.5 min). With runs that resume inside their training (three
 # more tests) and the mnist-seeds page showing its committed quick results (its build 72 s → 16 s), at d0b766e:
-# 16 min 20 s, 607 passed and 2 skipped (site 4.9 min, pytest 8.1, installation about 3.3). Expect 14 to 20
-# minutes here. `make demo` took 11 s for
+# 16 min 20 s, 607 passed and 2 skipped (site 4.9 min, pytest 8.1, installation about 3.3). With the package in
+# wings (2026-11-28, 68 chapters, the import-graph and ruff checks added), at 0973777: 15 min 14 s, 621 passed and 2
+# skipped (site 6.7 min, pytest 8.0). Expect 14 to 20 minutes here. `make demo` took 11 s for
 # 100 nets trained as ensembles (35–44 s for 24 nets trained one at a time).
 
 # %%
