@@ -150,3 +150,17 @@ def test_no_path_into_nbs_from_the_package_location():
              for i, line in enumerate(p.read_text().splitlines(), 1)
              if '__file__' in line and ('nbs' in line or 'parents' in line or 'parent.parent' in line)]
     assert not found, found
+
+
+def test_every_notebook_name_is_defined(tmp_path):
+    """ruff's F821 on each chapter's percent script, without the `from nbdev.showdoc import *` that would hide every
+    undefined name: a demo or heavy cell that uses a name no cell imports or defines fails here, before the site build."""
+    ruff = Path(sys.executable).parent / 'ruff'
+    if not ruff.exists():
+        pytest.skip('ruff is not installed (pip install -e ".[dev]")')
+    for script in sorted((ROOT / 'nbs' / '_scripts').glob('*.py')):
+        lines = [l for l in script.read_text().splitlines() if l.strip() != 'from nbdev.showdoc import *']
+        (tmp_path / script.name).write_text('\n'.join(lines) + '\n')
+    out = subprocess.run([str(ruff), 'check', '--no-cache', '--isolated', '--select', 'F821', '--output-format', 'concise',
+                          '--config', "builtins = ['show_doc', 'display']", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout.replace(str(tmp_path) + '/', 'nbs/_scripts/') + out.stderr

@@ -781,6 +781,7 @@ fresh_comparison.round(3)
 
 # %%
 #| heavy
+from fracsgd.llc.depth import run_devinterp              # defined further down this page
 fresh_specs = depth_set(2028).query("part == 'held-out'")
 run_with_half_step(fresh_specs, out=DEPTH_RESULTS / 'depth_fresh.csv')
 run_devinterp(fresh_specs, out=DEPTH_RESULTS / 'depth_fresh_devinterp.csv')

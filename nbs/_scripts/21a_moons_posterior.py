@@ -863,7 +863,7 @@ assert ledger_oos.rule == 'not reproduced' and ledger_oos.verdict == 'not run at
 # %%
 #| heavy
 # Reruns the two reference presets (about 25 minutes on the loaded 2-core CPU) and refreshes their tables and ledger rows.
-from fracsgd.ledger.claims import rebuild_ledger
+from fracsgd.ledger.claims import keep_results, rebuild_ledger
 for label in REF_LABELS:
     folder = run_study(STUDY, label, workers=2)['folder']
     save_results(folder, label)
