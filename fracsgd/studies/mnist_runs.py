@@ -4,7 +4,7 @@
 
 # %% ../../nbs/22_mnist_runs.ipynb #7154f034
 from __future__ import annotations
-import json, math, os, time, warnings
+import math, os, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core import analysis_field, PhaseClock, added_field, atomic_path, data_dir, report_progress
+from ..core import analysis_field, PhaseClock, added_field, data_dir, report_progress
 from ..datasets.common import DataSourceWarning, flatten
 from ..datasets.mnist import mnist_subset
 from ..nets.models import make_mlp
@@ -25,7 +25,7 @@ from ..llc.sgld import SGLDSettings
 from ..llc.settings import PAPER_PRESET
 from ..llc.estimate import calibrate, estimate_llc
 from ..experiment.runner import Study, data_identity
-from ..experiment.store import read_meta, runs_table
+from ..experiment.store import record_meta, runs_table
 
 # %% auto #0
 __all__ = ['LLC_SETTINGS', 'PAPER_LLC_SETTINGS', 'CALIBRATED_SETTINGS', 'VOLUME_NETS', 'INCREMENT_LAGS', 'RETURNS_SEED',
@@ -346,11 +346,7 @@ def record_data_source(folder, runs: pd.DataFrame) -> dict:
     if len({data_identity(x) for x in data['sources']}) > 1:
         raise ValueError(f"{folder}: its runs read different data, so they are not one experiment: {data['sources']}. "
                          "Re-run the runs of one source into a new folder.")
-    meta = read_meta(folder)
-    if meta.get('data') != data:
-        meta['data'] = data
-        with atomic_path(Path(folder) / 'meta.json') as tmp:
-            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+    record_meta(folder, data=data)
     for w in data['warnings']:
         warnings.warn(f"{folder}: these results are not from the real MNIST test set: {w}", DataSourceWarning)
     return data

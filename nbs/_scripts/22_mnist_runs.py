@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import json, math, os, time, warnings
+import math, os, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from fracsgd.core import analysis_field, PhaseClock, added_field, atomic_path, data_dir, report_progress
+from fracsgd.core import analysis_field, PhaseClock, added_field, data_dir, report_progress
 from fracsgd.datasets.common import DataSourceWarning, flatten
 from fracsgd.datasets.mnist import mnist_subset
 from fracsgd.nets.models import make_mlp
@@ -34,7 +34,7 @@ from fracsgd.llc.sgld import SGLDSettings
 from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.llc.estimate import calibrate, estimate_llc
 from fracsgd.experiment.runner import Study, data_identity
-from fracsgd.experiment.store import read_meta, runs_table
+from fracsgd.experiment.store import record_meta, runs_table
 
 # %%
 torch.set_num_threads(1)   # the helpers and the lead share two cores: one thread per experiment
@@ -557,11 +557,7 @@ def record_data_source(folder, runs: pd.DataFrame) -> dict:
     if len({data_identity(x) for x in data['sources']}) > 1:
         raise ValueError(f"{folder}: its runs read different data, so they are not one experiment: {data['sources']}. "
                          "Re-run the runs of one source into a new folder.")
-    meta = read_meta(folder)
-    if meta.get('data') != data:
-        meta['data'] = data
-        with atomic_path(Path(folder) / 'meta.json') as tmp:
-            tmp.write_text(json.dumps(meta, indent=1, allow_nan=True) + '\n')
+    record_meta(folder, data=data)
     for w in data['warnings']:
         warnings.warn(f"{folder}: these results are not from the real MNIST test set: {w}", DataSourceWarning)
     return data

@@ -65,7 +65,8 @@ def stand_in(folder) -> str:
 
 def study_configuration(folder) -> dict:
     "Study name, configuration label (quick, full or custom), configuration hash and run keys of a finished study."
-    name, plan = read_meta(folder)['study'], read_plan(folder)
+    meta, plan = read_meta(folder), read_plan(folder)
+    name, what = meta['study'], str(meta.get(STAND_IN) or '')
     if not plan:
         raise ValueError(f'{folder}: the study has no plan of runs (run its sweep first)')
     counts = status(folder, plan)
@@ -73,14 +74,13 @@ def study_configuration(folder) -> dict:
         raise ValueError(f'{folder}: the study is not finished ({counts["failed"]} failed, {counts["pending"]} '
                          'pending runs): finish its sweep before recording claims')
     from fracsgd.experiment.sweep import unique_runs
-    meta = read_meta(folder)
     study, preset = _study(name), meta.get('preset')
     if preset is None:
         raise ValueError(f'{folder} does not record the preset that made it (written before the runner did): '
                          f'run `fracsgd run {name} --out {folder}` with that preset once (finished runs are reused)')
     def preset_runs(preset):                              # the preset's runs, with the stand-in the folder records
         cfg = study.config(preset)
-        if stand_in(folder):
+        if what:
             try:
                 cfg = study.with_stand_in(cfg)
             except ValueError:                            # a stand-in found at run time (MNIST offline): same runs
@@ -88,11 +88,11 @@ def study_configuration(folder) -> dict:
         return study.runs(cfg)
     made = preset in study.presets and set(unique_runs(preset_runs(preset))) == set(plan)
     config_hash = hashlib.sha256(json.dumps(sorted(plan)).encode()).hexdigest()[:16]
-    label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if stand_in(folder) else '')
+    label = (preset if made and preset in ('quick', 'full') else 'custom') + ('-stand-in' if what else '')
     cfg = study.config(preset) if made else None          # only for a folder the runner did not describe (older)
-    scale = meta['scale'] if 'scale' in meta else protocol_scale(study, cfg, stand_in(folder))
+    scale = meta['scale'] if 'scale' in meta else protocol_scale(study, cfg, what)
     nbeta = meta['llc_nbeta'] if 'llc_nbeta' in meta else llc_nbeta(study, cfg)
-    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=stand_in(folder),
+    return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=what,
                 preset=preset if made else 'custom', scale=scale, llc_nbeta=nbeta)
 
 def compact_label(cfg: dict) -> str:
