@@ -28,10 +28,11 @@ from fracsgd.llc.criticality import CRITICALITY_LIMIT
 # %% [markdown]
 # The [criticality chapter](criticality.html) asks whether an estimate sits near a minimum; this one asks what the
 # estimate does as the localization's ball shrinks. The examples are that chapter's linear regression
-# $\mathbb R^{10}	o\mathbb R^3$ at its true weights, with half of its inputs scaled by 0.05 so that its
+# $\mathbb R^{10}\to\mathbb R^3$ at its true weights, with half of its inputs scaled by 0.05 so that its
 # curvatures span two and a half decades, and its exact Hessian.
 
 # %%
+warnings.filterwarnings('ignore', message='`torch.jit.script` is deprecated')   # PyTorch's own, not this page's
 from fracsgd.nets.models import make_dln, dln_data
 from fracsgd.nets.stack import ModelStack, batched_loss
 reg = make_dln([10, 3], 3, seed=0)                     # linear regression R^10 -> R^3 at its true weights
@@ -46,8 +47,6 @@ hess = torch.func.hessian(lambda w: f(st.params(w[None]), st.buffers, Xd[None], 
 
 
 # %% [markdown]
-# ## The ball of app. A.1
-#
 # The LLC is local twice over: at a minimum, and within a ball $B(w^*, r)$. App. A.1 of the paper notes that a
 # larger ball can only take in more of the singular set, so $\lambda(w^*; r)$ cannot grow with $r$: **the LLC
 # does not fall as the ball shrinks**. The estimator's ball is the localization, of radius about
