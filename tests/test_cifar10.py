@@ -12,8 +12,7 @@ from fracsgd.cli import main
 from fracsgd.nets.convnets import conv_net, make_net, parameter_table, residual_net
 from fracsgd.datasets.cifar10 import (STAND_IN, CIFAR_FOLDER, cifar10_arrays, cifar10_subset, read_cifar_batch,
                                       write_cifar_batch)
-from fracsgd.studies.cifar10 import (FULL, QUICK, STUDY, CIFARRun, check_head, rank_test, runs, superdiffusive_time,
-                                     with_stand_in)
+from fracsgd.studies.cifar10 import (FULL, QUICK, STUDY, CIFARRun, check_head, rank_test, superdiffusive_time)
 
 FILES = [f'data_batch_{i}' for i in range(1, 6)] + ['test_batch']
 
@@ -111,8 +110,8 @@ def test_parameter_counts_match_tables_5_and_6():
 
 
 def test_configurations():
-    assert [r.n_steps for r in runs(FULL)] == [3950] * 9 and FULL.data == 'cifar10' and QUICK.data == 'stand-in'
-    assert with_stand_in(FULL).data == 'stand-in'
+    assert [r.n_steps for r in STUDY.runs(FULL)] == [3950] * 9 and FULL.data == 'cifar10' and QUICK.data == 'stand-in'
+    assert STUDY.with_stand_in(FULL).data == 'stand-in'
     with pytest.raises(ValueError, match='family'):
         CIFARRun(family='dense')
     with pytest.raises(ValueError, match='LLC setting'):

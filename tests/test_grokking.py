@@ -76,7 +76,7 @@ def test_fits_between_jumps_recover_slopes():
     (lambda: step_statistics(np.ones(50)), 'at least 200'),
     (lambda: rate_correlation(np.arange(1., 10), np.arange(1., 10), [1., 2], [1., 2]), 'at least 5'),
     (lambda: G.make_model('cnn', 7, 8, 8, 0), 'unknown model'),
-    (lambda: G.runs(G.GrokkingConfig(n_steps=None, epochs=None)), 'exactly one'),
+    (lambda: G.STUDY.runs(G.GrokkingConfig(n_steps=None, epochs=None)), 'exactly one'),
 ])
 def test_bad_input(call, words):
     with pytest.raises(ValueError, match=words):
@@ -84,13 +84,13 @@ def test_bad_input(call, words):
 
 
 def test_bad_optimizer():
-    run = G.runs(G.SMOKE)[0]
+    run = G.STUDY.runs(G.SMOKE)[0]
     with pytest.raises(ValueError, match='unknown optimizer'):
         G._optimizer(G.replace(run, optimizer='lbfgs'), G.make_model('mlp', 11, 4, 4, 0).parameters())
 
 
 def test_full_is_the_papers_length():
-    r = {(x.batch_size, x.weight_decay, x.seed): x for x in G.runs(G.FULL)}
+    r = {(x.batch_size, x.weight_decay, x.seed): x for x in G.STUDY.runs(G.FULL)}
     n_train = round(0.4 * 53 * 52)
     assert r[(16, 1.0, 0)].n_steps == 10_000 * math.ceil(n_train / 16)
     assert G.FULL.p == 53 and G.FULL.operation == 'division' and G.FULL.optimizer == 'adamw'
@@ -129,6 +129,6 @@ def test_committed_run_keys(provenance):
 ])
 def test_options_train(changes, layers, tmp_path):
     cfg = G.replace(G.SMOKE, n_steps=50, llc_every=50, **changes)
-    tab = run_one(G.STUDY, placement('cpu'), tmp_path, G.runs(cfg)[0])['trajectory']
+    tab = run_one(G.STUDY, placement('cpu'), tmp_path, G.STUDY.runs(cfg)[0])['trajectory']
     assert {c[2:] for c in tab if c.startswith('R/')} == layers
     assert tab['llc/llc'].notna().sum() == 1 and tab['acc/test'].notna().sum() == 50 // cfg.acc_every

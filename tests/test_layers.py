@@ -164,3 +164,21 @@ def test_every_notebook_name_is_defined(tmp_path):
     out = subprocess.run([str(ruff), 'check', '--no-cache', '--isolated', '--select', 'F821', '--output-format', 'concise',
                           '--config', "builtins = ['show_doc', 'display']", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout.replace(str(tmp_path) + '/', 'nbs/_scripts/') + out.stderr
+
+
+STAGES = ('runs', 'load_data', 'build_models', 'train', 'evaluate', 'finish', 'report', 'with_stand_in')
+
+def test_each_study_is_one_class():
+    "Every stage a study overrides is a method written in its own module; no module function of a stage's name is left to forward to."
+    import importlib
+    from fracsgd.experiment.runner import Study
+    from fracsgd.studies import STUDIES, get_study
+    for name, module in STUDIES.items():
+        study, mod = get_study(name), importlib.import_module(module)
+        own = [s for s in STAGES if getattr(type(study), s) is not getattr(Study, s, None)]
+        assert {'runs', 'report'} <= set(own), (name, own)
+        for stage in own:
+            assert getattr(type(study), stage).__module__ in (module, 'fracsgd.studies.mnist_runs'), (name, stage)
+        left = [f for f in ('runs', 'report', 'train_run', 'evaluate_run', 'finish', 'with_stand_in')
+                if callable(getattr(mod, f, None)) and getattr(getattr(mod, f), '__module__', '') == module]
+        assert not left, f'{name}: module functions {left} beside its class'

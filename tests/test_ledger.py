@@ -24,7 +24,7 @@ SUMMARY_COLUMNS = ['quantity', 'value', 'ci_low', 'ci_high', 'note']
 def _study(folder, rows, skip_last=False, preset='full'):
     "A finished (or, with `skip_last`, unfinished) moons-diffusion study folder with the run keys of `preset`."
     open_study(folder, 'moons-diffusion', fields=dict(preset=preset))
-    runs = unique_runs(moons.runs(moons.STUDY.config(preset)))
+    runs = unique_runs(moons.STUDY.runs(moons.STUDY.config(preset)))
     save_plan(folder, runs)
     for key, cfg in list(runs.items())[:-1 if skip_last else None]:
         save_run(folder, key, config_record(cfg), {})

@@ -130,11 +130,11 @@ class _Rescaled(nn.Module):
 
 
 def test_settings_per_model_in_one_pass_agree_with_the_loop_and_with_d_over_2():
-    from fracsgd.llc.estimate import calibrate
+    from fracsgd.llc.estimate import calibrate_at_curvature
     m, data = _regular()
     nets = [_Rescaled(m.weight.data, 1.0), _Rescaled(m.weight.data, 3.0)]     # lambda = d/2 = 15 for both
     rule = dict(n_chains=4, n_burnin=300, n_draws=1500, systematic=False)
-    own = [calibrate(n, data, 'regression', **rule) for n in nets]
+    own = [calibrate_at_curvature(n, data, 'regression', **rule) for n in nets]
     assert 8 < own[1].step_size / own[0].step_size < 10                       # each its own: c^2 = 9 apart
     together = estimate_llc(nets, data, 'regression', own, device='cpu')
     for i, (net, s) in enumerate(zip(nets, own)):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc
 from fracsgd.llc.result import (LOCALIZATION_EXTRAPOLATION, LOCALIZATION_SPREAD, SENSITIVITY_FACTOR,
     localization_interval, stronger_localization)
 from fracsgd.llc.depth import (apply_rule, depth_problem, depth_set, devinterp_llc, end_to_end_singular_values,
@@ -41,7 +41,7 @@ def test_systematic_estimate_of_a_regular_model_covers_half_the_dimension():
     # systematic part must be small (a shift of a few percent at most)
     model = make_dln([10, 3], 3, seed=0)
     data = dln_data(model, 4000, seed=1)
-    s = calibrate(model, data, 'regression', n_burnin=1000, n_draws=2000)
+    s = calibrate_at_curvature(model, data, 'regression', n_burnin=1000, n_draws=2000)
     assert s.systematic
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
@@ -109,7 +109,7 @@ def test_devinterp_samples_the_same_posterior():
     pytest.importorskip('devinterp')
     model = make_dln([4, 2], 2, seed=0)
     data = dln_data(model, 2000, seed=1)
-    s = calibrate(model, data, 'regression', n_burnin=300, n_draws=600, systematic=False)
+    s = calibrate_at_curvature(model, data, 'regression', n_burnin=300, n_draws=600, systematic=False)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         ours = estimate_llc(model, data, 'regression', s)

@@ -46,11 +46,11 @@ def test_localization_sensitivity_flags_a_too_weak_localization_on_a_small_dln()
     # check can judge). The chains drift along the singular set and overestimate (by ~25%, seed 0); tripling
     # the localization pulls them back and the estimate moves by more than the tolerance (~ -17%).
     from fracsgd.llc.dln import aoyagi_dln_lambda
-    from fracsgd.llc.estimate import calibrate
+    from fracsgd.llc.estimate import calibrate_at_curvature
     from fracsgd.llc.localization import SENSITIVITY_TOLERANCE, localization_sensitivity
     model = make_dln([5, 6, 5], 1, seed=0)
     data = dln_data(model, 2000, seed=1)
-    weak = calibrate(model, data, 'regression', localization_ratio=2e-3, stiffness=0.3, burnin_stiffness=0.3,
+    weak = calibrate_at_curvature(model, data, 'regression', localization_ratio=2e-3, stiffness=0.3, burnin_stiffness=0.3,
                      n_burnin=2500, n_draws=2500)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')

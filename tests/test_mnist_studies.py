@@ -23,7 +23,7 @@ def _run(module, folder):
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         res = run_study(module.STUDY, 'smoke', folder, device='cpu', dtype='float64', progress=False)
-    assert res['counts']['failed'] == 0 and res['counts']['done'] == len(module.runs(module.SMOKE))
+    assert res['counts']['failed'] == 0 and res['counts']['done'] == len(module.STUDY.runs(module.SMOKE))
     return res
 
 
@@ -84,7 +84,7 @@ def test_ablations_with_adamw_and_weight_decay(tmp_path, mnist_files):
     assert s.loc['adamw: mean d_s', 'value'] == pytest.approx(plain.d_s.mean())       # pooled over weight decays
     assert ablations.relation_name('adamw', 'lr', 'd_s') in s.index and 'adam: mean d_s' not in s.index
     # the weight-decay axis stays out of the keys of runs without it: the committed runs keep theirs
-    assert [r.weight_decay for r in ablations.runs(ablations.FULL)] == [0.0] * 27
+    assert [r.weight_decay for r in ablations.STUDY.runs(ablations.FULL)] == [0.0] * 27
 
 
 def test_stand_in_data_is_labelled_for_the_ledger(tmp_path):

@@ -78,7 +78,7 @@ def test_a_killed_run_is_redone_and_gives_the_same_tables(finished, tmp_path):
     folder, _ = finished
     copy = tmp_path / 'copy'
     shutil.copytree(folder, copy)
-    lost = run_key(study.runs(SMOKE)[1])                        # as if this run had been killed before storing
+    lost = run_key(study.STUDY.runs(SMOKE)[1])                        # as if this run had been killed before storing
     shutil.rmtree(copy / 'runs' / lost)
     (copy / 'chains.json').unlink()                             # and stage 2 had not finished
     with pytest.raises(ValueError, match='1 pending'):
@@ -94,7 +94,7 @@ def test_a_killed_run_is_redone_and_gives_the_same_tables(finished, tmp_path):
 
 def test_report_reads_the_folder_alone(finished):
     folder, res = finished
-    again = study.report(folder, SMOKE)
+    again = study.STUDY.report(folder, SMOKE)
     pd.testing.assert_frame_equal(again['summary'], res['summary'])
     pd.testing.assert_frame_equal(report_study(folder)['summary'], res['summary'])   # its configuration from meta.json
     tables = study.read_results(folder)
@@ -155,7 +155,7 @@ def test_bad_input_is_refused(tmp_path, finished):
         empty = tmp_path / 'no-chains'
         shutil.copytree(folder, empty)
         (empty / 'chains.parquet').unlink()
-        study.report(empty, SMOKE)
+        study.STUDY.report(empty, SMOKE)
     with pytest.raises(ValueError, match='has no summary.csv'):
         study.read_results(tmp_path)
     other = tmp_path / 'other'
@@ -176,7 +176,7 @@ def test_reference_chains_start_in_every_cluster_and_report_their_mixing(finishe
     shutil.copytree(folder, copy)
     done = STUDY.finish(copy, ref)
     assert all(name.startswith('C') and ' #' in name for name in done['seeds'])
-    res = study.report(copy, ref)
+    res = study.STUDY.report(copy, ref)
     s = res['summary'].set_index('quantity')
     k = int(s.value[[q for q in s.index if q.startswith('clusters k (rule: stable)')][0]])
     chains = res['tables']['chains']

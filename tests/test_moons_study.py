@@ -24,7 +24,7 @@ def test_rerun_trains_only_missing_runs(tmp_path):
     assert '3 done, 0 failed, 0 skipped' in _sweep(TINY, tmp_path)
     first = load_study(tmp_path).trajectories
     assert sorted(first.run.unique()) == [0, 1, 2, 3, 4]
-    lost = run_key(study.runs(TINY)[1])                     # as if this run had never finished
+    lost = run_key(study.STUDY.runs(TINY)[1])                     # as if this run had never finished
     shutil.rmtree(tmp_path / 'runs' / lost)
     assert '1 done, 0 failed, 2 skipped' in _sweep(TINY, tmp_path)
     again = load_study(tmp_path).trajectories
@@ -80,7 +80,7 @@ def test_committed_results_keep_their_run_keys():
     for prov in sorted(compact.glob('*/provenance.json')):
         p = json.loads(prov.read_text())
         made[p['preset']] = prov.parent.name
-        keys = sorted(unique_runs(study.runs(study.STUDY.config(p['preset']))))
+        keys = sorted(unique_runs(study.STUDY.runs(study.STUDY.config(p['preset']))))
         assert keys == p['run_keys'], (prov, keys)
     assert {'quick', 'full', 'long'} <= set(made), made
     assert made['long'].startswith('custom-'), made
@@ -96,7 +96,7 @@ def test_long_preset_is_the_full_protocol_trained_longer():
     assert {0, 1, 2, 3, 9, 10, 3990, 4000} <= steps and 400 < len(steps) < 500, len(steps)
     assert not {3991, 3999} & steps
     assert study.record_steps(800, 1) == 1                  # quick and full: every step, as before
-    assert all(r.record_every == 10 for r in study.runs(study.LONG))
+    assert all(r.record_every == 10 for r in study.STUDY.runs(study.LONG))
 
 
 def test_auto_crossover_does_not_refer_to_one_half():
@@ -122,13 +122,13 @@ def test_auto_crossover_does_not_refer_to_one_half():
 
 def test_controls_preset_pairs_sgd_with_full_batch_gd_from_the_same_nets():
     import dataclasses
-    sgd, gd = study.runs(study.CONTROLS)
+    sgd, gd = study.STUDY.runs(study.CONTROLS)
     assert (sgd.full_batch, gd.full_batch) == (False, True) and sgd.ages == gd.ages == study.CONTROL_AGES
     assert dataclasses.replace(gd, full_batch=False) == sgd                  # same seeds, lr, steps, data
-    long_first = study.runs(study.LONG)[0]                                    # the long preset's first 50 nets
+    long_first = study.STUDY.runs(study.LONG)[0]                                    # the long preset's first 50 nets
     assert dataclasses.replace(sgd, ages=()) == long_first
     assert all(not r.full_batch and r.ages == () for p in ('quick', 'full', 'long')
-               for r in study.runs(study.STUDY.config(p)))
+               for r in study.STUDY.runs(study.STUDY.config(p)))
 
 
 def test_full_batch_run_is_gradient_descent_on_all_the_data():
@@ -137,13 +137,13 @@ def test_full_batch_run_is_gradient_descent_on_all_the_data():
     import copy, torch
     import torch.nn.functional as F
     from fracsgd.placement import Placement, place
-    run = dataclasses_replace(study.runs(dataclasses_replace(study.CONTROLS, n_models=2, nets_per_run=2, epochs=10))[1])
+    run = dataclasses_replace(study.STUDY.runs(dataclasses_replace(study.CONTROLS, n_models=2, nets_per_run=2, epochs=10))[1])
     assert run.full_batch
     p = Placement('cpu', 'float64')
     data = place(study.STUDY.load_data(run), p)
     nets = place(study.STUDY.build_models(run), p)
     ref = copy.deepcopy(nets)
-    out = study.train_run(run, data, nets)
+    out = study.STUDY.train(run, data, nets)
     X, y = data
     for net in ref:
         opt = torch.optim.SGD(net.parameters(), lr=run.lr)

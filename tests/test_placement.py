@@ -1,6 +1,6 @@
 """The library follows its models (issue 21, "the runner owns placement").
 
-With no `device` named, `train_ensemble`, `estimate_llc`, `calibrate`, `top_hessian_eigenvalue` and
+With no `device` named, `train_ensemble`, `estimate_llc`, `calibrate_at_curvature`, `top_hessian_eigenvalue` and
 `sample_posterior` compute on the device of the models' parameters, in their floating dtype. Nothing is moved
 behind the caller's back: data on another device than the computation, models without storage (PyTorch's `meta`
 device) and floating data of another dtype than the models' are refused at entry, with a message naming both;
@@ -17,7 +17,7 @@ import torch
 from fracsgd.posterior.clusters import POSTERIOR_PAPER, predict_on_probe, probe_grid, sample_posterior
 from fracsgd.datasets.moons import load_moons
 from fracsgd.train.ensemble import EnsembleSettings, EnsembleTrainer, train_ensemble
-from fracsgd.llc.estimate import LLCMeasurement, calibrate, calibrate_step_size, estimate_llc, top_hessian_eigenvalue
+from fracsgd.llc.estimate import LLCMeasurement, calibrate_at_curvature, calibrate_step_size, estimate_llc, top_hessian_eigenvalue
 from fracsgd.llc.localization import localization_sweep
 from fracsgd.nets.models import make_mlp
 from fracsgd.llc.sgld import SGLDSampler, SGLDSettings
@@ -49,7 +49,7 @@ def _quiet(fn, *args, **kw):
 ENTRIES = {
     'train_ensemble': lambda nets, data: train_ensemble(nets, data, settings=TRAIN),
     'estimate_llc': lambda nets, data: _quiet(estimate_llc, nets, data, 'classification', SHORT),
-    'calibrate': lambda nets, data: calibrate(nets[0], data),
+    'calibrate': lambda nets, data: calibrate_at_curvature(nets[0], data),
     'top_hessian_eigenvalue': lambda nets, data: top_hessian_eigenvalue(nets[0], data, n_iter=5),
     'calibrate_step_size': lambda nets, data: calibrate_step_size(nets[0], data, n_iter=5),
     'localization_sweep': lambda nets, data: _quiet(localization_sweep, nets[0], data, localizations=(10,),
@@ -147,7 +147,7 @@ def test_float64_runs_end_to_end_and_the_models_stay_float64_on_cpu(moons):
         assert any(not torch.equal(p, q) for p, q in zip(net.parameters(), old))
     res = _quiet(estimate_llc, nets, (X, y), 'classification', SHORT)
     h = top_hessian_eigenvalue(nets[0], (X, y), n_iter=10)
-    settings = calibrate(nets[0], (X, y))
+    settings = calibrate_at_curvature(nets[0], (X, y))
     draws = sample_posterior(nets, (X, y), probe_grid(X, 3), POSTERIOR_PAPER.replace(n_draws=3, n_burnin=0))
     assert np.isfinite(res.llc).all() and res.loss_trace.dtype == np.float64
     assert np.isfinite(h) and h > 0 and settings.step_size > 0 and np.isfinite(draws).all()

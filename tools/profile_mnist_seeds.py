@@ -49,7 +49,7 @@ def phases(steps: int = 300, calibrated_nets: int = 2, smoke: bool = False) -> p
     from fracsgd.experiment.sweep import config_record, run_key
     from fracsgd.studies import mnist_runs as mr
     from fracsgd.diffusion.net_analysis import analyse_nets
-    from fracsgd.studies.mnist_seeds import FULL, SMOKE, STUDY, runs, summarize
+    from fracsgd.studies.mnist_seeds import FULL, SMOKE, STUDY, summarize
     if smoke:                                                      # a check of this script, in seconds
         FULL, steps = replace(SMOKE, n_models=2, epochs=12, llc_every=4), 36
     from fracsgd.core import read_table
@@ -57,10 +57,10 @@ def phases(steps: int = 300, calibrated_nets: int = 2, smoke: bool = False) -> p
 
     machine = _machine()
     t_start, c_start = time.perf_counter(), time.process_time()
-    full_run = runs(FULL)[0]
+    full_run = STUDY.runs(FULL)[0]
     per_epoch = full_run.n_steps // full_run.epochs
     cfg = replace(FULL, epochs=steps // per_epoch, calibrated='')  # final-weight LLCs timed below, on fewer nets
-    run = runs(cfg)[0]
+    run = STUDY.runs(cfg)[0]
     assert run.n_steps == steps and replace(run, epochs=FULL.epochs, calibrated=FULL.calibrated) == full_run
     folder = Path(tempfile.mkdtemp()) / 'mnist-seeds-slice'
     p = Placement('cpu', 'float32', threads=1)
@@ -212,10 +212,10 @@ def counts(quick: bool = False) -> pd.DataFrame:
     from fracsgd.bench.llc import _mnist
     from fracsgd.nets.models import make_mlp
     from fracsgd.studies import mnist_runs as mr
-    from fracsgd.studies.mnist_seeds import FULL, STUDY, runs
+    from fracsgd.studies.mnist_seeds import FULL, STUDY
 
     machine = _machine()
-    run = runs(FULL)[0]
+    run = STUDY.runs(FULL)[0]
     data = mr.run_data(run)
     X, y = data.train
     Xb, yb, source = _mnist(5000, 'cpu')

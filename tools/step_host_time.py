@@ -83,10 +83,10 @@ def study_chains(repeats: int, n1: int = 100, n2: int = 400) -> list[dict]:
 def training_step(repeats: int, n1: int = 20, n2: int = 120) -> list[dict]:
     from fracsgd.train.ensemble import EnsembleTrainer
     from fracsgd.nets.stack import resolve_loss
-    from fracsgd.studies.mnist_seeds import FULL, runs
+    from fracsgd.studies.mnist_seeds import FULL, STUDY
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(2000, 2, generator=g), torch.randint(0, 10, (2000,), generator=g)
-    base = runs(FULL)[0].settings().replace(every=10, llc_every=0, batch_size=2)
+    base = STUDY.runs(FULL)[0].settings().replace(every=10, llc_every=0, batch_size=2)
     nets = [make_mlp([2, 2, 2, 2, 10], batch_norm=True, seed=i) for i in range(50)]
     def steps(n):
         t = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), base.replace(n_steps=n), 'cpu')
@@ -102,13 +102,13 @@ def real_size(repeats: int = 3) -> list[dict]:
     from fracsgd.train.ensemble import EnsembleTrainer
     from fracsgd.nets.stack import resolve_loss
     from fracsgd.studies import mnist_runs as mr
-    from fracsgd.studies.mnist_seeds import FULL, runs
+    from fracsgd.studies.mnist_seeds import FULL, STUDY
     g = torch.Generator().manual_seed(0)
     X, y = torch.rand(5000, 784, generator=g), torch.randint(0, 10, (5000,), generator=g)
     nets = [make_mlp([784, 128, 64, 32, 10], batch_norm=True, seed=i) for i in range(50)]
     s = mr.llc_setting(FULL.llc).replace(diag_every=0)
     llc = lambda n: estimate_llc(nets, (X, y), 'classification', s.replace(n_draws=n))
-    base = runs(FULL)[0].settings().replace(every=10, llc_every=0)
+    base = STUDY.runs(FULL)[0].settings().replace(every=10, llc_every=0)
     def train(n):
         t = EnsembleTrainer(nets, range(len(nets)), (X, y), resolve_loss('classification'), base.replace(n_steps=n), 'cpu')
         for _ in range(n):

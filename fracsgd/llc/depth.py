@@ -14,7 +14,7 @@ from torch import nn
 
 from ..core import write_table
 from .dln import aoyagi_dln_lambda, regression_settings
-from .estimate import calibrate, estimate_llc
+from .estimate import calibrate_at_curvature, estimate_llc
 from .validation import validation_problem
 from .result import INTERVAL_LIMIT, localization_interval
 from ..nets.models import make_balanced_dln
@@ -65,7 +65,7 @@ def depth_problem(row) -> tuple:
 
 # %% ../../nbs/11b_llc_depth.ipynb #b5c1bc33
 def run_depth(specs: pd.DataFrame, out=None, setting: str = 'auto', **rules) -> pd.DataFrame:
-    """The estimate under `setting` ('auto': `calibrate` with `rules` changed; 'paper': table 3's preset) of every
+    """The estimate under `setting` ('auto': `calibrate_at_curvature` with `rules` changed; 'paper': table 3's preset) of every
     network of `specs`: for 'auto' both raw estimates and the extrapolated one with its interval; the diagnostics
     and the seconds (written to `out` after each network)."""
     rows = []
@@ -155,7 +155,7 @@ def cost_of_default(model: nn.Module, data, loss='classification', n_steps: int 
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
-            s = calibrate(model, data, loss, n_burnin=n_steps, n_draws=n_steps, systematic=systematic)
+            s = calibrate_at_curvature(model, data, loss, n_burnin=n_steps, n_draws=n_steps, systematic=systematic)
             estimate_llc(model, data, loss, s)
         return time.perf_counter() - t0
     times = [(once(False), once(True)) for _ in range(repeats)]          # interleaved: load changes hit both
@@ -221,7 +221,7 @@ def run_devinterp(specs: pd.DataFrame, out=None) -> pd.DataFrame:
     rows = []
     for _, row in specs.iterrows():
         model, data = depth_problem(row)
-        s = calibrate(model, data, 'regression')
+        s = calibrate_at_curvature(model, data, 'regression')
         rows.append(dict(row.to_dict(), localization=s.localization, step_size=s.step_size, n_beta=s.n_beta,
                          n_burnin=s.n_burnin, n_draws=s.n_draws, **devinterp_llc(model, data, s)))
         if out is not None:

@@ -13,7 +13,7 @@ import pandas as pd
 from ..nets.models import dln_data, make_dln
 from .sgld import SGLDSettings
 from .settings import PAPER_PRESET
-from .estimate import calibrate, estimate_llc
+from .estimate import calibrate_at_curvature, estimate_llc
 
 # %% auto #0
 __all__ = ['DLN_SUITE', 'aoyagi_dln_lambda', 'rank_maps_half_dimension', 'reduced_rank_regression_lambda', 'regression_settings',
@@ -78,12 +78,12 @@ DLN_SUITE = [([10, 8, 10], 4), ([12, 10, 8, 12], 3), ([15, 10, 15], 5), ([16, 12
              ([20, 15, 20], 5), ([24, 16, 16, 16, 24], 8), ([25, 20, 25], 8)]
 
 def regression_settings(setting, model, data, device=None, **changes) -> SGLDSettings:
-    """The SGLD settings of a regression `model` on `data` for `setting`: 'auto' (`calibrate`, with `changes`
+    """The SGLD settings of a regression `model` on `data` for `setting`: 'auto' (`calibrate_at_curvature`, with `changes`
     to its rules), 'paper' (the preset with batch size 500) or an `SGLDSettings` (with `changes`)."""
     if isinstance(setting, SGLDSettings):
         return setting.replace(**changes)
     if setting == 'auto':
-        return calibrate(model, data, 'regression', device=device, **changes)
+        return calibrate_at_curvature(model, data, 'regression', device=device, **changes)
     if setting == 'paper':
         return PAPER_PRESET.replace(batch_size=500, **changes)
     raise ValueError(f"setting must be 'auto', 'paper' or an SGLDSettings, got {setting!r}")

@@ -20,7 +20,7 @@ from .result import ESS_MIN, RHAT_LIMIT, LLCResult, _assemble, stronger_localiza
 
 # %% auto #0
 __all__ = ['AUTO_SETTING', 'estimate_llc', 'estimate_llc_until_stationary', 'top_hessian_eigenvalue', 'calibrate_step_size',
-           'calibrate', 'LLCMeasurement', 'final_llc']
+           'nan_source', 'calibrate_at_curvature', 'LLCMeasurement', 'final_llc']
 
 # %% ../../nbs/10_llc.ipynb #18d962da
 def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSettings | list | None = None, *,
@@ -28,7 +28,7 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
                  **changes) -> LLCResult:
     """The LLC of a model, or of each of a list of same-architecture models, by SGLD under `settings`
     (default `SGLDSettings()`) with keyword `changes` to it. `settings` may be a list, one per model, whose step
-    sizes and localization differ (as `calibrate` gives them net by net): all models still run in one pass.
+    sizes and localization differ (as `calibrate_at_curvature` gives them net by net): all models still run in one pass.
     `progress=True` shows a bar over all SGLD steps; `eval_batch` images at a time enter the baseline L_n(w*)
     (lower it for large images: its activations are held for that many at once)."""
     single = not isinstance(model_or_models, (list, tuple, nn.ModuleList))
@@ -165,18 +165,61 @@ def calibrate_step_size(model: nn.Module, data, loss='classification', *, locali
     return stiffness / (nb * h_max + localization)
 
 # %% ../../nbs/10_llc.ipynb #96da61c5
+def nan_source(model: nn.Module, data, loss='classification', eval_batch: int = 4096) -> str | None:
+    """Where a non-finite value of `model` at its current weights comes from, in words: its weights, its output, the
+    loss, or the gradient of the mean loss (naming the parameters); None when all are finite."""
+    X, y = as_data(data)
+    loss_fn = resolve_loss(loss)
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    bad = [n for n, p in named if not torch.isfinite(p).all()]
+    if bad:
+        return f"the model's weights {bad} are not finite"
+    was = model.training
+    model.eval()
+    try:
+        grads = [torch.zeros_like(p) for _, p in named]
+        for s in range(0, len(X), eval_batch):
+            xb, yb = X[s:s + eval_batch], y[s:s + eval_batch]
+            out = model(xb)
+            flat = out.reshape(len(xb), -1)
+            if not torch.isfinite(flat).all():
+                i = int((~torch.isfinite(flat)).any(1).nonzero()[0])
+                return f"the model's output is not finite (first at sample {s + i}: {flat[i].tolist()[:4]})"
+            per = loss_fn(out, yb)
+            if not torch.isfinite(per).all():
+                i = int((~torch.isfinite(per)).nonzero()[0])
+                return f"the loss is not finite (first at sample {s + i}) although the model's output is finite"
+            g = torch.autograd.grad(per.sum() / len(X), [p for _, p in named], allow_unused=True)
+            grads = [a + b if b is not None else a for a, b in zip(grads, g)]
+        bad = [n for (n, _), g in zip(named, grads) if not torch.isfinite(g).all()]
+        if bad:
+            return f"the gradient of the loss is not finite in {bad} although the output and the loss are finite"
+    finally:
+        model.train(was)
+    return None
+
+# %% ../../nbs/10_llc.ipynb #26ee41f4
 AUTO_SETTING = dict(stiffness=0.1, burnin_stiffness=0.1, localization_ratio=3e-3, n_chains=4, n_burnin=5000,
                     n_draws=5000, steps_between_draws=1, batch_size=500, preconditioner='none', systematic=True)
 
-def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
-              **rules) -> SGLDSettings:
-    "The automatic SGLD settings for `model` at its current weights (`AUTO_SETTING`, with `rules` changed)."
+def calibrate_at_curvature(model: nn.Module, data, loss='classification', *, n_beta: float | None = None,
+                           device=None, **rules) -> SGLDSettings:
+    """The curvature rule's SGLD settings for `model` at its current weights (`AUTO_SETTING`, with `rules` changed):
+    step and localization from the top Hessian eigenvalue at w*. Refused where that is zero, tiny or not finite
+    (a degenerate point: `calibrate_at_curvature` of the next chapter is defined there)."""
     a = {**AUTO_SETTING, **rules}
     unknown = set(a) - set(AUTO_SETTING)
     if unknown:
-        raise ValueError(f"calibrate: unknown rule(s) {sorted(unknown)}; known: {sorted(AUTO_SETTING)}")
+        raise ValueError(f"calibrate_at_curvature: unknown rule(s) {sorted(unknown)}; known: {sorted(AUTO_SETTING)}")
     nb = default_n_beta(len(as_data(data)[0])) if n_beta is None else float(n_beta)
-    h_max = abs(top_hessian_eigenvalue(model, data, loss, device=device))
+    h_max = abs(top_hessian_eigenvalue(model, data, loss, device=device))   # refuses a model and data apart
+    if not math.isfinite(h_max):
+        raise ValueError(f"calibrate_at_curvature: the Hessian at w* is not finite: "
+                         f"{nan_source(model, data, loss) or 'its second derivatives overflow'}")
+    if nb * h_max < 1e-8:
+        raise ValueError(f"calibrate_at_curvature: the Hessian at w* is zero (top eigenvalue {h_max:.3g}), a degenerate "
+                         "point where the curvature rule has no scale: use fracsgd.llc.calibrate.calibrate, whose "
+                         "settings exist at every point")
     gamma = a['localization_ratio'] * nb * h_max
     # RMSprop scales a coordinate's step by at most 1/rmsprop_eps: the stiffness bounds that largest step
     scale = SGLDSettings().rmsprop_eps if a['preconditioner'] == 'rmsprop' else 1.0

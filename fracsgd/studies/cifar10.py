@@ -5,6 +5,7 @@
 # %% ../../nbs/24_cifar10_study.ipynb #d2087ab0
 from __future__ import annotations
 import math, time, warnings
+from fastcore.basics import patch
 from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,8 +16,8 @@ import matplotlib.pyplot as plt
 import torch
 from scipy.stats import rankdata, spearmanr
 
-from .common import summary_row
-from ..core import analysis_field, write_table, save_figures
+from .common import run_fields, summary_row, write_report
+from ..core import analysis_field
 from ..nets.convnets import ARCHITECTURES, arch_name, make_net, n_params
 from ..diffusion.crossover import local_slope
 from ..datasets.cifar10 import STAND_IN, cifar10_arrays, cifar10_subset, CIFARSubset
@@ -28,10 +29,9 @@ from ..diffusion.net_analysis import analyse_net, compact_trajectories
 from ..experiment.runner import Study
 
 # %% auto #0
-__all__ = ['LLC_SETTINGS', 'QUICK', 'FULL', 'SMOKE', 'LONG', 'STUDY', 'PAPER', 'CIFARRun', 'CIFARConfig', 'with_stand_in',
-           'check_data', 'runs', 'check_head', 'load_data', 'train_run', 'evaluate_run', 'CIFAR10Study',
-           'superdiffusive_time', 'analyse_arch', 'rank_test', 'per_arch', 'summarize', 'tables_5_6',
-           'plot_displacement', 'plot_layers', 'plot_size_test', 'report']
+__all__ = ['LLC_SETTINGS', 'QUICK', 'FULL', 'SMOKE', 'LONG', 'STUDY', 'PAPER', 'CIFARRun', 'CIFARConfig', 'CIFAR10Study',
+           'check_data', 'check_head', 'superdiffusive_time', 'analyse_arch', 'rank_test', 'per_arch', 'summarize',
+           'tables_5_6', 'plot_displacement', 'plot_layers', 'plot_size_test']
 
 # %% ../../nbs/24_cifar10_study.ipynb #77d5f2ac
 LLC_SETTINGS = {'paper': PAPER_PRESET.replace(batch_size=64),
@@ -106,7 +106,24 @@ SMOKE = replace(QUICK, archs=(('conv', (8,)), ('conv', (8, 16)), ('residual', (8
                 image_size=8, llc_every=5, llc='smoke', record_every=1, batch_size=32, n_boot=20)
 LONG = replace(QUICK, epochs=250, llc_every=400, record_every=10)   # QUICK's data, the paper's number of steps
 
-def with_stand_in(cfg: CIFARConfig) -> CIFARConfig:
+class CIFAR10Study(Study):
+    "The CIFAR-10 study (appendix I.3), for the runner."
+    name, presets = 'cifar10', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG)
+    keep = ('per_arch.csv', 'tables_5_6.csv', 'trajectory_compact.parquet')
+    llc_tables = LLC_SETTINGS
+    def threads(self, run=None): return 1 if run is not None else None   # one thread per run on a CPU (train)
+    def found_stand_in(self, folder, cfg) -> str:
+        "Fewer images, or other digits, than the configuration's stand-in, as the runs recorded it ('' for none)."
+        found = sorted({w for w in load_study(folder).tables['nets'].stand_in.astype(str) if w and w != 'nan'})
+        return '; '.join(found) if found and found != [STAND_IN] else ''
+    def build_models(self, run): return make_net(run.family, run.channels, seed=run.seed)
+    def check_data(self, cfg): check_data(cfg)
+    def stand_in(self, cfg): return STAND_IN if cfg.data == 'stand-in' else ''
+
+STUDY = CIFAR10Study()
+
+@patch
+def with_stand_in(self: CIFAR10Study, cfg: CIFARConfig) -> CIFARConfig:
     "`cfg` run on the labelled MNIST stand-in instead of CIFAR-10 (`fracsgd run cifar10 --stand-in`)."
     return replace(cfg, data='stand-in')
 
@@ -115,10 +132,10 @@ def check_data(cfg: CIFARConfig) -> None:
     if cfg.data == 'cifar10':
         cifar10_arrays('train')
 
-def runs(cfg: CIFARConfig) -> list[CIFARRun]:
+@patch
+def runs(self: CIFAR10Study, cfg: CIFARConfig) -> list[CIFARRun]:
     "The runs of the study: one per architecture."
-    shared = dict(epochs=cfg.epochs, n_images=cfg.n_images, image_size=cfg.image_size, data=cfg.data,
-                  llc_every=cfg.llc_every, llc=cfg.llc, record_every=cfg.record_every, batch_size=cfg.batch_size)
+    shared = run_fields(CIFARRun, cfg)                # epochs, n_images, image_size, data, llc..., batch_size
     return [CIFARRun(family=f, channels=c, **shared) for f, c in cfg.archs]
 
 # %% ../../nbs/24_cifar10_study.ipynb #a23e199f
@@ -129,12 +146,14 @@ def check_head(net, y: torch.Tensor, where: str = '') -> None:
         raise ValueError(f"{where}the data have {n_cls} classes but the net's head has {n_out} outputs: "
                          "build the net with n_classes matching the data")
 
-def load_data(run: CIFARRun) -> CIFARSubset:
+@patch
+def load_data(self: CIFAR10Study, run: CIFARRun) -> CIFARSubset:
     "The run's subset: train and test images and labels (CPU tensors), its source and what stood in."
     return cifar10_subset(run.n_images, run.test_fraction, seed=run.data_seed, source=run.data,
                           image_size=run.image_size)
 
-def train_run(run: CIFARRun, d: CIFARSubset, net) -> dict:
+@patch
+def train(self: CIFAR10Study, run: CIFARRun, d: CIFARSubset, net) -> dict:
     """Train the run's net on `d`: its trajectory table and training time. On a CPU it runs on one thread (on the
     shared 2-core machine the quick conv-32 run took 123 s with two threads, 17 s with one: the study's threads method)."""
     check_head(net, d.y_train, f'{run.name}: ')
@@ -146,7 +165,8 @@ def train_run(run: CIFARRun, d: CIFARSubset, net) -> dict:
     table.insert(0, 'run', run.name)
     return dict(trajectory=table.drop(columns='member'), seconds_train=seconds)
 
-def evaluate_run(run: CIFARRun, d: CIFARSubset, net, trained: dict) -> dict:
+@patch
+def evaluate(self: CIFAR10Study, run: CIFARRun, d: CIFARSubset, net, trained: dict) -> dict:
     "The trained net's one-row `nets` table: parameters, test and train accuracy, data source, stand-in."
     with torch.no_grad():
         net.eval()
@@ -156,28 +176,6 @@ def evaluate_run(run: CIFARRun, d: CIFARSubset, net, trained: dict) -> dict:
                                   train_accuracy=acc(d.X_train, d.y_train), seconds_train=trained['seconds_train'],
                                   data_source=d.source, stand_in=d.stand_in)])
     return dict(nets=nets)
-
-class CIFAR10Study(Study):
-    "The CIFAR-10 study (appendix I.3), for the runner."
-    name, presets = 'cifar10', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG)
-    keep = ('per_arch.csv', 'tables_5_6.csv', 'trajectory_compact.parquet')
-    llc_tables = LLC_SETTINGS
-    def threads(self, run=None): return 1 if run is not None else None   # one thread per run on a CPU (train_run)
-    def found_stand_in(self, folder, cfg) -> str:
-        "Fewer images, or other digits, than the configuration's stand-in, as the runs recorded it ('' for none)."
-        found = sorted({w for w in load_study(folder).tables['nets'].stand_in.astype(str) if w and w != 'nan'})
-        return '; '.join(found) if found and found != [STAND_IN] else ''
-    def runs(self, cfg): return runs(cfg)
-    def load_data(self, run): return load_data(run)
-    def build_models(self, run): return make_net(run.family, run.channels, seed=run.seed)
-    def train(self, run, data, net): return train_run(run, data, net)
-    def evaluate(self, run, data, net, trained): return evaluate_run(run, data, net, trained)
-    def report(self, folder, cfg): return report(folder, cfg)
-    def check_data(self, cfg): check_data(cfg)
-    def stand_in(self, cfg): return STAND_IN if cfg.data == 'stand-in' else ''
-    def with_stand_in(self, cfg): return with_stand_in(cfg)
-
-STUDY = CIFAR10Study()
 
 # %% ../../nbs/24_cifar10_study.ipynb #bdb58088
 def superdiffusive_time(t, R) -> tuple[float, bool]:
@@ -313,19 +311,17 @@ def plot_size_test(arch: pd.DataFrame):
     return fig
 
 # %% ../../nbs/24_cifar10_study.ipynb #a5e9d21d
-def report(folder, cfg: CIFARConfig) -> dict:
+@patch
+def report(self: CIFAR10Study, folder, cfg: CIFARConfig) -> dict:
     """Analyse the study in `folder`; write summary.csv, per_arch.csv, tables 5–6, down-sampled trajectories
     and the figures there."""
     out = Path(folder)
     arch, traj = per_arch(out, cfg)
-    summary, tables = summarize(arch), tables_5_6(arch)
-    write_table(summary, out / 'summary.csv')
-    write_table(arch, out / 'per_arch.csv')
-    write_table(tables, out / 'tables_5_6.csv')
-    write_table(compact_trajectories(traj, n_log=50), out / 'trajectory_compact.parquet')
+    tables = tables_5_6(arch)
+    files = {'summary.csv': summarize(arch), 'per_arch.csv': arch, 'tables_5_6.csv': tables,
+             'trajectory_compact.parquet': compact_trajectories(traj, n_log=50)}
     largest = arch.sort_values('params').groupby('family').run.last()
     figs = dict(fig22=plot_displacement(traj, arch, 'conv', 'fig. 22: conv nets'),
                 fig23=plot_displacement(traj, arch, 'residual', 'fig. 23: residual nets'),
                 size_test=plot_size_test(arch), **{f'layers_{r}': plot_layers(traj, r) for r in largest})
-    save_figures(figs, out, dpi=100)
-    return dict(summary=summary, tables=tables, arch=arch, figures=figs, out=out)
+    return dict(write_report(out, files, figs, dpi=100), tables=tables, arch=arch)

@@ -4,11 +4,19 @@
 
 # %% ../../nbs/19a_study_common.ipynb #21b64006
 from __future__ import annotations
+import dataclasses
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
 from scipy import stats
 
+from ..core import save_figures, write_table
+
 # %% auto #0
-__all__ = ['summary_row', 'bootstrap_interval', 'stat_row', 'spearman_interval']
+__all__ = ['summary_row', 'bootstrap_interval', 'stat_row', 'spearman_interval', 'run_fields', 'plot_ageing', 'plot_noise',
+           'write_report']
 
 # %% ../../nbs/19a_study_common.ipynb #dc96d4d5
 def summary_row(quantity: str, value, lo=np.nan, hi=np.nan, note: str = '', *, contain: bool = False) -> dict:
@@ -53,3 +61,57 @@ def spearman_interval(x, y, n_boot: int = 200, seed: int = 0) -> tuple[float, fl
         return (np.nan, np.nan, np.nan)
     lo, hi = np.nanquantile(reps, [0.025, 0.975])
     return rho, float(min(lo, rho)), float(max(hi, rho))
+
+# %% ../../nbs/19a_study_common.ipynb #d69c4d06
+def run_fields(run_cls, cfg, **changes) -> dict:
+    "The fields of the run dataclass `run_cls` that the configuration `cfg` also has, with their values in `cfg`, then `changes`."
+    names = {f.name for f in dataclasses.fields(run_cls)} & {f.name for f in dataclasses.fields(cfg)}
+    return {**{n: getattr(cfg, n) for n in sorted(names)}, **changes}
+
+# %% ../../nbs/19a_study_common.ipynb #9ce98027
+def plot_ageing(msd: pd.DataFrame, lag: int):
+    "M(s, τ) against τ at each age, for SGD and for GD; and M(s, τ = lag) against the age s for both."
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, (opt, title) in zip(axes, (('sgd', 'SGD'), ('gd', 'full-batch GD'))):
+        part = msd[msd.optimizer == opt]
+        for i, (age, g) in enumerate(part.groupby('age')):
+            ax.loglog(g.lag, g.msd, '.-', color=plt.cm.viridis(i / max(1, part.age.nunique() - 1)), label=f's = {age}')
+        ax.set(xlabel='lag τ (steps)', title=f'{title}: M(s, τ) = ⟨‖w_(s+τ) − w_s‖²⟩')
+    axes[0].set_ylabel('M(s, τ)')
+    axes[0].legend(fontsize=7, ncol=2)
+    at = msd[msd.lag == lag]
+    for opt, color in (('sgd', 'C0'), ('gd', 'C3')):
+        g = at[at.optimizer == opt]
+        axes[2].errorbar(g.age, g.msd, yerr=[g.msd - g.ci_low, g.ci_high - g.msd], fmt='o-', color=color,
+                         label='SGD' if opt == 'sgd' else 'full-batch GD')
+    axes[2].set(xscale='log', yscale='log', xlabel='age s (steps)', ylabel=f'M(s, τ = {lag})',
+                title='ageing: M at a fixed lag against the age')
+    axes[2].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+def plot_noise(noise: pd.DataFrame):
+    "The noise part M_SGD − M_GD against the lag τ at each age (with intervals over pairs), log-log."
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for i, (age, g) in enumerate(noise.groupby('age')):
+        ax.errorbar(g.lag, g.excess, yerr=[g.excess - g.ci_low, g.ci_high - g.excess], fmt='o-', ms=3,
+                    color=plt.cm.viridis(i / max(1, noise.age.nunique() - 1)), label=f's = {age}')
+    lag = np.array([1, 10.])
+    ref = noise.excess[noise.lag == 1].mean()
+    ax.plot(lag, ref * lag, 'k:', lw=1, label='∝ τ (a free walk)')
+    ax.set(xscale='log', yscale='log', xlabel='lag τ (steps)', ylabel='M_SGD(s, τ) − M_GD(s, τ)',
+           title='what minibatch noise adds to the increments')
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+# %% ../../nbs/19a_study_common.ipynb #5fe6400f
+def write_report(folder, tables: dict, figures: dict | None = None, dpi: int = 110) -> dict:
+    """Write a study's report into `folder`: each table of `tables` (file name → DataFrame; `summary.csv` is required)
+    and each figure of `figures` (name → figure, as `<name>.png`). Returns dict(summary, figures, out)."""
+    if 'summary.csv' not in tables:
+        raise ValueError(f"a study's report writes summary.csv (the ledger reads it); got only {sorted(tables)}")
+    out = Path(folder)
+    for name, table in tables.items():
+        write_table(table, out / name)
+    return dict(summary=tables['summary.csv'], figures=save_figures(figures or {}, out, dpi), out=out)

@@ -5,6 +5,7 @@
 # %% ../../nbs/27_grokking.ipynb #2ff933d7
 from __future__ import annotations
 import math, time
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import matplotlib.pyplot as plt
 import warnings
 from scipy import stats
 
-from ..core import analysis_field, write_table, save_figures
+from ..core import analysis_field
 from ..datasets.common import batches
 from ..datasets.modular import load_modular
 from ..train.displacement import Recorder
@@ -25,14 +26,14 @@ from ..diffusion.jumps import (all_at_once, coincidences, detect_jumps, fits_bet
                            step_statistics, transition_times)
 from ..llc.estimate import LLCMeasurement
 from ..experiment.runner import Study
+from .common import run_fields, summary_row, write_report
 from ..llc.settings import PAPER_PRESET
 from ..experiment.store import load_study
 from .grokking_models import Accuracy, StepProjections, make_model
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'SMOKE', 'STUDY', 'GrokkingConfig', 'GrokkingRun', 'runs', 'train_run', 'Grokking', 'run_jumps',
-           'analyse_run', 'per_run', 'summarize', 'plot_run', 'plot_sweep', 'compact_analysis', 'plot_steps',
-           'compact_trajectories', 'report']
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'STUDY', 'GrokkingConfig', 'GrokkingRun', 'Grokking', 'run_jumps', 'analyse_run', 'per_run',
+           'summarize', 'plot_run', 'plot_sweep', 'compact_analysis', 'plot_steps', 'compact_trajectories']
 
 # %% ../../nbs/27_grokking.ipynb #bc1542ac
 @dataclass(frozen=True)
@@ -93,12 +94,19 @@ def _steps(cfg: GrokkingConfig, batch_size: int) -> int:
     n_train = round(cfg.train_fraction * (cfg.p * (cfg.p - (cfg.operation == 'division'))))
     return cfg.epochs * math.ceil(n_train / batch_size)
 
-def runs(cfg: GrokkingConfig) -> list[GrokkingRun]:
+class Grokking(Study):
+    "The grokking study, for the runner: it loads the split and builds the net; the runner places both."
+    name, presets = 'grokking', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_run.csv', 'trajectory_compact.parquet', 'reference_steps.parquet')
+    def load_data(self, run): return load_modular(run.p, run.operation, run.train_fraction, seed=run.data_seed)
+    def build_models(self, run): return make_model(run.model, run.p, run.embed, run.hidden, run.seed)
+
+STUDY = Grokking()
+
+@patch
+def runs(self: Grokking, cfg: GrokkingConfig) -> list[GrokkingRun]:
     "The runs of the study: every batch size × weight decay × seed."
-    shared = dict(p=cfg.p, operation=cfg.operation, train_fraction=cfg.train_fraction, model=cfg.model,
-                  embed=cfg.embed, hidden=cfg.hidden, optimizer=cfg.optimizer, lr=cfg.lr, acc_every=cfg.acc_every,
-                  llc_every=cfg.llc_every, n_directions=cfg.n_directions, data_seed=cfg.data_seed)
-    return [GrokkingRun(**shared, batch_size=b, weight_decay=w, seed=s, n_steps=_steps(cfg, b))
+    return [GrokkingRun(**run_fields(GrokkingRun, cfg, batch_size=b, weight_decay=w, seed=s, n_steps=_steps(cfg, b)))
             for b in cfg.batch_sizes for w in cfg.weight_decays for s in cfg.seeds]
 
 def _optimizer(run: GrokkingRun, params):
@@ -122,7 +130,8 @@ def _loop(run, model, opt, train, gen, rec):
             if step == run.n_steps:
                 return
 
-def train_run(run: GrokkingRun, data, model) -> dict:
+@patch
+def train(self: Grokking, run: GrokkingRun, data, model) -> dict:
     """Train `model` on `data` (a `ModularSplit`), where the runner placed them; the trajectory table (R, R/<layer>,
     loss, acc/train, acc/test, llc, dw/...), a one-row run_info table and the seconds of training."""
     opt = _optimizer(run, model.parameters())
@@ -144,18 +153,6 @@ def train_run(run: GrokkingRun, data, model) -> dict:
                               n_train=len(train[0]), n_test=len(data.X_test), train_accuracy=final['acc/train'],
                               test_accuracy=final['acc/test'], seconds_train=seconds, source=data.source)])
     return dict(trajectory=table, run_info=info, seconds_train=seconds)
-
-class Grokking(Study):
-    "The grokking study, for the runner: it loads the split and builds the net; the runner places both."
-    name, presets = 'grokking', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    keep = ('per_run.csv', 'trajectory_compact.parquet', 'reference_steps.parquet')
-    def runs(self, cfg): return runs(cfg)
-    def load_data(self, run): return load_modular(run.p, run.operation, run.train_fraction, seed=run.data_seed)
-    def build_models(self, run): return make_model(run.model, run.p, run.embed, run.hidden, run.seed)
-    def train(self, run, data, model): return train_run(run, data, model)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = Grokking()
 
 # %% ../../nbs/27_grokking.ipynb #98694d55
 def _first(t, x, level):
@@ -197,11 +194,9 @@ def analyse_run(run: pd.DataFrame, cfg: GrokkingConfig, n_boot: int | None = Non
 
 # %% ../../nbs/27_grokking.ipynb #b85e4ceb
 def _row(quantity, value, lo=None, hi=None, note=''):
-    value = float(value)
-    if not np.isfinite(value):
-        lo = hi = np.nan
-    return dict(quantity=quantity, value=value, ci_low=value if lo is None else float(lo),
-                ci_high=value if hi is None else float(hi), note=note)
+    "A summary row whose interval, when none is given, is the value itself (a count, or a reading without spread)."
+    lo, hi = (np.nan, np.nan) if not np.isfinite(float(value)) else (value if lo is None else lo, value if hi is None else hi)
+    return summary_row(quantity, value, lo, hi, note)
 
 def _cp(k, n):
     ci = stats.binomtest(int(round(k)), int(n)).proportion_ci(0.95, method='exact')
@@ -361,19 +356,17 @@ def _reference(traj, cfg):
     return traj[(traj.batch_size == b) & (traj.weight_decay == w) & (traj.run == cfg.seeds[0])].drop(
         columns=['batch_size', 'weight_decay', 'run']).sort_values('step')
 
-def report(folder, cfg: GrokkingConfig) -> dict:
+@patch
+def report(self: Grokking, folder, cfg: GrokkingConfig) -> dict:
     "Analyse the study in `folder` (read with `load_study`) made with `cfg`; write its tables and figures there."
     out = Path(folder)
     study = load_study(out)
     traj = study.trajectories.drop(columns='key')
     runs_df, full = per_run(traj, cfg)
-    summary = summarize(runs_df, full, cfg, int(study.tables['run_info'].n_test.iloc[0]))
-    write_table(summary, out / 'summary.csv')
-    write_table(runs_df, out / 'per_run.csv')
-    write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
     ref, key = _reference(traj, cfg), (*cfg.reference, cfg.seeds[0])
-    write_table(ref[['step', 'dw/u0']].reset_index(drop=True), out / 'reference_steps.parquet')  # the step statistics
+    tables = {'summary.csv': summarize(runs_df, full, cfg, int(study.tables['run_info'].n_test.iloc[0])),
+              'per_run.csv': runs_df, 'trajectory_compact.parquet': compact_trajectories(traj),
+              'reference_steps.parquet': ref[['step', 'dw/u0']].reset_index(drop=True)}   # the step statistics
     figs = dict(reference=plot_run(ref, full[key], f'batch {key[0]}, weight decay {key[1]:g}'),
                 sweep=plot_sweep(traj), steps=plot_steps(ref, 'weight steps against a Gaussian'))
-    save_figures(figs, out)
-    return dict(summary=summary, per_run=runs_df, analyses=full, figures=figs, out=out)
+    return dict(write_report(out, tables, figs), per_run=runs_df, analyses=full)

@@ -5,6 +5,7 @@
 # %% ../../nbs/22c_mnist_ablations.ipynb #db386413
 from __future__ import annotations
 import itertools
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -12,18 +13,16 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from ..core import analysis_field, added_field, write_table, save_figures
+from ..core import analysis_field, added_field
 from ..diffusion.crossover import predict_displacement
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from .common import stat_row
-from .common import summary_row
-from .common import spearman_interval
+from .common import spearman_interval, stat_row, summary_row, write_report
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'SMOKE', 'RELATIONS', 'STUDY', 'MNISTAblationsConfig', 'grid', 'runs', 'per_net', 'momentum_nets',
-           'relation_name', 'summarize', 'plot_grids', 'plot_relations', 'report', 'MNISTAblations']
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'STUDY', 'RELATIONS', 'MNISTAblationsConfig', 'grid', 'MNISTAblations', 'per_net',
+           'momentum_nets', 'relation_name', 'summarize', 'plot_grids', 'plot_relations']
 
 # %% ../../nbs/22c_mnist_ablations.ipynb #84e2911f
 @dataclass(frozen=True)
@@ -59,7 +58,17 @@ def grid(cfg: MNISTAblationsConfig) -> list[dict]:
     return points + [dict(optimizer='sgd', lr=cfg.momentum_lr, batch_size=cfg.momentum_batch, momentum=m,
                           weight_decay=0.0) for m in cfg.momenta]
 
-def runs(cfg: MNISTAblationsConfig) -> list[MNISTRun]:
+class MNISTAblations(MNISTStudy):
+    "The MNIST ablation study (paper appendix H), for the runner."
+    name, presets = 'mnist-ablations', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    protocol_caveat = ('the paper does not state its ablation sweep; our full grid (lr x batch x momentum x 3 nets, '
+                       '100 epochs) is an assumption')
+    keep = ('per_net.csv', 'trajectory_compact.parquet')
+
+STUDY = MNISTAblations()
+
+@patch
+def runs(self: MNISTAblations, cfg: MNISTAblationsConfig) -> list[MNISTRun]:
     "One run per grid point, `nets_per_point` nets each, with seeds that differ between points."
     n = cfg.nets_per_point
     return [MNISTRun(hidden=tuple(cfg.hidden), epochs=cfg.epochs, first_seed=i * n, n_nets=n, llc=cfg.llc,
@@ -175,25 +184,12 @@ def plot_relations(nets: pd.DataFrame, title: str = ''):
     return fig
 
 # %% ../../nbs/22c_mnist_ablations.ipynb #fe5d66bf
-def report(folder, cfg: MNISTAblationsConfig) -> dict:
+@patch
+def report(self: MNISTAblations, folder, cfg: MNISTAblationsConfig) -> dict:
     "Analyse the study in `folder` with the bootstrap of `cfg`; write its tables and figures there."
     out = Path(folder)
     nets, traj = per_net(out, cfg)
-    summary = summarize(nets, cfg.n_boot)
-    write_table(summary, out / 'summary.csv')
-    write_table(nets, out / 'per_net.csv')
-    write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
+    tables = {'summary.csv': summarize(nets, cfg.n_boot), 'per_net.csv': nets,
+              'trajectory_compact.parquet': compact_trajectories(traj)}
     figs = dict(grids=plot_grids(nets, 'fig. 7 and 9'), relations=plot_relations(nets, 'fig. 8, 12-17'))
-    save_figures(figs, out)
-    return dict(summary=summary, nets=nets, figures=figs, out=out)
-
-class MNISTAblations(MNISTStudy):
-    "The MNIST ablation study (paper appendix H), for the runner."
-    name, presets = 'mnist-ablations', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    protocol_caveat = ('the paper does not state its ablation sweep; our full grid (lr x batch x momentum x 3 nets, '
-                       '100 epochs) is an assumption')
-    keep = ('per_net.csv', 'trajectory_compact.parquet')
-    def runs(self, cfg): return runs(cfg)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = MNISTAblations()
+    return dict(write_report(out, tables, figs), nets=nets)

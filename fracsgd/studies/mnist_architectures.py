@@ -4,6 +4,7 @@
 
 # %% ../../nbs/22b_mnist_architectures.ipynb #3298730e
 from __future__ import annotations
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -12,15 +13,15 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from scipy import stats
 
-from ..core import analysis_field, write_table, save_figures
+from ..core import analysis_field
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from .common import spearman_interval, summary_row
+from .common import spearman_interval, summary_row, write_report
 
 # %% auto #0
 __all__ = ['PAPER_TABLE7', 'QUICK', 'FULL', 'SMOKE', 'STUDY', 'weight_count', 'architecture_name', 'MNISTArchitecturesConfig',
-           'runs', 'per_architecture', 'summarize', 'plot_architectures', 'report', 'MNISTArchitectures']
+           'MNISTArchitectures', 'per_architecture', 'summarize', 'plot_architectures']
 
 # %% ../../nbs/22b_mnist_architectures.ipynb #0c9c9bd9
 PAPER_TABLE7 = pd.DataFrame([
@@ -61,7 +62,15 @@ QUICK = MNISTArchitecturesConfig()
 FULL = replace(QUICK, rows=tuple(range(17)), epochs=250)
 SMOKE = replace(QUICK, rows=(8, 10), epochs=10, llc='smoke', llc_every=8, n_boot=20, batch_size=16, n_images=100)
 
-def runs(cfg: MNISTArchitecturesConfig) -> list[MNISTRun]:
+class MNISTArchitectures(MNISTStudy):
+    "The MNIST architectures study (paper table 7), for the runner."
+    name, presets = 'mnist-architectures', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_architecture.csv', 'trajectory_compact.parquet')
+
+STUDY = MNISTArchitectures()
+
+@patch
+def runs(self: MNISTArchitectures, cfg: MNISTArchitecturesConfig) -> list[MNISTRun]:
     "One run per architecture: one net, seed = its row of table 7."
     return [MNISTRun(hidden=PAPER_TABLE7.hidden[i], epochs=cfg.epochs, first_seed=i, n_nets=1, llc=cfg.llc,
                      llc_every=cfg.llc_every, batch_size=cfg.batch_size, n_images=cfg.n_images) for i in cfg.rows]
@@ -147,22 +156,12 @@ def plot_architectures(arch: pd.DataFrame, traj: pd.DataFrame, title: str = ''):
     return fig
 
 # %% ../../nbs/22b_mnist_architectures.ipynb #4bfa2af4
-def report(folder, cfg: MNISTArchitecturesConfig) -> dict:
+@patch
+def report(self: MNISTArchitectures, folder, cfg: MNISTArchitecturesConfig) -> dict:
     "Analyse the study in `folder` with the bootstrap of `cfg`; write its tables and figure there."
     out = Path(folder)
     arch, traj = per_architecture(out, cfg)
-    summary = summarize(arch, cfg.n_boot)
-    write_table(summary, out / 'summary.csv')
-    write_table(arch, out / 'per_architecture.csv')
-    write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
-    fig = save_figures(dict(architectures=plot_architectures(arch, traj, 'table 7')), out)['architectures']
-    return dict(summary=summary, architectures=arch, figure=fig, out=out)
-
-class MNISTArchitectures(MNISTStudy):
-    "The MNIST architectures study (paper table 7), for the runner."
-    name, presets = 'mnist-architectures', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    keep = ('per_architecture.csv', 'trajectory_compact.parquet')
-    def runs(self, cfg): return runs(cfg)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = MNISTArchitectures()
+    tables = {'summary.csv': summarize(arch, cfg.n_boot), 'per_architecture.csv': arch,
+              'trajectory_compact.parquet': compact_trajectories(traj)}
+    rep = write_report(out, tables, dict(architectures=plot_architectures(arch, traj, 'table 7')))
+    return dict(rep, architectures=arch, figure=rep['figures']['architectures'])

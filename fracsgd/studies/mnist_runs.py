@@ -23,7 +23,7 @@ from ..diffusion.ageing import IncrementRecorder
 from ..diffusion.return_probability import ProjectedPath, path_returns, projected_paths
 from ..llc.sgld import SGLDSettings
 from ..llc.settings import PAPER_PRESET
-from ..llc.estimate import calibrate, estimate_llc
+from ..llc.estimate import calibrate_at_curvature, estimate_llc
 from ..experiment.runner import Study, data_identity
 from ..experiment.store import record_meta, runs_table
 
@@ -45,7 +45,7 @@ def llc_setting(name: str) -> SGLDSettings:
     return LLC_SETTINGS[name]
 
 # %% ../../nbs/22_mnist_runs.ipynb #5e2ef949
-# systematic=False: the committed results were computed before `calibrate` measured the localization's systematic
+# systematic=False: the committed results were computed before `calibrate_at_curvature` measured the localization's systematic
 # error with every estimate (see the LLC chapter); these names keep the rule they were made with
 CALIBRATED_SETTINGS = {'full': dict(systematic=False),
                        '10nets-1x5000': dict(n_nets=10, n_chains=1, systematic=False),
@@ -225,7 +225,7 @@ def _evaluate(net: nn.Module, X, y) -> tuple[float, float]:
     return float(nn.functional.cross_entropy(out, y)), float((out.argmax(1) == y).double().mean())
 
 def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
-    """Our calibrated LLC (`calibrate` with the reduction `CALIBRATED_SETTINGS[name]`) of each net at its current
+    """Our calibrated LLC (`calibrate_at_curvature` with the reduction `CALIBRATED_SETTINGS[name]`) of each net at its current
     weights, one row per net; the step size and localization follow each net's own top Hessian eigenvalue, and
     all nets are sampled in one vectorized pass (before 2026-11-27: one net at a time, each with the seeds of
     model 0, so the committed values differ from a re-run within the Monte-Carlo error)."""
@@ -233,7 +233,7 @@ def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
     nets = nets[:rule.pop('n_nets', len(nets))]
     t0, what = time.perf_counter(), 'calibrated LLC at the final weights: nets calibrated'
     report_progress(0, len(nets), what)
-    settings = [calibrate(n, train, **rule).replace(seed=seed) for n in nets]
+    settings = [calibrate_at_curvature(n, train, **rule).replace(seed=seed) for n in nets]
     report_progress(len(nets), len(nets), what)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                          # flags are in the rows

@@ -4,6 +4,7 @@
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #e337a5ca
 from __future__ import annotations
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from .common import stat_row, summary_row
+from .common import plot_ageing, plot_noise, stat_row, summary_row, write_report
 from ..core import analysis_field, read_table, write_table, save_figures
 from ..diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from ..diffusion.spectral import fit_power_law
@@ -23,10 +24,10 @@ from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 
 # %% auto #0
-__all__ = ['QUICK', 'FULL', 'SMOKE', 'CONTROL_AGES', 'CONTROLS', 'CONTROLS_SMOKE', 'PAPER_TABLE8', 'CONTROL_AGEING_LAG',
-           'CONTROL_NOISE_LAGS', 'CONTROL_FILES', 'STUDY', 'MNISTSeedsConfig', 'runs', 'borrow_llc', 'per_net',
+__all__ = ['QUICK', 'FULL', 'SMOKE', 'CONTROL_AGES', 'CONTROLS', 'CONTROLS_SMOKE', 'STUDY', 'PAPER_TABLE8', 'CONTROL_AGEING_LAG',
+           'CONTROL_NOISE_LAGS', 'CONTROL_FILES', 'MNISTSeedsConfig', 'MNISTSeeds', 'borrow_llc', 'per_net',
            'summarize', 'plot_ds_vs_llc', 'plot_r2', 'plot_trajectories', 'plot_layers', 'theorem31',
-           'analyse_controls', 'plot_theorem31', 'report', 'MNISTSeeds']
+           'analyse_controls', 'plot_theorem31']
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #fef1d1bc
 @dataclass(frozen=True)
@@ -60,7 +61,16 @@ CONTROLS = replace(FULL, n_models=10, nets_per_run=10, calibrated='', volume_eps
 CONTROLS_SMOKE = replace(SMOKE, n_models=2, epochs=10, calibrated='', volume_eps=(), controls=True,
                          ages=(2, 4, 8, 16), late_start=4, returns_dim=8, n_boot=10)
 
-def runs(cfg: MNISTSeedsConfig) -> list[MNISTRun]:
+class MNISTSeeds(MNISTStudy):
+    "The MNIST seeds study (paper table 8), for the runner."
+    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL, controls=CONTROLS,
+                                        **{'controls-smoke': CONTROLS_SMOKE})
+    keep = ('per_net.csv', 'trajectory_compact.parquet')
+
+STUDY = MNISTSeeds()
+
+@patch
+def runs(self: MNISTSeeds, cfg: MNISTSeedsConfig) -> list[MNISTRun]:
     """The runs: `cfg.n_models` nets with seeds 0, 1, ... in groups of `cfg.nets_per_run`; with `controls`, the same
     nets again by full-batch GD (no LLC), both recording increments at `ages` and returns from `late_start`."""
     shared = dict(hidden=tuple(cfg.hidden), epochs=cfg.epochs, llc=cfg.llc, calibrated=cfg.calibrated,
@@ -323,26 +333,23 @@ def plot_theorem31(per_net: pd.DataFrame):
     return fig
 
 # %% ../../nbs/22a_mnist_seeds.ipynb #12ade0ae
-def report(folder, cfg: MNISTSeedsConfig) -> dict:
+@patch
+def report(self: MNISTSeeds, folder, cfg: MNISTSeedsConfig) -> dict:
     """Analyse the study in `folder` (read with `load_study`) with the bootstrap of `cfg`; write its tables and figures
     (with `controls`: the SGD nets' analysis and summary, then the controls' rows, tables and figures)."""
     out = Path(folder)
     nets, traj = per_net(out, cfg)
     if cfg.controls:
         return _report_controls(out, cfg, nets, traj)
-    summary = summarize(nets, cfg.n_boot)
-    write_table(summary, out / 'summary.csv')
-    write_table(nets, out / 'per_net.csv')
-    write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
+    tables = {'summary.csv': summarize(nets, cfg.n_boot), 'per_net.csv': nets,
+              'trajectory_compact.parquet': compact_trajectories(traj)}
     figs = dict(fig2a=plot_ds_vs_llc(nets, 'llc_final', 'fig. 2a: d_s against the final LLC'),
                 fig21=plot_ds_vs_llc(nets, 'llc_mean', 'fig. 21: d_s against the average LLC'),
                 fig18=plot_r2(nets, 'fig. 18: r² of eq. 17'), trajectories=plot_trajectories(traj))
-    save_figures(figs, out)
-    return dict(summary=summary, nets=nets, figures=figs, out=out)
+    return dict(write_report(out, tables, figs), nets=nets)
 
 def _report_controls(out: Path, cfg, nets, everything) -> dict:
     "The controls' report: the SGD nets as `report` reads them, then `analyse_controls`; tables and figures in `out`."
-    from fracsgd.studies.moons_diffusion import plot_ageing, plot_noise    # the same figures as the moons controls
     stored = load_study(out)
     traj = everything[everything.optimizer == 'sgd'].drop(columns='optimizer')
     ctl = analyse_controls(everything, stored.tables['increments'].drop(columns='key'),
@@ -368,13 +375,3 @@ def _report_controls(out: Path, cfg, nets, everything) -> dict:
 
 CONTROL_FILES = ('summary.csv', 'per_net.csv', 'controls.csv', 'ageing.csv', 'noise.csv', 'returns_summary.csv',
                  'theorem31.csv', 'trajectory_compact.parquet')
-
-class MNISTSeeds(MNISTStudy):
-    "The MNIST seeds study (paper table 8), for the runner."
-    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL, controls=CONTROLS,
-                                        **{'controls-smoke': CONTROLS_SMOKE})
-    keep = ('per_net.csv', 'trajectory_compact.parquet')
-    def runs(self, cfg): return runs(cfg)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = MNISTSeeds()

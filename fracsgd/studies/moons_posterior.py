@@ -5,6 +5,7 @@
 # %% ../../nbs/21a_moons_posterior.ipynb #45842a8f
 from __future__ import annotations
 import datetime, json, math, time, warnings
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pandas as pd
 import torch
 from torch.nn.utils import vector_to_parameters
 
-from ..core import analysis_field, atomic_path, committed_dir, save_figures, write_table
+from ..core import analysis_field, atomic_path, committed_dir, write_table
 from ..datasets.moons import load_moons
 from ..nets.models import make_mlp
 from ..train.ensemble import EnsembleSettings, train_ensemble
@@ -21,6 +22,7 @@ from ..llc.estimate import estimate_llc
 from ..llc.sgld import SGLDSettings
 from ..llc.settings import PAPER_PRESET
 from ..experiment.runner import Study
+from .common import run_fields, write_report
 from ..placement import place
 from ..experiment.store import read_meta, read_plan
 from ..experiment.sweep import config_record
@@ -37,11 +39,10 @@ _all_ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponent
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'QUICK_CONVERGED', 'FULL_CONVERGED', 'SMOKE', 'REFERENCE', 'REFERENCE_TEST', 'SMOKE_REFERENCE',
-           'PRESETS', 'STUDY', 'RESULTS', 'MoonsPosteriorConfig', 'PosteriorRun', 'runs', 'train_run', 'evaluate_run',
-           'MoonsPosterior', 'bayes_accuracy', 'convergence', 'sample_chains', 'reference_seeds', 'finish',
-           'read_study', 'result_tables', 'report', 'save_results', 'LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL',
-           'FIGURES', 'exponents', 'tempering_choices', 'best_xi', 'analyse', 'plot_fig3', 'plot_fig4', 'plot_clusters',
-           'plot_loss', 'read_results']
+           'PRESETS', 'STUDY', 'RESULTS', 'MoonsPosteriorConfig', 'PosteriorRun', 'MoonsPosterior', 'bayes_accuracy',
+           'convergence', 'sample_chains', 'reference_seeds', 'read_study', 'result_tables', 'save_results',
+           'LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'FIGURES', 'exponents', 'tempering_choices', 'best_xi',
+           'analyse', 'plot_fig3', 'plot_fig4', 'plot_clusters', 'plot_loss', 'read_results']
 
 # %% ../../nbs/21a_moons_posterior.ipynb #3531cfc9
 @dataclass(frozen=True)
@@ -101,11 +102,20 @@ class PosteriorRun:
     llc: SGLDSettings
     RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
-def runs(cfg: MoonsPosteriorConfig) -> list[PosteriorRun]:
+class MoonsPosterior(Study):
+    "The moons posterior study, for the runner: stage 1 run by run, stage 2 (`finish`) once every run is done."
+    name, presets, keep = 'moons-posterior', PRESETS, ('timing.csv',)
+    def load_data(self, run): return _data(run)
+    def build_models(self, run):
+        return [make_mlp([2, *run.hidden, 2], seed=s) for s in range(run.first_seed, run.first_seed + run.n_nets)]
+    def threads(self, run=None): return 1 if run is None else None   # stage 2: two chains of a tiny net per thread
+
+STUDY = MoonsPosterior()
+
+@patch
+def runs(self: MoonsPosterior, cfg: MoonsPosteriorConfig) -> list[PosteriorRun]:
     "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run`."
-    shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
-                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed,
-                  probe_side=cfg.probe_side, llc=cfg.llc)
+    shared = run_fields(PosteriorRun, cfg)            # n_samples, noise, hidden, lr, ..., probe_side, llc
     starts = range(0, cfg.n_models, cfg.nets_per_run)
     return [PosteriorRun(**shared, first_seed=s, n_nets=min(cfg.nets_per_run, cfg.n_models - s)) for s in starts]
 
@@ -127,7 +137,8 @@ def _end_of_training(nets, X, y) -> pd.DataFrame:
     return pd.DataFrame({'loss': [float(torch.nn.functional.cross_entropy(o, y)) for o in out],
                          'accuracy': [float((o.argmax(1) == y).double().mean()) for o in out]})
 
-def train_run(run: PosteriorRun, data, nets) -> dict:
+@patch
+def train(self: MoonsPosterior, run: PosteriorRun, data, nets) -> dict:
     "Train the nets of one run as an ensemble on `data`: their trajectories and epoch-mean losses."
     X, y, _ = data
     per_epoch = math.ceil(run.n_samples / run.batch_size)
@@ -142,7 +153,8 @@ def train_run(run: PosteriorRun, data, nets) -> dict:
     keep = (steps.step <= 800) | (steps.step % per_epoch == 0)
     return dict(trajectory=steps.loc[keep, ['net', 'step', 'R']], epoch_loss=epochs, train_seconds=train_seconds)
 
-def evaluate_run(run: PosteriorRun, data, nets) -> dict:
+@patch
+def evaluate(self: MoonsPosterior, run: PosteriorRun, data, nets, trained: dict) -> dict:
     "The trained nets of one run: loss and accuracy, LLCs (one call), probe predictions and final weights."
     X, y, probe = data
     ids = np.arange(run.first_seed, run.first_seed + run.n_nets)
@@ -158,21 +170,6 @@ def evaluate_run(run: PosteriorRun, data, nets) -> dict:
     weights = torch.stack([torch.cat([p.detach().reshape(-1).cpu() for p in n.parameters()]) for n in nets])
     return dict(solutions=solutions, predictions=_long_predictions(predict_on_probe(nets, probe), ids),
                 weights=pd.DataFrame({'net': ids, 'w': list(weights.numpy())}), llc_seconds=llc_seconds)
-
-class MoonsPosterior(Study):
-    "The moons posterior study, for the runner: stage 1 run by run, stage 2 (`finish`) once every run is done."
-    name, presets, keep = 'moons-posterior', PRESETS, ('timing.csv',)
-    def runs(self, cfg): return runs(cfg)
-    def load_data(self, run): return _data(run)
-    def build_models(self, run):
-        return [make_mlp([2, *run.hidden, 2], seed=s) for s in range(run.first_seed, run.first_seed + run.n_nets)]
-    def train(self, run, data, nets): return train_run(run, data, nets)
-    def evaluate(self, run, data, nets, trained): return evaluate_run(run, data, nets)
-    def finish(self, folder, cfg): return finish(folder, cfg)
-    def threads(self, run=None): return 1 if run is None else None   # stage 2: two chains of a tiny net per thread
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = MoonsPosterior()
 
 # %% ../../nbs/21a_moons_posterior.ipynb #58852d3e
 def bayes_accuracy(X, y, noise: float, n_arc: int = 2001) -> float:
@@ -253,7 +250,8 @@ def reference_seeds(study, sol: pd.DataFrame, cfg: MoonsPosteriorConfig) -> dict
     labels = cluster_solutions(F, k)
     return reference_starts(F, labels, cluster_centroids(F, labels, k), sol.index[keep], cfg.chains_per_cluster)
 
-def finish(folder, cfg: MoonsPosteriorConfig) -> dict:
+@patch
+def finish(self: MoonsPosterior, folder, cfg: MoonsPosteriorConfig) -> dict:
     "Stage 2 (`sample_chains`), then the wall clock since the last session began in `wall.json`."
     done = sample_chains(folder, cfg)
     began = datetime.datetime.fromisoformat(read_meta(folder)['sessions'][-1]['time'])
@@ -285,17 +283,17 @@ def result_tables(res: dict, data: dict, cfg: MoonsPosteriorConfig, wall: float 
                 centroids=centroid_table(res['centroids'], _data(cfg)[2].numpy()),
                 curves=loss_curves(data['epochs']), timing=timing, **({'by_k': res['by_k']} if 'by_k' in res else {}))
 
-def report(folder, cfg: MoonsPosteriorConfig) -> dict:
+@patch
+def report(self: MoonsPosterior, folder, cfg: MoonsPosteriorConfig) -> dict:
     "Analyse the study in `folder` (tables only); write its csv files and figures there; return them."
     out = Path(folder)
     data = read_study(out, cfg)
     res = analyse(data, cfg)
     wall = json.loads((out / 'wall.json').read_text())['seconds'] if (out / 'wall.json').exists() else None
     tables = result_tables(res, data, cfg, wall)
-    for name, table in tables.items():
-        write_table(table, out / f'{name}.csv')
-    figs = save_figures({name: draw(tables, cfg) for name, draw in FIGURES.items()}, out)
-    res.update({f'fig_{name}': fig for name, fig in figs.items()})
+    written = write_report(out, {f'{name}.csv': table for name, table in tables.items()},
+                           {name: draw(tables, cfg) for name, draw in FIGURES.items()})
+    res.update({f'fig_{name}': fig for name, fig in written['figures'].items()})
     return dict(res, tables=tables, summary=tables['summary'], out=out)
 
 # %% ../../nbs/21a_moons_posterior.ipynb #6e147cd4

@@ -5,6 +5,7 @@
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #3c0d0f5e
 from __future__ import annotations
 import math, time, warnings
+from fastcore.basics import patch
 from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,10 +16,10 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from .common import summary_row
+from .common import summary_row, write_report
 from ..nets.convnets import (ARCHS, FineTuneNet, _batches, build_net, evaluate, head_features,
     pretrain_from_scratch)
-from ..core import analysis_field, save_figures, write_table
+from ..core import analysis_field
 from ..datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
 from ..train.displacement import Recorder, log_steps
@@ -29,9 +30,8 @@ from ..diffusion.spectral import fit_power_law
 from ..experiment.store import load_study
 
 # %% auto #0
-__all__ = ['FULL', 'QUICK', 'SMOKE', 'STUDY', 'PAPER_TABLE1', 'TinyRun', 'run_data', 'stop_now', 'llc_settings', 'train_run',
-           'TinyConfig', 'runs', 'TinyImageNetStudy', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end',
-           'table1', 'per_run', 'report']
+__all__ = ['STUDY', 'FULL', 'QUICK', 'SMOKE', 'PAPER_TABLE1', 'TinyRun', 'TinyImageNetStudy', 'stop_now', 'llc_settings',
+           'TinyConfig', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end', 'table1', 'per_run']
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #3b2661f3
 @dataclass(frozen=True)
@@ -86,7 +86,33 @@ class TinyRun:
         return '; '.join(parts)
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #36b4e8fe
-def run_data(run: TinyRun) -> dict[str, ImageSet]:
+class TinyImageNetStudy(Study):
+    "The Tiny ImageNet fine-tuning study (appendix G.2), for the runner."
+    name = 'tiny-imagenet'                                # its presets come with the configurations, below
+    keep = ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv')
+    def check_data(self, cfg):
+        "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
+        if not cfg.stand_in:
+            find_tiny_imagenet()
+    def with_stand_in(self, cfg):
+        "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
+        return replace(cfg, stand_in=True)
+    def stand_in(self, cfg):
+        what = sorted({r.stand_in for r in self.runs(cfg) if r.stand_in})
+        return 'STAND-IN: ' + '; '.join(what) if what else ''
+    def build_models(self, run):
+        "The run's net with a head of its size (the stand-in's: the head of its from-scratch training, seed + 1)."
+        model = build_net(run.arch, run.weights, run.image_size, run.seed)
+        model.new_head(run.n_classes, run.seed + 1 if run.weights == 'scratch' else run.seed)
+        return model
+    def evaluate(self, run, data, model, trained):
+        loss, acc = evaluate(model, data['test'], run.eval_batch)
+        return dict(test_accuracy=acc, test_loss=loss)
+
+STUDY = TinyImageNetStudy()
+
+@patch
+def load_data(self: TinyImageNetStudy, run: TinyRun) -> dict[str, ImageSet]:
     "The run's 'train' and 'test' sets (and 'pretrain' for stand-in weights) as uint8 images."
     if run.data == 'tiny-imagenet':
         out = dict(train=load_tiny_imagenet('train', None, run.n_classes, run.per_class, run.store_size),
@@ -167,7 +193,8 @@ def _sgd_phase(model, train, run, recs, switch, llc_data, gen) -> tuple[list[dic
             llc_seconds += time.perf_counter() - t0
     return llcs, llc_seconds
 
-def train_run(run: TinyRun, data: dict[str, ImageSet], model: FineTuneNet) -> dict:
+@patch
+def train(self: TinyImageNetStudy, run: TinyRun, data: dict[str, ImageSet], model: FineTuneNet) -> dict:
     "Both phases of one run (after the stand-in's from-scratch training); the trajectory table and the run's numbers."
     times, t0 = {}, time.perf_counter()
     if run.weights == 'scratch':                     # the stand-in learns digits with a head of the run's size
@@ -235,8 +262,10 @@ QUICK = replace(FULL, n_classes=10, per_class=32, test_per_class=20, image_size=
                 n_boot=100)
 SMOKE = replace(QUICK, archs=('resnet18',), per_class=4, test_per_class=2, sgd_steps=4, llc_every=4, llc_draws=2,
                 pretrain_steps=2, n_boot=20)
+TinyImageNetStudy.presets = dict(smoke=SMOKE, quick=QUICK, full=FULL)
 
-def runs(cfg: TinyConfig) -> list[TinyRun]:
+@patch
+def runs(self: TinyImageNetStudy, cfg: TinyConfig) -> list[TinyRun]:
     "One run per architecture."
     shared = dict(n_classes=10 if cfg.stand_in else cfg.n_classes, per_class=cfg.per_class,
                   test_per_class=cfg.test_per_class, image_size=cfg.image_size, store_size=cfg.store_size,
@@ -246,35 +275,6 @@ def runs(cfg: TinyConfig) -> list[TinyRun]:
     if cfg.stand_in:
         shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps, pretrain_lr=cfg.pretrain_lr)
     return [TinyRun(arch=a, **shared) for a in cfg.archs]
-
-class TinyImageNetStudy(Study):
-    "The Tiny ImageNet fine-tuning study (appendix G.2), for the runner."
-    name, presets = 'tiny-imagenet', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    keep = ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv')
-    def runs(self, cfg): return runs(cfg)
-    def check_data(self, cfg):
-        "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
-        if not cfg.stand_in:
-            find_tiny_imagenet()
-    def with_stand_in(self, cfg):
-        "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
-        return replace(cfg, stand_in=True)
-    def stand_in(self, cfg):
-        what = sorted({r.stand_in for r in runs(cfg) if r.stand_in})
-        return 'STAND-IN: ' + '; '.join(what) if what else ''
-    def load_data(self, run): return run_data(run)
-    def build_models(self, run):
-        "The run's net with a head of its size (the stand-in's: the head of its from-scratch training, seed + 1)."
-        model = build_net(run.arch, run.weights, run.image_size, run.seed)
-        model.new_head(run.n_classes, run.seed + 1 if run.weights == 'scratch' else run.seed)
-        return model
-    def train(self, run, data, model): return train_run(run, data, model)
-    def evaluate(self, run, data, model, trained):
-        loss, acc = evaluate(model, data['test'], run.eval_batch)
-        return dict(test_accuracy=acc, test_loss=loss)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = TinyImageNetStudy()
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #52fae357
 def _llc_summary(traj: pd.DataFrame, last: int = 10) -> tuple[float, float, float, int]:
@@ -378,21 +378,19 @@ def per_run(folder, cfg: TinyConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     order = {a: i for i, a in enumerate(ARCHS)}
     return out.sort_values('arch', key=lambda s: s.map(order)).reset_index(drop=True), traj
 
-def report(folder, cfg: TinyConfig) -> dict:
+@patch
+def report(self: TinyImageNetStudy, folder, cfg: TinyConfig) -> dict:
     "Analyse the study in `folder`; write summary.csv, per_run.csv, trajectory_compact.parquet and fig. 19."
     out = Path(folder)
     runs_, traj = per_run(out, cfg)
     what = sorted({s for s in runs_.stand_in if s})
-    summary = summarize(runs_, cfg.origin)
-    write_table(summary, out / 'summary.csv')
-    write_table(runs_, out / 'per_run.csv')
     keep = ['key', 'arch', 'step', 'phase', 'R', 'R_switch', 'loss', 'llc', 'llc_se', 'llc_flagged']
     keep += [c for c in traj if c.startswith('R/') and ('fc' in c or 'classifier.6' in c)]
-    write_table(traj[[c for c in keep if c in traj]], out / 'trajectory_compact.parquet')
-    write_table(per_layer_end(traj), out / 'layers.csv')
-    figs = save_figures({f'fig19_{arch}': plot_fig19(traj[traj.arch == arch], arch,
-                                                     f'fig. 19 ({arch})' + (' — STAND-IN' if what else ''))
-                         for arch in runs_.arch}, out, dpi=100)
+    files = {'summary.csv': summarize(runs_, cfg.origin), 'per_run.csv': runs_,
+             'trajectory_compact.parquet': traj[[c for c in keep if c in traj]], 'layers.csv': per_layer_end(traj)}
+    figs = {f'fig19_{arch}': plot_fig19(traj[traj.arch == arch], arch, f'fig. 19 ({arch})' + (' — STAND-IN' if what else ''))
+            for arch in runs_.arch}
+    written = write_report(out, files, figs, dpi=100)
     if what:
         print('STAND-IN RESULTS, not a reproduction: ' + '; '.join(what))
-    return dict(summary=summary, per_run=runs_, table1=table1(runs_), figures=figs, out=out)
+    return dict(written, per_run=runs_, table1=table1(runs_))

@@ -5,6 +5,7 @@
 # %% ../../nbs/26_tinystories_study.ipynb #89ebdfea
 from __future__ import annotations
 import functools, hashlib, json, math, time
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -14,8 +15,8 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from .common import summary_row
-from ..core import analysis_field, atomic_path, write_table, save_figures, require
+from .common import summary_row, write_report
+from ..core import analysis_field, atomic_path, require
 from ..diffusion.crossover import predict_displacement
 from ..datasets.common import cache_dir
 from ..datasets.tinystories import (CausalLMLogits, TokenBlocks, check_context, check_tokenizer, lm_n_beta,
@@ -29,10 +30,9 @@ from ..diffusion.spectral import fit_power_law, log_spaced_indices
 from ..experiment.store import load_study
 
 # %% auto #0
-__all__ = ['PAPER_MODELS', 'OPTIMIZERS', 'STAND_IN', 'QUICK', 'FULL', 'SMOKE', 'PAPER_TABLES', 'COLUMNS', 'STUDY', 'LMRun',
-           'pretrain_stand_in', 'load_blocks', 'load_model', 'train_run', 'TinyStoriesConfig', 'runs', 'analyse_run',
-           'layer_slopes', 'quantity', 'summarize', 'comparison_table', 'plot_fig20', 'plot_layers_and_llc',
-           'per_run_table', 'report', 'TinyStories']
+__all__ = ['PAPER_MODELS', 'OPTIMIZERS', 'STAND_IN', 'STUDY', 'QUICK', 'FULL', 'SMOKE', 'PAPER_TABLES', 'COLUMNS', 'LMRun',
+           'pretrain_stand_in', 'TinyStories', 'TinyStoriesConfig', 'analyse_run', 'layer_slopes', 'quantity',
+           'summarize', 'comparison_table', 'plot_fig20', 'plot_layers_and_llc', 'per_run_table']
 
 # %% ../../nbs/26_tinystories_study.ipynb #49db6c3f
 PAPER_MODELS = {'roneneldan/TinyStories-1M': 'TinyStories-1M', 'nickypro/tinyllama-15M': 'TinyLlama-15M',
@@ -124,13 +124,35 @@ def _tokenized(run: LMRun):
         stories, source = load_stories(n_stories=run.n_stories)
     return tokenizer, token_blocks(stories, tokenizer, run.block_size, source=source)
 
-def load_blocks(run: LMRun) -> dict:
+class TinyStories(Study):
+    "The TinyStories study, for the runner: it loads the blocks and the model on the CPU; the runner places both."
+    name = 'tinystories'                                  # its presets come with the configurations, below
+    keep = ('per_run.csv', 'layers.csv', 'tables_1_4.csv', 'trajectory_compact.csv')
+    def threads(self, run=None): return None if run is None else run.cpu_threads   # 2 threads on 2 busy cores: ~5x slower
+    def check_data(self, cfg):
+        for module in ('transformers', 'tokenizers'):     # the hub's models and the stand-in both need them
+            require(module)
+    def stand_in(self, cfg): return STAND_IN if cfg.run.stand_in else ''
+
+    def with_stand_in(self, cfg):
+        "`cfg` on the stand-in: TinyStories-1M only (the one it stands in for), every other setting kept."
+        return replace(cfg, models=('roneneldan/TinyStories-1M',), run=replace(cfg.run, stand_in=True))
+
+    def config_from_record(self, record: dict):
+        return TinyStoriesConfig(**{**record, 'models': tuple(record['models']), 'run': LMRun(**record['run']),
+                                    'optimizers': tuple(record['optimizers'])})
+
+STUDY = TinyStories()
+
+@patch
+def load_data(self: TinyStories, run: LMRun) -> dict:
     "The training blocks and the LLC sample (`llc_blocks` of them, fixed by the seed) of `run`, on the CPU."
     blocks = _tokenized(run)[1]
     pick = torch.randperm(len(blocks.input_ids), generator=torch.Generator().manual_seed(run.seed + 2))[:run.llc_blocks]
     return dict(train=blocks, llc=TokenBlocks(blocks.input_ids[pick], blocks.targets[pick], blocks.source))
 
-def load_model(run: LMRun) -> CausalLMLogits:
+@patch
+def build_models(self: TinyStories, run: LMRun) -> CausalLMLogits:
     "The model of `run`, on the CPU: the pretrained stand-in, or the hub's model checked against its tokenizer."
     tokenizer, blocks = _tokenized(run)
     if run.stand_in:
@@ -146,8 +168,9 @@ def _optimizer(run: LMRun, params):
         return torch.optim.SGD(params, lr=run.lr, momentum=run.momentum)
     return torch.optim.Adam(params, lr=run.lr)
 
-def train_run(run: LMRun, data: dict, model) -> dict:
-    "Train `model` `run.steps` steps on `data` (`load_blocks`); its trajectory (R, R/<group>, loss, LLC)."
+@patch
+def train(self: TinyStories, run: LMRun, data: dict, model) -> dict:
+    "Train `model` `run.steps` steps on `data` (`load_data`); its trajectory (R, R/<group>, loss, LLC)."
     t0, blocks, llc_data = time.perf_counter(), data['train'], data['llc']
     model.train()
     per_block, n_beta = llc_data.n_tokens / len(llc_data.input_ids), lm_n_beta(llc_data, run.n_count)
@@ -184,8 +207,10 @@ QUICK = TinyStoriesConfig()
 FULL = TinyStoriesConfig(models=tuple(PAPER_MODELS), run=LMRun())
 SMOKE = TinyStoriesConfig(run=LMRun(stand_in=True, steps=30, llc_every=10, llc_draws=4, block_size=32,
                                     llc_blocks=32, stand_in_steps=20), n_boot=50)
+TinyStories.presets = dict(smoke=SMOKE, quick=QUICK, full=FULL)
 
-def runs(cfg: TinyStoriesConfig) -> list[LMRun]:
+@patch
+def runs(self: TinyStories, cfg: TinyStoriesConfig) -> list[LMRun]:
     "One run per model and optimizer."
     return [replace(cfg.run, model=m, optimizer=o) for m in cfg.models for o in cfg.optimizers]
 
@@ -354,44 +379,16 @@ def per_run_table(folder, n_boot: int = 200) -> tuple[pd.DataFrame, pd.DataFrame
         layers.append(layer_slopes(traj).assign(run=name))
     return pd.DataFrame(rows), pd.concat(layers, ignore_index=True), trajs
 
-def report(folder, cfg: TinyStoriesConfig) -> dict:
+@patch
+def report(self: TinyStories, folder, cfg: TinyStoriesConfig) -> dict:
     "Analyse the study in `folder` made with `cfg`; write its tables and figures there."
     out = Path(folder)
     per_run, layers, trajs = per_run_table(out, cfg.n_boot)
-    summary = summarize(per_run, STAND_IN if per_run.stand_in.astype(bool).any() else '')
-    write_table(summary, out / 'summary.csv')
-    write_table(per_run, out / 'per_run.csv')
-    write_table(layers, out / 'layers.csv')
-    write_table(comparison_table(per_run), out / 'tables_1_4.csv')
     traj = load_study(out).trajectories              # step 0, ~80 log-spaced steps and the LLC records of each run
     keep = traj.step.isin(sorted({0, *np.unique(np.geomspace(1, traj.step.max(), 80).round())})) | traj.llc.notna()
-    write_table(traj[keep].reset_index(drop=True), out / 'trajectory_compact.csv')
+    files = {'summary.csv': summarize(per_run, STAND_IN if per_run.stand_in.astype(bool).any() else ''),
+             'per_run.csv': per_run, 'layers.csv': layers, 'tables_1_4.csv': comparison_table(per_run),
+             'trajectory_compact.csv': traj[keep].reset_index(drop=True)}
     first = next(iter(trajs))
     figs = dict(fig20=plot_fig20(trajs[first], f'fig. 20 on {first}'), layers_llc=plot_layers_and_llc(trajs))
-    save_figures(figs, out)
-    return dict(summary=summary, per_run=per_run, layers=layers, trajectories=trajs, out=out)
-
-class TinyStories(Study):
-    "The TinyStories study, for the runner: it loads the blocks and the model on the CPU; the runner places both."
-    name, presets = 'tinystories', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    keep = ('per_run.csv', 'layers.csv', 'tables_1_4.csv', 'trajectory_compact.csv')
-    def runs(self, cfg): return runs(cfg)
-    def load_data(self, run): return load_blocks(run)
-    def build_models(self, run): return load_model(run)
-    def threads(self, run=None): return None if run is None else run.cpu_threads   # 2 threads on 2 busy cores: ~5x slower
-    def train(self, run, data, model): return train_run(run, data, model)
-    def report(self, folder, cfg): return report(folder, cfg)
-    def check_data(self, cfg):
-        for module in ('transformers', 'tokenizers'):     # the hub's models and the stand-in both need them
-            require(module)
-    def stand_in(self, cfg): return STAND_IN if cfg.run.stand_in else ''
-
-    def with_stand_in(self, cfg):
-        "`cfg` on the stand-in: TinyStories-1M only (the one it stands in for), every other setting kept."
-        return replace(cfg, models=('roneneldan/TinyStories-1M',), run=replace(cfg.run, stand_in=True))
-
-    def config_from_record(self, record: dict):
-        return TinyStoriesConfig(**{**record, 'models': tuple(record['models']), 'run': LMRun(**record['run']),
-                                    'optimizers': tuple(record['optimizers'])})
-
-STUDY = TinyStories()
+    return dict(write_report(out, files, figs), per_run=per_run, layers=layers, trajectories=trajs)

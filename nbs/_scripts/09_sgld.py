@@ -776,7 +776,7 @@ assert rescued.settings.burnin_step_size == thrown_out.burnin_step_size / 2
 rescued.settings.burnin_step_size * scale, rescued.settings.step_size * scale
 
 # %% [markdown]
-# **Settings per model.** `calibrate` (the [LLC chapter](llc.html)) gives each net its own step size and
+# **Settings per model.** `calibrate_at_curvature` (the [LLC chapter](llc.html)) gives each net its own step size and
 # localization, from its own curvature. Run one net at a time, ten nets cost ten sampler loops; on a GPU each
 # loop is bound by the host, so ten loops cost ten times one. Given a list of settings, one per model, the sampler
 # runs them all in one vectorized pass, each chain with its model's $\epsilon$ and $\gamma$ (`shared_settings`

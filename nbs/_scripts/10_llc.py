@@ -59,7 +59,7 @@ torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids
 #
 # `estimate_llc` takes one model or a list of same-architecture models (an ensemble), the data
 # `(inputs, targets)`, a per-sample loss and the SGLD settings: an `SGLDSettings`, keyword changes to it, or
-# both (`estimate_llc(model, data, 'regression', calibrate(model, data, 'regression'), n_chains=8)`). It
+# both (`estimate_llc(model, data, 'regression', calibrate_at_curvature(model, data, 'regression'), n_chains=8)`). It
 # evaluates the baseline $L_n(w^*)$ on the full data (unless paired), samples every chain, drops the burn-in and
 # returns an `LLCResult`: the estimate, its Monte-Carlo standard error, per-chain values, loss traces, the
 # baseline, one row of diagnostics per model, the per-step diagnostics, and the settings. Models go `chunk_size`
@@ -75,7 +75,7 @@ torch.set_num_threads(1)   # the models on this page are tiny: one thread avoids
 # data elsewhere are refused with a message naming both, not copied. A named `device` is where the sampling
 # runs: the weights are copied there (the models themselves never move), and the data must already be there.
 # The rule is that nothing is moved behind the caller's back. The same holds for every function of this
-# chapter that takes a `device`: `top_hessian_eigenvalue`, `calibrate_step_size`, `calibrate`,
+# chapter that takes a `device`: `top_hessian_eigenvalue`, `calibrate_step_size`, `calibrate_at_curvature`,
 # `estimate_llc_until_stationary` and `LLCMeasurement` (and `localization_sweep`, `localization_sensitivity` of
 # the [localization chapter](localization.html)).
 
@@ -86,7 +86,7 @@ def estimate_llc(model_or_models, data, loss='classification', settings: SGLDSet
                  **changes) -> LLCResult:
     """The LLC of a model, or of each of a list of same-architecture models, by SGLD under `settings`
     (default `SGLDSettings()`) with keyword `changes` to it. `settings` may be a list, one per model, whose step
-    sizes and localization differ (as `calibrate` gives them net by net): all models still run in one pass.
+    sizes and localization differ (as `calibrate_at_curvature` gives them net by net): all models still run in one pass.
     `progress=True` shows a bar over all SGLD steps; `eval_batch` images at a time enter the baseline L_n(w*)
     (lower it for large images: its activations are held for that many at once)."""
     single = not isinstance(model_or_models, (list, tuple, nn.ModuleList))
@@ -379,7 +379,7 @@ h_reg, exact, eps
 # %% [markdown]
 # ### One automatic setting
 #
-# `calibrate` turns these rules into a complete `SGLDSettings`, with no per-model tuning beyond measuring
+# `calibrate_at_curvature` turns these rules into a complete `SGLDSettings`, with no per-model tuning beyond measuring
 # $h_{\max}$:
 #
 # * localization $\gamma = q\,n\beta\,h_{\max}$ with $q = 3\cdot10^{-3}$, far below the stiffest likelihood
@@ -416,26 +416,76 @@ h_reg, exact, eps
 # regular part of λ (for a deep linear network, half the dimension of its rank-$r$ maps), not to λ. Estimates made
 # under it at very different $n$ are therefore not comparable, and at a fixed $n$ the deeper the network the more
 # of its singular part is missed. Holding γ fixed as $n$ grows moves the estimate towards λ instead, at a cost in
-# steps that grows with $n$; we have not made that the default, since it would change every committed LLC. The first validation set's large errors at
+# steps that grows with $n$. That rule is now `calibrate` ([Settings that exist at every point](calibrate.html)): γ from the weights' scale and the step from pilot chains, defined at degenerate points where this one has no scale. The curvature rule keeps its name, `calibrate_at_curvature`, because every committed LLC that says "calibrated" or "auto" was made with it; those results have not yet been re-run under the new rule. The first validation set's large errors at
 # depth came mostly from truths its data could not resolve (see the LLC-at-depth chapter). The previous rule,
 # $q=10^{-4}$, stiffness 0.3 with a burn-in stiffness of 2 and 6000 + 6000 steps, set on two networks of the DLN
 # suite, covered only 0.4 relaxation times: its chains drifted for the whole run, and they diverged on 6 of the
 # 10 tuning networks it was run on.
+
+# %% [markdown]
+# Both automatic rules first ask `nan_source` whether the model is finite at $w^*$: it names the weights, the output,
+# the loss or the gradient that is not (the [chapter on settings that exist at every point](calibrate.html) shows each case), so that the error says
+# what failed rather than that a step size came out NaN.
+
+# %%
+#| export
+def nan_source(model: nn.Module, data, loss='classification', eval_batch: int = 4096) -> str | None:
+    """Where a non-finite value of `model` at its current weights comes from, in words: its weights, its output, the
+    loss, or the gradient of the mean loss (naming the parameters); None when all are finite."""
+    X, y = as_data(data)
+    loss_fn = resolve_loss(loss)
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    bad = [n for n, p in named if not torch.isfinite(p).all()]
+    if bad:
+        return f"the model's weights {bad} are not finite"
+    was = model.training
+    model.eval()
+    try:
+        grads = [torch.zeros_like(p) for _, p in named]
+        for s in range(0, len(X), eval_batch):
+            xb, yb = X[s:s + eval_batch], y[s:s + eval_batch]
+            out = model(xb)
+            flat = out.reshape(len(xb), -1)
+            if not torch.isfinite(flat).all():
+                i = int((~torch.isfinite(flat)).any(1).nonzero()[0])
+                return f"the model's output is not finite (first at sample {s + i}: {flat[i].tolist()[:4]})"
+            per = loss_fn(out, yb)
+            if not torch.isfinite(per).all():
+                i = int((~torch.isfinite(per)).nonzero()[0])
+                return f"the loss is not finite (first at sample {s + i}) although the model's output is finite"
+            g = torch.autograd.grad(per.sum() / len(X), [p for _, p in named], allow_unused=True)
+            grads = [a + b if b is not None else a for a, b in zip(grads, g)]
+        bad = [n for (n, _), g in zip(named, grads) if not torch.isfinite(g).all()]
+        if bad:
+            return f"the gradient of the loss is not finite in {bad} although the output and the loss are finite"
+    finally:
+        model.train(was)
+    return None
+
 
 # %%
 #| export
 AUTO_SETTING = dict(stiffness=0.1, burnin_stiffness=0.1, localization_ratio=3e-3, n_chains=4, n_burnin=5000,
                     n_draws=5000, steps_between_draws=1, batch_size=500, preconditioner='none', systematic=True)
 
-def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
-              **rules) -> SGLDSettings:
-    "The automatic SGLD settings for `model` at its current weights (`AUTO_SETTING`, with `rules` changed)."
+def calibrate_at_curvature(model: nn.Module, data, loss='classification', *, n_beta: float | None = None,
+                           device=None, **rules) -> SGLDSettings:
+    """The curvature rule's SGLD settings for `model` at its current weights (`AUTO_SETTING`, with `rules` changed):
+    step and localization from the top Hessian eigenvalue at w*. Refused where that is zero, tiny or not finite
+    (a degenerate point: `calibrate_at_curvature` of the next chapter is defined there)."""
     a = {**AUTO_SETTING, **rules}
     unknown = set(a) - set(AUTO_SETTING)
     if unknown:
-        raise ValueError(f"calibrate: unknown rule(s) {sorted(unknown)}; known: {sorted(AUTO_SETTING)}")
+        raise ValueError(f"calibrate_at_curvature: unknown rule(s) {sorted(unknown)}; known: {sorted(AUTO_SETTING)}")
     nb = default_n_beta(len(as_data(data)[0])) if n_beta is None else float(n_beta)
-    h_max = abs(top_hessian_eigenvalue(model, data, loss, device=device))
+    h_max = abs(top_hessian_eigenvalue(model, data, loss, device=device))   # refuses a model and data apart
+    if not math.isfinite(h_max):
+        raise ValueError(f"calibrate_at_curvature: the Hessian at w* is not finite: "
+                         f"{nan_source(model, data, loss) or 'its second derivatives overflow'}")
+    if nb * h_max < 1e-8:
+        raise ValueError(f"calibrate_at_curvature: the Hessian at w* is zero (top eigenvalue {h_max:.3g}), a degenerate "
+                         "point where the curvature rule has no scale: use fracsgd.llc.calibrate.calibrate, whose "
+                         "settings exist at every point")
     gamma = a['localization_ratio'] * nb * h_max
     # RMSprop scales a coordinate's step by at most 1/rmsprop_eps: the stiffness bounds that largest step
     scale = SGLDSettings().rmsprop_eps if a['preconditioner'] == 'rmsprop' else 1.0
@@ -447,19 +497,19 @@ def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | 
 
 
 # %%
-auto = calibrate(reg, (X_reg, y_reg), 'regression')
+auto = calibrate_at_curvature(reg, (X_reg, y_reg), 'regression')
 assert abs(auto.localization - 3e-3 * nb * h_reg) < 1e-6 * nb * h_reg
 assert auto.step_size == auto.burnin_step_size and 2.5 < auto.step_size * auto.localization * auto.n_steps < 3
 assert auto.n_steps == 10_000 and auto.on_divergence == 'backoff' and auto.systematic
 try:
-    calibrate(reg, (X_reg, y_reg), 'regression', stifness=0.1)
+    calibrate_at_curvature(reg, (X_reg, y_reg), 'regression', stifness=0.1)
     raise AssertionError
 except ValueError as e:
     assert 'stifness' in str(e)
 auto
 
 # %% [markdown]
-# **Many nets, each calibrated, in one pass.** `calibrate` gives each net its own step size and localization.
+# **Many nets, each calibrated, in one pass.** `calibrate_at_curvature` gives each net its own step size and localization.
 # `estimate_llc` takes a list of such settings, one per model, and samples every net at once, each chain with
 # its own net's $\epsilon$ and $\gamma$ (the [sampler chapter](sgld.html) checks the chains against passes with
 # shared settings). Row $m$ of the result is what a pass in which every net had net $m$'s settings gives for net
@@ -473,7 +523,7 @@ steeper = copy.deepcopy(two_layer)
 with torch.no_grad():
     next(steeper.parameters()).mul_(2.0)                      # the first layer twice as large: a stiffer second
 short = dict(n_burnin=300, n_draws=300, n_chains=2)
-own = [calibrate(m, data_two, 'regression', **short) for m in (two_layer, steeper)]
+own = [calibrate_at_curvature(m, data_two, 'regression', **short) for m in (two_layer, steeper)]
 assert own[0].step_size / own[1].step_size > 2
 with warnings.catch_warnings():
     warnings.simplefilter('ignore')          # 600 steps are too few for the diagnostics, and they say so: not the point here

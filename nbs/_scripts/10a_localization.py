@@ -27,7 +27,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 from fracsgd.nets.models import make_dln, dln_data
 from fracsgd.llc.sgld import default_n_beta
-from fracsgd.llc.estimate import calibrate
+from fracsgd.llc.estimate import calibrate_at_curvature
 
 # %% [markdown]
 # The [LLC chapter](llc.html) samples the localized tempered posterior
@@ -47,7 +47,7 @@ nb = default_n_beta(len(X_reg))
 # the Monte-Carlo one plus a little:
 
 # %%
-auto = calibrate(reg, (X_reg, y_reg), 'regression', n_burnin=1000, n_draws=2000)
+auto = calibrate_at_curvature(reg, (X_reg, y_reg), 'regression', n_burnin=1000, n_draws=2000)
 with_sys = estimate_llc(reg, (X_reg, y_reg), 'regression', auto)
 d_sys = with_sys.diagnostics.iloc[0]
 print(f"LLC {with_sys.llc:.2f} [{with_sys.llc_low:.2f}, {with_sys.llc_high:.2f}] (truth 15); at gamma {d_sys.llc_raw:.2f}, "

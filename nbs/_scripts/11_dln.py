@@ -22,7 +22,7 @@ import pandas as pd
 from fracsgd.nets.models import dln_data, make_dln
 from fracsgd.llc.sgld import SGLDSettings
 from fracsgd.llc.settings import PAPER_PRESET
-from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc
 
 # %%
 import torch
@@ -159,9 +159,9 @@ assert Xd.shape == (1000, 10) and yd.shape == (1000, 10) and float(at_truth) == 
 # ## Estimate against truth
 #
 # `dln_table` estimates the LLC of a list of DLNs at minimal-rank true parameters with one setting for all and
-# reports the relative error against Aoyagi's $\lambda$. The setting is `'auto'` (the `calibrate` rules of the
+# reports the relative error against Aoyagi's $\lambda$. The setting is `'auto'` (the `calibrate_at_curvature` rules of the
 # [LLC chapter](llc.html), measured on each network), `'paper'` (the paper's preset with batch size 500), or any
-# `SGLDSettings`; keyword `changes` go to `calibrate` for `'auto'` and to the settings otherwise.
+# `SGLDSettings`; keyword `changes` go to `calibrate_at_curvature` for `'auto'` and to the settings otherwise.
 # `regression_settings` turns such a setting into the `SGLDSettings` of one network; the
 # [validation set](llc_validation.html) uses it too.
 
@@ -171,12 +171,12 @@ DLN_SUITE = [([10, 8, 10], 4), ([12, 10, 8, 12], 3), ([15, 10, 15], 5), ([16, 12
              ([20, 15, 20], 5), ([24, 16, 16, 16, 24], 8), ([25, 20, 25], 8)]
 
 def regression_settings(setting, model, data, device=None, **changes) -> SGLDSettings:
-    """The SGLD settings of a regression `model` on `data` for `setting`: 'auto' (`calibrate`, with `changes`
+    """The SGLD settings of a regression `model` on `data` for `setting`: 'auto' (`calibrate_at_curvature`, with `changes`
     to its rules), 'paper' (the preset with batch size 500) or an `SGLDSettings` (with `changes`)."""
     if isinstance(setting, SGLDSettings):
         return setting.replace(**changes)
     if setting == 'auto':
-        return calibrate(model, data, 'regression', device=device, **changes)
+        return calibrate_at_curvature(model, data, 'regression', device=device, **changes)
     if setting == 'paper':
         return PAPER_PRESET.replace(batch_size=500, **changes)
     raise ValueError(f"setting must be 'auto', 'paper' or an SGLDSettings, got {setting!r}")

@@ -51,7 +51,7 @@ torch.set_num_threads(1)   # the models on this page are small: one thread avoid
 # this set (all of depth 3 to 5) have truths the data cannot resolve at their $n$: the end-to-end map's smallest
 # singular value is worth less than 10 posterior loss scales. Their errors measure that as much as the
 # estimator. That chapter builds a depth-covering set whose truths are resolved, and the localization's
-# systematic error that `estimate_llc` now reports. The automatic setting is now `calibrate` with
+# systematic error that `estimate_llc` now reports. The automatic setting is now `calibrate_at_curvature` with
 # `systematic=True`: where this page reruns it, its estimate is the extrapolated one; the committed rows below
 # were made without the step.
 #
@@ -295,7 +295,7 @@ def validation_results(part: str = 'held-out') -> pd.DataFrame:
 #
 # `TUNING_GRID` lists the settings of the experiment table below, each with the tuning networks it was run on;
 # `validation_grid` reruns such a list on a part of the set and returns (and, given `out`, writes after every
-# setting) rows in the layout of `tuning.csv`. An SGLD entry is a `calibrate` rule: $q$ is its
+# setting) rows in the layout of `tuning.csv`. An SGLD entry is a `calibrate_at_curvature` rule: $q$ is its
 # `localization_ratio`, $c$ its `stiffness` (and `burnin_stiffness`); a MALA entry runs `mala_llc` at the
 # $\gamma$ and step size that rule gives; `'paper'` is the preset. An entry may carry its own `label`.
 

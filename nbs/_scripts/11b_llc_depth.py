@@ -23,7 +23,7 @@ from torch import nn
 
 from fracsgd.core import write_table
 from fracsgd.llc.dln import aoyagi_dln_lambda, regression_settings
-from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc
 from fracsgd.llc.validation import validation_problem
 from fracsgd.llc.result import INTERVAL_LIMIT, localization_interval
 from fracsgd.nets.models import make_balanced_dln
@@ -196,7 +196,7 @@ depth_specs
 # %% [markdown]
 # ## Running the set
 #
-# `run_depth` estimates every network of a part with the automatic setting (`calibrate`, `systematic=True`:
+# `run_depth` estimates every network of a part with the automatic setting (`calibrate_at_curvature`, `systematic=True`:
 # the estimate at $\gamma$ and the repeat at $3\gamma$ of the [localization chapter](localization.html)) and records both raw
 # estimates with their errors, so that `apply_rule` can recompute the extrapolated estimate and its interval for
 # any $k$ and $w$ without sampling again.
@@ -204,7 +204,7 @@ depth_specs
 # %%
 #| export
 def run_depth(specs: pd.DataFrame, out=None, setting: str = 'auto', **rules) -> pd.DataFrame:
-    """The estimate under `setting` ('auto': `calibrate` with `rules` changed; 'paper': table 3's preset) of every
+    """The estimate under `setting` ('auto': `calibrate_at_curvature` with `rules` changed; 'paper': table 3's preset) of every
     network of `specs`: for 'auto' both raw estimates and the extrapolated one with its interval; the diagnostics
     and the seconds (written to `out` after each network)."""
     rows = []
@@ -450,7 +450,7 @@ confusion
 # %% [markdown]
 # ## What it costs
 #
-# `cost_of_default` times `calibrate` + `estimate_llc` under the automatic setting with and without the
+# `cost_of_default` times `calibrate_at_curvature` + `estimate_llc` under the automatic setting with and without the
 # systematic step, in one process on the same model and data, shortened to `n_steps` burn-in and draw steps
 # each (the ratio does not depend on the length: the repeat runs a third of the steps).
 
@@ -464,7 +464,7 @@ def cost_of_default(model: nn.Module, data, loss='classification', n_steps: int 
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
-            s = calibrate(model, data, loss, n_burnin=n_steps, n_draws=n_steps, systematic=systematic)
+            s = calibrate_at_curvature(model, data, loss, n_burnin=n_steps, n_draws=n_steps, systematic=systematic)
             estimate_llc(model, data, loss, s)
         return time.perf_counter() - t0
     times = [(once(False), once(True)) for _ in range(repeats)]          # interleaved: load changes hit both
@@ -500,7 +500,7 @@ cost
 # `devinterp_llc` runs devinterp 2.0.1's `llc()` as its documentation shows it (a model, a dataset of
 # `input_ids`, a per-token loss, `lr`, `n_beta`, `localization`, chains, burn-in and draws), with a Gaussian
 # regression loss on the same data. devinterp has no automatic setting: we give it the step size, $n\beta$,
-# localization, chains, batch size and steps that `calibrate` gives our estimator, so the two sample the same
+# localization, chains, batch size and steps that `calibrate_at_curvature` gives our estimator, so the two sample the same
 # localized posterior with the same SGLD update ($\Delta w = -\tfrac\epsilon2(n\beta\nabla L_B + \gamma(w-w^*)) +
 # \sqrt\epsilon\,\xi$ in both). It returns devinterp's mean LLC over chains and the seconds it took.
 
@@ -798,7 +798,7 @@ def run_devinterp(specs: pd.DataFrame, out=None) -> pd.DataFrame:
     rows = []
     for _, row in specs.iterrows():
         model, data = depth_problem(row)
-        s = calibrate(model, data, 'regression')
+        s = calibrate_at_curvature(model, data, 'regression')
         rows.append(dict(row.to_dict(), localization=s.localization, step_size=s.step_size, n_beta=s.n_beta,
                          n_burnin=s.n_burnin, n_draws=s.n_draws, **devinterp_llc(model, data, s)))
         if out is not None:

@@ -24,7 +24,7 @@ from torch import nn
 
 from fracsgd.core import write_table
 from fracsgd.llc.dln import aoyagi_dln_lambda, rank_maps_half_dimension
-from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc
 from fracsgd.llc.depth import depth_problem
 from fracsgd.llc.sgld import SGLDSettings, default_n_beta
 
@@ -491,7 +491,7 @@ plt.show()
 # %%
 #| export
 def run_n_sweep(specs: pd.DataFrame, factors=(1, 100, 10_000), out=None, **rules) -> pd.DataFrame:
-    """The automatic estimate at gamma (`calibrate` with `rules`, no repeat at 3 gamma) of every noiseless network
+    """The automatic estimate at gamma (`calibrate_at_curvature` with `rules`, no repeat at 3 gamma) of every noiseless network
     of `specs` on its own data, with n_beta multiplied by each of `factors`, beside Aoyagi's lambda and the half
     dimension of the rank-r maps (written to `out` after each estimate)."""
     if (specs.noise != 0).any():
@@ -503,7 +503,7 @@ def run_n_sweep(specs: pd.DataFrame, factors=(1, 100, 10_000), out=None, **rules
         sizes = [int(h) for h in str(row.layers).split('-')]
         for factor in factors:
             t0 = time.perf_counter()
-            s = calibrate(model, data, 'regression', n_beta=default_n_beta(int(row.n)) * factor,
+            s = calibrate_at_curvature(model, data, 'regression', n_beta=default_n_beta(int(row.n)) * factor,
                           **{'systematic': False, **rules})
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore')                  # the flags are in the row

@@ -22,6 +22,11 @@ from fracsgd.experiment.runner import Study
 # and the ledger find a study by its name here; the module is imported only when the study is asked for, so
 # that `import fracsgd.studies` stays light and modules below the studies can look one up (the one import of
 # the package that points up, tested in `tests/test_layers.py`).
+#
+# A study is one class. Its chapter defines the class as soon as the presets exist (name, presets, what the ledger
+# keeps), then adds each stage (`runs`, `load_data`, `train`, `evaluate`, `report`) as a method in the cell that
+# explains it, with fastcore's `@patch` (fastai's way of writing a class across a notebook). No module function
+# does a stage's work for a method to forward to; what studies share lives in [`studies.common`](study_common.html).
 
 # %%
 #| export

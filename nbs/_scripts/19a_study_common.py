@@ -13,8 +13,15 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
+import dataclasses
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
 from scipy import stats
+
+from fracsgd.core import save_figures, write_table
 
 
 # %% [markdown]
@@ -97,6 +104,122 @@ assert stat_row('mean', [1.0, np.nan, 3.0], np.mean, 100)['value'] == 2.0  # NaN
 assert np.allclose(spearman_interval(np.arange(10), np.arange(10) ** 3, 100), 1)   # monotone: rho = 1, always
 assert np.isnan(spearman_interval([1, 2], [2, 1])).all()                   # too few pairs
 spearman_interval(x[:50], x[:50] + np.random.default_rng(1).normal(size=50), 200)
+
+# %% [markdown]
+# ## A run's settings from its study's configuration
+#
+# A study's configuration holds the settings its runs share; a run holds one network group's settings. Each setting
+# is typed twice, once in each dataclass (a run's key hashes its own fields, so the two cannot share a base class
+# without changing every committed key), and `run_fields` copies it once: every field of the run class that the
+# configuration also has.
+
+# %%
+#| export
+def run_fields(run_cls, cfg, **changes) -> dict:
+    "The fields of the run dataclass `run_cls` that the configuration `cfg` also has, with their values in `cfg`, then `changes`."
+    names = {f.name for f in dataclasses.fields(run_cls)} & {f.name for f in dataclasses.fields(cfg)}
+    return {**{n: getattr(cfg, n) for n in sorted(names)}, **changes}
+
+
+# %%
+@dataclasses.dataclass(frozen=True)
+class _Cfg: lr: float = 0.1; epochs: int = 3; n_boot: int = 100
+@dataclasses.dataclass(frozen=True)
+class _Run: lr: float; epochs: int; seed: int
+assert run_fields(_Run, _Cfg()) == dict(epochs=3, lr=0.1)                    # what both have; the rest is the run's own
+assert _Run(**run_fields(_Run, _Cfg(), seed=4, lr=0.2)) == _Run(0.2, 3, 4)
+
+
+# %% [markdown]
+# ## The controls' figures
+#
+# The moons and the MNIST controls (SGD against full-batch gradient descent from the same initialisations) draw the
+# same two figures from the tables of `sgd_gd_controls` ([ageing chapter](ageing.html)): the increment MSD
+# $M(s, \tau) = \langle\lVert w_{s+\tau} - w_s\rVert^2\rangle$ against the lag at each age $s$, with $M$ at one
+# lag against the age (ageing, paper eq. 4); and the noise part $M_{SGD} - M_{GD}$ against the lag.
+
+# %%
+#| export
+def plot_ageing(msd: pd.DataFrame, lag: int):
+    "M(s, τ) against τ at each age, for SGD and for GD; and M(s, τ = lag) against the age s for both."
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, (opt, title) in zip(axes, (('sgd', 'SGD'), ('gd', 'full-batch GD'))):
+        part = msd[msd.optimizer == opt]
+        for i, (age, g) in enumerate(part.groupby('age')):
+            ax.loglog(g.lag, g.msd, '.-', color=plt.cm.viridis(i / max(1, part.age.nunique() - 1)), label=f's = {age}')
+        ax.set(xlabel='lag τ (steps)', title=f'{title}: M(s, τ) = ⟨‖w_(s+τ) − w_s‖²⟩')
+    axes[0].set_ylabel('M(s, τ)')
+    axes[0].legend(fontsize=7, ncol=2)
+    at = msd[msd.lag == lag]
+    for opt, color in (('sgd', 'C0'), ('gd', 'C3')):
+        g = at[at.optimizer == opt]
+        axes[2].errorbar(g.age, g.msd, yerr=[g.msd - g.ci_low, g.ci_high - g.msd], fmt='o-', color=color,
+                         label='SGD' if opt == 'sgd' else 'full-batch GD')
+    axes[2].set(xscale='log', yscale='log', xlabel='age s (steps)', ylabel=f'M(s, τ = {lag})',
+                title='ageing: M at a fixed lag against the age')
+    axes[2].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+def plot_noise(noise: pd.DataFrame):
+    "The noise part M_SGD − M_GD against the lag τ at each age (with intervals over pairs), log-log."
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for i, (age, g) in enumerate(noise.groupby('age')):
+        ax.errorbar(g.lag, g.excess, yerr=[g.excess - g.ci_low, g.ci_high - g.excess], fmt='o-', ms=3,
+                    color=plt.cm.viridis(i / max(1, noise.age.nunique() - 1)), label=f's = {age}')
+    lag = np.array([1, 10.])
+    ref = noise.excess[noise.lag == 1].mean()
+    ax.plot(lag, ref * lag, 'k:', lw=1, label='∝ τ (a free walk)')
+    ax.set(xscale='log', yscale='log', xlabel='lag τ (steps)', ylabel='M_SGD(s, τ) − M_GD(s, τ)',
+           title='what minibatch noise adds to the increments')
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+# %%
+_ages, _lags = (100, 400), (1, 10, 100)
+_msd = pd.DataFrame([dict(optimizer=o, age=s, lag=l, msd=l * (2 if o == 'sgd' else 1) * (s / 100) ** -0.5)
+                     for o in ('sgd', 'gd') for s in _ages for l in _lags]).assign(ci_low=lambda d: .9 * d.msd,
+                                                                                    ci_high=lambda d: 1.1 * d.msd)
+fig = plot_ageing(_msd, 10)
+assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == 'M(s, τ = 10)'
+_noise = _msd[_msd.optimizer == 'sgd'].assign(excess=lambda d: d.msd / 2, ci_low=lambda d: d.msd / 2.2,
+                                              ci_high=lambda d: d.msd / 1.8)
+assert len(plot_noise(_noise).axes[0].lines) >= 1
+plt.close('all')
+
+# %% [markdown]
+# ## The report's shape
+#
+# Every study's `report` ends the same way: it writes its tables (`summary.csv`, the one the ledger reads, and the
+# tables its page and the ledger keep) and its figures into the study folder, each file whole or not at all, and
+# returns the summary, the figures and the folder. `write_report` is that ending.
+
+# %%
+#| export
+def write_report(folder, tables: dict, figures: dict | None = None, dpi: int = 110) -> dict:
+    """Write a study's report into `folder`: each table of `tables` (file name → DataFrame; `summary.csv` is required)
+    and each figure of `figures` (name → figure, as `<name>.png`). Returns dict(summary, figures, out)."""
+    if 'summary.csv' not in tables:
+        raise ValueError(f"a study's report writes summary.csv (the ledger reads it); got only {sorted(tables)}")
+    out = Path(folder)
+    for name, table in tables.items():
+        write_table(table, out / name)
+    return dict(summary=tables['summary.csv'], figures=save_figures(figures or {}, out, dpi), out=out)
+
+
+# %%
+import tempfile
+_d = Path(tempfile.mkdtemp())
+_rep = write_report(_d, {'summary.csv': pd.DataFrame([summary_row('n', 3)]), 'per_net.parquet': pd.DataFrame({'x': [1.0]})},
+                    {'fig': plt.figure()})
+assert sorted(p.name for p in _d.iterdir()) == ['fig.png', 'per_net.parquet', 'summary.csv'] and _rep['out'] == _d
+try:
+    write_report(_d, {'per_net.csv': pd.DataFrame()})
+    raise AssertionError('a report without summary.csv was written')
+except ValueError as e:
+    assert 'summary.csv' in str(e)
 
 # %%
 #| hide

@@ -37,6 +37,7 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import math
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -44,7 +45,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.core import analysis_field, added_field, save_figures, write_table
+from fracsgd.core import analysis_field, added_field
 from fracsgd.datasets.moons import load_moons
 from fracsgd.nets.models import make_mlp
 from fracsgd.train.displacement import runs_matrix
@@ -52,6 +53,7 @@ from fracsgd.train.ensemble import EnsembleSettings, PerChunk, train_ensemble
 from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.experiment.runner import Study
 from fracsgd.experiment.store import load_study
+from fracsgd.studies.common import plot_ageing, plot_noise, run_fields, summary_row, write_report
 from fracsgd.diffusion.spectral import fit_power_law, compare_growth_laws, diffusion_regime
 from fracsgd.diffusion.crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS
 from fracsgd.diffusion.ageing import IncrementRecorder, sgd_gd_controls, plot_sgd_gd
@@ -153,10 +155,21 @@ class MoonsRun:
     llc_every: int = added_field(0)        # > 0: the LLC (PAPER_PRESET) every this many steps
     RETIRED_FIELDS = {'device': None}      # in the key of every run stored before the runner placed the runs
 
-def runs(cfg: MoonsDiffusionConfig) -> list[MoonsRun]:
+class MoonsDiffusion(Study):
+    "The moons anomalous-diffusion study, for the runner."
+    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG, controls=CONTROLS,
+                                            returns=RETURNS)
+    keep = ('growth_laws.csv', 'mean_displacement.csv', 'crossover_readings.csv')
+    def load_data(self, run): return tuple(load_moons(run.n_samples, run.noise, seed=run.data_seed)[:2])
+    def build_models(self, run):
+        return [make_mlp([2, *run.hidden, 2], seed=s) for s in range(run.first_seed, run.first_seed + run.n_nets)]
+
+STUDY = MoonsDiffusion()
+
+@patch
+def runs(self: MoonsDiffusion, cfg: MoonsDiffusionConfig) -> list[MoonsRun]:
     "The runs of the study: `cfg.n_models` nets in groups of `cfg.nets_per_run` (with `controls`, SGD and GD)."
-    shared = dict(n_samples=cfg.n_samples, noise=cfg.noise, hidden=tuple(cfg.hidden), lr=cfg.lr,
-                  batch_size=cfg.batch_size, epochs=cfg.epochs, data_seed=cfg.data_seed, record_every=cfg.record_every)
+    shared = run_fields(MoonsRun, cfg)                 # n_samples, noise, hidden, lr, ..., record_every
     if cfg.controls:
         shared['ages'] = CONTROL_AGES
     if cfg.returns:
@@ -172,7 +185,8 @@ def record_steps(n_steps: int, every: int = 1, log_points: int = LOG_POINTS):
     grid = np.unique(np.round(np.geomspace(1, n_steps, log_points)).astype(int))
     return frozenset({*range(0, n_steps + 1, every), *map(int, grid), n_steps})
 
-def train_run(run: MoonsRun, data, nets) -> dict:
+@patch
+def train(self: MoonsDiffusion, run: MoonsRun, data, nets) -> dict:
     """Train the nets of one run as an ensemble on `data`; their trajectory table (`run` = the net's seed), and
     with `run.ages` their increments table and an `optimizer` column ('sgd', or 'gd' for `full_batch`), with
     `run.returns_dim` their return counts (`path_returns`, `run` = the net's seed) and with `run.llc_every` an LLC column."""
@@ -203,20 +217,6 @@ def train_run(run: MoonsRun, data, nets) -> dict:
     return dict(trajectory=table, final_loss=float(final.loss.mean()),
                 final_accuracy=float(final.accuracy.mean()), **out)
 
-class MoonsDiffusion(Study):
-    "The moons anomalous-diffusion study, for the runner."
-    name, presets = 'moons-diffusion', dict(smoke=SMOKE, quick=QUICK, full=FULL, long=LONG, controls=CONTROLS,
-                                            returns=RETURNS)
-    keep = ('growth_laws.csv', 'mean_displacement.csv', 'crossover_readings.csv')
-    def runs(self, cfg): return runs(cfg)
-    def load_data(self, run): return tuple(load_moons(run.n_samples, run.noise, seed=run.data_seed)[:2])
-    def build_models(self, run):
-        return [make_mlp([2, *run.hidden, 2], seed=s) for s in range(run.first_seed, run.first_seed + run.n_nets)]
-    def train(self, run, data, nets): return train_run(run, data, nets)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = MoonsDiffusion()
-
 # %% [markdown]
 # The runner calls these in order: it seeds, loads the data, builds the nets, places both, trains. `run_one`
 # does exactly that for one run, here on the CPU (the study never says where):
@@ -224,8 +224,8 @@ STUDY = MoonsDiffusion()
 # %%
 import tempfile
 few = replace(QUICK, n_models=5, nets_per_run=2, epochs=2)
-assert [(r.first_seed, r.n_nets) for r in runs(few)] == [(0, 2), (2, 2), (4, 1)]
-small = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(few)[1])
+assert [(r.first_seed, r.n_nets) for r in STUDY.runs(few)] == [(0, 2), (2, 2), (4, 1)]
+small = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), STUDY.runs(few)[1])
 assert set(small['trajectory'].run) == {2, 3} and small['trajectory'].step.max() == 2 * 4
 assert 0 < small['final_loss'] < 1
 
@@ -273,8 +273,6 @@ assert 0 < small['final_loss'] < 1
 
 # %%
 #| export
-def _row(quantity, value, lo=np.nan, hi=np.nan, note=''):
-    return dict(quantity=quantity, value=value, ci_low=lo, ci_high=hi, note=note)
 
 PLACED_BY = {'slope': 'slope', 'auto': "auto (the {model}'s own t_c, which does not refer to 1/2)",
              'bend': "bend (the bend's break, which does not refer to 1/2)",
@@ -285,18 +283,18 @@ def _summary(c, early, late, late_fit, n_nets) -> pd.DataFrame:
     window = (f'SHORT: {late.late_decades:.2f} decades < 1, a window mean, not an asymptotic exponent'
               if late.short_late_window else f'{late.late_decades:.2f} decades')
     return pd.DataFrame([
-        _row('crossover time t_c (steps)', c.t_c, late.t_c_ci_low, late.t_c_ci_high,
+        summary_row('crossover time t_c (steps)', c.t_c, late.t_c_ci_low, late.t_c_ci_high,
              f'{c.model} (ΔBIC {c.delta_bic:.0f} against one power law); '
              f't_c by {PLACED_BY[c.method].format(model=c.model)}'),
-        _row('early exponent, t < t_c', early.slope, early.ci_low, early.ci_high),
-        _row('late exponent 1/d_walk', late.slope, late.ci_low, late.ci_high, f'{late.estimator}; {window}'),
-        _row('late walk dimension d_walk', 1 / late.slope, 1 / late.ci_high, 1 / late.ci_low),
-        _row('late MSD exponent α = 2/d_walk', 2 * late.slope, 2 * late.ci_low, 2 * late.ci_high),
-        _row('late log-log fit r²', late_fit.r2),
-        _row('late window (decades after t_c)', late.late_decades, note='short' if late.short_late_window else ''),
-        _row('check only: late exponent by the other estimator', late.check_slope, late.check_ci_low,
+        summary_row('early exponent, t < t_c', early.slope, early.ci_low, early.ci_high),
+        summary_row('late exponent 1/d_walk', late.slope, late.ci_low, late.ci_high, f'{late.estimator}; {window}'),
+        summary_row('late walk dimension d_walk', 1 / late.slope, 1 / late.ci_high, 1 / late.ci_low),
+        summary_row('late MSD exponent α = 2/d_walk', 2 * late.slope, 2 * late.ci_low, 2 * late.ci_high),
+        summary_row('late log-log fit r²', late_fit.r2),
+        summary_row('late window (decades after t_c)', late.late_decades, note='short' if late.short_late_window else ''),
+        summary_row('check only: late exponent by the other estimator', late.check_slope, late.check_ci_low,
              late.check_ci_high, f'{late.check_estimator}: biased on a {c.model}, not a second estimate'),
-        _row('nets', n_nets),
+        summary_row('nets', n_nets),
     ])
 
 def analyse(table: pd.DataFrame, n_boot: int = 100, seed: int = 0, crossover: str = 'slope') -> dict:
@@ -414,42 +412,6 @@ def plot_controls(curves: pd.DataFrame, t_c: float):
     "Mean R(t) of SGD and of full-batch GD from the same initialisations, and their local log-log slopes."
     return plot_sgd_gd(curves, t_c, f"SGD's $t_c$ ≈ {t_c:.0f}", 'SGD (batch 128)')
 
-def plot_ageing(msd: pd.DataFrame, lag: int = AGEING_LAG):
-    "M(s, τ) against τ at each age, for SGD and for GD; and M(s, τ = lag) against the age s for both."
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for ax, (opt, title) in zip(axes, (('sgd', 'SGD'), ('gd', 'full-batch GD'))):
-        part = msd[msd.optimizer == opt]
-        for i, (age, g) in enumerate(part.groupby('age')):
-            ax.loglog(g.lag, g.msd, '.-', color=plt.cm.viridis(i / max(1, part.age.nunique() - 1)), label=f's = {age}')
-        ax.set(xlabel='lag τ (steps)', title=f'{title}: M(s, τ) = ⟨‖w_(s+τ) − w_s‖²⟩')
-    axes[0].set_ylabel('M(s, τ)')
-    axes[0].legend(fontsize=7, ncol=2)
-    at = msd[msd.lag == lag]
-    for opt, color in (('sgd', 'C0'), ('gd', 'C3')):
-        g = at[at.optimizer == opt]
-        axes[2].errorbar(g.age, g.msd, yerr=[g.msd - g.ci_low, g.ci_high - g.msd], fmt='o-', color=color,
-                         label='SGD' if opt == 'sgd' else 'full-batch GD')
-    axes[2].set(xscale='log', yscale='log', xlabel='age s (steps)', ylabel=f'M(s, τ = {lag})',
-                title='ageing: M at a fixed lag against the age')
-    axes[2].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-def plot_noise(noise: pd.DataFrame):
-    "The noise part M_SGD − M_GD against the lag τ at each age (with intervals over pairs), log-log."
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for i, (age, g) in enumerate(noise.groupby('age')):
-        ax.errorbar(g.lag, g.excess, yerr=[g.excess - g.ci_low, g.ci_high - g.excess], fmt='o-', ms=3,
-                    color=plt.cm.viridis(i / max(1, noise.age.nunique() - 1)), label=f's = {age}')
-    lag = np.array([1, 10.])
-    ref = noise.excess[noise.lag == 1].mean()
-    ax.plot(lag, ref * lag, 'k:', lw=1, label='∝ τ (a free walk)')
-    ax.set(xscale='log', yscale='log', xlabel='lag τ (steps)', ylabel='M_SGD(s, τ) − M_GD(s, τ)',
-           title='what minibatch noise adds to the increments')
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
 
 # %% [markdown]
 # ## Returns: a spectral dimension without the LLC (returns preset)
@@ -473,24 +435,24 @@ def analyse_returns(table: pd.DataFrame, returns: pd.DataFrame, late_slope, n_bo
     s, s_lo, s_hi = late_slope
     reads = returns_summary(returns.rename(columns={'run': 'unit'}), n_boot=n_boot, seed=seed)
     steps = sorted(table.dropna(subset=['llc']).step.unique())
-    rows = [_row('mean LLC along the late run, λ̄ (paper table-3 setting)', lam, lam_lo, lam_hi,
+    rows = [summary_row('mean LLC along the late run, λ̄ (paper table-3 setting)', lam, lam_lo, lam_hi,
                  f'steps {", ".join(map(str, steps))}; {len(llc)} nets; interval over nets only'),
-            _row('d_s by eq. 17 from the late slope and λ̄, 2 λ̄ s', 2 * lam * s, 2 * lam_lo * s_lo, 2 * lam_hi * s_hi,
+            summary_row('d_s by eq. 17 from the late slope and λ̄, 2 λ̄ s', 2 * lam * s, 2 * lam_lo * s_lo, 2 * lam_hi * s_hi,
                  'what Theorem 3.1 predicts for the returns')]
     from scipy.stats import chi2
     for r in reads.itertuples():
-        rows.append(_row(f'd_s from returns, ε = {r.eps_factor:g} step', r.d_s, r.ci_low, r.ci_high,
+        rows.append(summary_row(f'd_s from returns, ε = {r.eps_factor:g} step', r.d_s, r.ci_low, r.ci_high,
                          r.reason or f'{r.returns_far:.0f} returns in {r.pairs_far:.3g} pairs'))
         k, n = r.returns_far, r.pairs_far                              # Garwood's exact Poisson interval, per pair
-        rows.append(_row(f'return rate at the fit lags, ε = {r.eps_factor:g} step', k / n,
+        rows.append(summary_row(f'return rate at the fit lags, ε = {r.eps_factor:g} step', k / n,
                          chi2.ppf(0.025, 2 * k) / 2 / n if k else 0.0, chi2.ppf(0.975, 2 * k + 2) / 2 / n,
                          f'{k:.0f} returns in {n:.3g} pairs at the {r.lags_far} lags where MSD ≥ 33 ε²'))
-        rows.append(_row(f'Gaussian-equivalent dimension at the fit lags, ε = {r.eps_factor:g} step',
+        rows.append(summary_row(f'Gaussian-equivalent dimension at the fit lags, ε = {r.eps_factor:g} step',
                          r.gaussian_equivalent_d, note=f'{r.returns_far:.0f} returns in {r.pairs_far:.3g} pairs; '
                          'a lower bound where none returned; not d_s'))
     lag = returns.groupby('tau').msd.first()
     far = lag[lag.index >= 100]
-    rows.append(_row('increment MSD exponent at lags ≥ 100 steps',
+    rows.append(summary_row('increment MSD exponent at lags ≥ 100 steps',
                      np.polyfit(np.log(far.index), np.log(far), 1)[0] if len(far) >= 2 else np.nan,
                      note=f'lags {far.index.min()}–{far.index.max()} after step {RETURNS_START}; 2: ballistic (drift); '
                           '2/d_walk for a walk'))
@@ -531,7 +493,8 @@ def plot_returns(returns: pd.DataFrame, d_s_eq17: float):
 
 # %%
 #| export
-def report(folder, cfg: MoonsDiffusionConfig) -> dict:
+@patch
+def report(self: MoonsDiffusion, folder, cfg: MoonsDiffusionConfig) -> dict:
     """Analyse the study in `folder` (read with `load_study`) with the bootstrap size and crossover rule of `cfg`;
     write the summary, growth laws, mean curve, both crossover readings and figures there."""
     out = Path(folder)
@@ -542,15 +505,14 @@ def report(folder, cfg: MoonsDiffusionConfig) -> dict:
     res = analyse(table, n_boot=cfg.n_boot, crossover=cfg.crossover)
     res['readings'] = crossover_readings(res['t'], res['R'], n_boot=cfg.n_boot)
     figures = {'displacement': plot_displacement(res), 'layers': plot_layers(table)}
+    files = {}
     if cfg.controls:
         late = res['late']
         ctl = analyse_controls(everything, stored.tables['increments'].drop(columns='key'), res['crossover'].t_c,
                                (late.slope, late.ci_low, late.ci_high), n_boot=cfg.n_boot)
         res['summary'] = pd.concat([res['summary'], ctl['summary']], ignore_index=True)
-        write_table(ctl['curves'], out / 'controls.csv')
-        write_table(ctl['msd'], out / 'ageing.csv')
-        write_table(ctl['noise']['table'], out / 'noise.csv')
-        figures.update(controls=plot_controls(ctl['curves'], ctl['t_c']), ageing=plot_ageing(ctl['msd']),
+        files.update({'controls.csv': ctl['curves'], 'ageing.csv': ctl['msd'], 'noise.csv': ctl['noise']['table']})
+        figures.update(controls=plot_controls(ctl['curves'], ctl['t_c']), ageing=plot_ageing(ctl['msd'], AGEING_LAG),
                        noise=plot_noise(ctl['noise']['table']))
         res['controls'] = ctl
     if cfg.returns:
@@ -558,16 +520,14 @@ def report(folder, cfg: MoonsDiffusionConfig) -> dict:
         ret = stored.tables['returns'].drop(columns='key')
         got = analyse_returns(table, ret, (late.slope, late.ci_low, late.ci_high), n_boot=cfg.n_boot)
         res['summary'] = pd.concat([res['summary'], got['summary']], ignore_index=True)
-        write_table(ret, out / 'returns.csv')
+        files['returns.csv'] = ret
         d_s = got['summary'].set_index('quantity').value['d_s by eq. 17 from the late slope and λ̄, 2 λ̄ s']
         figures['returns'] = plot_returns(ret, d_s)
         res['returns'] = got
-    write_table(res['summary'], out / 'summary.csv')
-    write_table(res['laws'].astype({'params': str}), out / 'growth_laws.csv')
-    write_table(mean_curve(res['t'], res['R']), out / 'mean_displacement.csv')
-    write_table(res['readings'], out / 'crossover_readings.csv')
-    figs = save_figures(figures, out, dpi=120)
-    res.update({f'fig_{name}': fig for name, fig in figs.items()})
+    files = {'summary.csv': res['summary'], **files, 'growth_laws.csv': res['laws'].astype({'params': str}),
+             'mean_displacement.csv': mean_curve(res['t'], res['R']), 'crossover_readings.csv': res['readings']}
+    written = write_report(out, files, figures, dpi=120)
+    res.update({f'fig_{name}': fig for name, fig in written['figures'].items()})
     return dict(res, table=table, out=out)
 
 
@@ -902,7 +862,7 @@ plt.show()
 # jittering in the valley the drift is moving along.
 
 # %%
-fig_ageing = plot_ageing(ctl['ageing'])
+fig_ageing = plot_ageing(ctl['ageing'], AGEING_LAG)
 plt.show()
 fig_noise = plot_noise(ctl['noise'])
 plt.show()

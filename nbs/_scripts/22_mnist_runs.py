@@ -32,7 +32,7 @@ from fracsgd.diffusion.ageing import IncrementRecorder
 from fracsgd.diffusion.return_probability import ProjectedPath, path_returns, projected_paths
 from fracsgd.llc.sgld import SGLDSettings
 from fracsgd.llc.settings import PAPER_PRESET
-from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc
 from fracsgd.experiment.runner import Study, data_identity
 from fracsgd.experiment.store import record_meta, runs_table
 
@@ -106,7 +106,7 @@ def llc_setting(name: str) -> SGLDSettings:
 
 
 # %% [markdown]
-# Our own calibrated setting (`calibrate`, [LLC chapter](llc.html)) is 4 chains × (5,000 burn-in + 5,000
+# Our own calibrated setting (`calibrate_at_curvature`, [LLC chapter](llc.html)) is 4 chains × (5,000 burn-in + 5,000
 # draws) per net, 25 times the SGLD steps of the paper's whole LLC trajectory. It runs once, at the final
 # weights only, and `CALIBRATED_SETTINGS` names reduced versions of it (on the first `n_nets` nets of a run, with
 # fewer chains or steps; the step-size and localization rule unchanged) so that the cost fits; a study states
@@ -115,7 +115,7 @@ def llc_setting(name: str) -> SGLDSettings:
 
 # %%
 #| export
-# systematic=False: the committed results were computed before `calibrate` measured the localization's systematic
+# systematic=False: the committed results were computed before `calibrate_at_curvature` measured the localization's systematic
 # error with every estimate (see the LLC chapter); these names keep the rule they were made with
 CALIBRATED_SETTINGS = {'full': dict(systematic=False),
                        '10nets-1x5000': dict(n_nets=10, n_chains=1, systematic=False),
@@ -364,7 +364,7 @@ def _evaluate(net: nn.Module, X, y) -> tuple[float, float]:
     return float(nn.functional.cross_entropy(out, y)), float((out.argmax(1) == y).double().mean())
 
 def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
-    """Our calibrated LLC (`calibrate` with the reduction `CALIBRATED_SETTINGS[name]`) of each net at its current
+    """Our calibrated LLC (`calibrate_at_curvature` with the reduction `CALIBRATED_SETTINGS[name]`) of each net at its current
     weights, one row per net; the step size and localization follow each net's own top Hessian eigenvalue, and
     all nets are sampled in one vectorized pass (before 2026-11-27: one net at a time, each with the seeds of
     model 0, so the committed values differ from a re-run within the Monte-Carlo error)."""
@@ -372,7 +372,7 @@ def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
     nets = nets[:rule.pop('n_nets', len(nets))]
     t0, what = time.perf_counter(), 'calibrated LLC at the final weights: nets calibrated'
     report_progress(0, len(nets), what)
-    settings = [calibrate(n, train, **rule).replace(seed=seed) for n in nets]
+    settings = [calibrate_at_curvature(n, train, **rule).replace(seed=seed) for n in nets]
     report_progress(len(nets), len(nets), what)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                          # flags are in the rows

@@ -13,6 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.studies.common import stat_row, summary_row
+from fracsgd.studies.common import plot_ageing, plot_noise, stat_row, summary_row, write_report
 from fracsgd.core import analysis_field, read_table, write_table, save_figures
 from fracsgd.diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from fracsgd.diffusion.spectral import fit_power_law
@@ -117,7 +118,16 @@ CONTROLS = replace(FULL, n_models=10, nets_per_run=10, calibrated='', volume_eps
 CONTROLS_SMOKE = replace(SMOKE, n_models=2, epochs=10, calibrated='', volume_eps=(), controls=True,
                          ages=(2, 4, 8, 16), late_start=4, returns_dim=8, n_boot=10)
 
-def runs(cfg: MNISTSeedsConfig) -> list[MNISTRun]:
+class MNISTSeeds(MNISTStudy):
+    "The MNIST seeds study (paper table 8), for the runner."
+    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL, controls=CONTROLS,
+                                        **{'controls-smoke': CONTROLS_SMOKE})
+    keep = ('per_net.csv', 'trajectory_compact.parquet')
+
+STUDY = MNISTSeeds()
+
+@patch
+def runs(self: MNISTSeeds, cfg: MNISTSeedsConfig) -> list[MNISTRun]:
     """The runs: `cfg.n_models` nets with seeds 0, 1, ... in groups of `cfg.nets_per_run`; with `controls`, the same
     nets again by full-batch GD (no LLC), both recording increments at `ages` and returns from `late_start`."""
     shared = dict(hidden=tuple(cfg.hidden), epochs=cfg.epochs, llc=cfg.llc, calibrated=cfg.calibrated,
@@ -131,9 +141,9 @@ def runs(cfg: MNISTSeedsConfig) -> list[MNISTRun]:
 
 
 # %%
-assert [(r.first_seed, r.n_nets, r.n_steps) for r in runs(FULL)] == [(0, 50, 2000)]
-assert runs(FULL)[0].llc_every == 100 and runs(FULL)[0].lr == 1e-3 and runs(FULL)[0].batch_size == 256
-sgd_ctl, gd_ctl = runs(CONTROLS)
+assert [(r.first_seed, r.n_nets, r.n_steps) for r in STUDY.runs(FULL)] == [(0, 50, 2000)]
+assert STUDY.runs(FULL)[0].llc_every == 100 and STUDY.runs(FULL)[0].lr == 1e-3 and STUDY.runs(FULL)[0].batch_size == 256
+sgd_ctl, gd_ctl = STUDY.runs(CONTROLS)
 assert (sgd_ctl.n_nets, sgd_ctl.first_seed, sgd_ctl.llc_every) == (10, 0, 0) and not sgd_ctl.full_batch
 assert gd_ctl.full_batch and gd_ctl.llc_every == 0 and gd_ctl.n_steps == sgd_ctl.n_steps == 2000
 assert gd_ctl.settings().batch_size == 5000 and sgd_ctl.settings().batch_size == 256
@@ -511,26 +521,23 @@ def plot_theorem31(per_net: pd.DataFrame):
 
 # %%
 #| export
-def report(folder, cfg: MNISTSeedsConfig) -> dict:
+@patch
+def report(self: MNISTSeeds, folder, cfg: MNISTSeedsConfig) -> dict:
     """Analyse the study in `folder` (read with `load_study`) with the bootstrap of `cfg`; write its tables and figures
     (with `controls`: the SGD nets' analysis and summary, then the controls' rows, tables and figures)."""
     out = Path(folder)
     nets, traj = per_net(out, cfg)
     if cfg.controls:
         return _report_controls(out, cfg, nets, traj)
-    summary = summarize(nets, cfg.n_boot)
-    write_table(summary, out / 'summary.csv')
-    write_table(nets, out / 'per_net.csv')
-    write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
+    tables = {'summary.csv': summarize(nets, cfg.n_boot), 'per_net.csv': nets,
+              'trajectory_compact.parquet': compact_trajectories(traj)}
     figs = dict(fig2a=plot_ds_vs_llc(nets, 'llc_final', 'fig. 2a: d_s against the final LLC'),
                 fig21=plot_ds_vs_llc(nets, 'llc_mean', 'fig. 21: d_s against the average LLC'),
                 fig18=plot_r2(nets, 'fig. 18: r² of eq. 17'), trajectories=plot_trajectories(traj))
-    save_figures(figs, out)
-    return dict(summary=summary, nets=nets, figures=figs, out=out)
+    return dict(write_report(out, tables, figs), nets=nets)
 
 def _report_controls(out: Path, cfg, nets, everything) -> dict:
     "The controls' report: the SGD nets as `report` reads them, then `analyse_controls`; tables and figures in `out`."
-    from fracsgd.studies.moons_diffusion import plot_ageing, plot_noise    # the same figures as the moons controls
     stored = load_study(out)
     traj = everything[everything.optimizer == 'sgd'].drop(columns='optimizer')
     ctl = analyse_controls(everything, stored.tables['increments'].drop(columns='key'),
@@ -556,16 +563,6 @@ def _report_controls(out: Path, cfg, nets, everything) -> dict:
 
 CONTROL_FILES = ('summary.csv', 'per_net.csv', 'controls.csv', 'ageing.csv', 'noise.csv', 'returns_summary.csv',
                  'theorem31.csv', 'trajectory_compact.parquet')
-
-class MNISTSeeds(MNISTStudy):
-    "The MNIST seeds study (paper table 8), for the runner."
-    name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL, controls=CONTROLS,
-                                        **{'controls-smoke': CONTROLS_SMOKE})
-    keep = ('per_net.csv', 'trajectory_compact.parquet')
-    def runs(self, cfg): return runs(cfg)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = MNISTSeeds()
 
 # %% [markdown]
 # ## Results at the paper's scale (full configuration)
@@ -685,7 +682,7 @@ else:
 
 # %%
 if have_controls:
-    from fracsgd.studies.moons_diffusion import plot_ageing, plot_noise
+    from fracsgd.studies.common import plot_ageing, plot_noise
     for fig in (plot_sgd_gd(ctl_t['controls'], CONTROLS.late_start, f'late window from t = {CONTROLS.late_start:.0f}', 'SGD (batch 256)', 'MNIST: same initialisations, lr, steps'), plot_ageing(ctl_t['ageing'], CONTROL_AGEING_LAG),
                 plot_noise(ctl_t['noise'])):
         plt.show()

@@ -13,6 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,11 +22,11 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from scipy import stats
 
-from fracsgd.core import analysis_field, write_table, save_figures
+from fracsgd.core import analysis_field
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from fracsgd.studies.common import spearman_interval, summary_row
+from fracsgd.studies.common import spearman_interval, summary_row, write_report
 
 # %%
 import torch
@@ -156,15 +157,23 @@ QUICK = MNISTArchitecturesConfig()
 FULL = replace(QUICK, rows=tuple(range(17)), epochs=250)
 SMOKE = replace(QUICK, rows=(8, 10), epochs=10, llc='smoke', llc_every=8, n_boot=20, batch_size=16, n_images=100)
 
-def runs(cfg: MNISTArchitecturesConfig) -> list[MNISTRun]:
+class MNISTArchitectures(MNISTStudy):
+    "The MNIST architectures study (paper table 7), for the runner."
+    name, presets = 'mnist-architectures', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_architecture.csv', 'trajectory_compact.parquet')
+
+STUDY = MNISTArchitectures()
+
+@patch
+def runs(self: MNISTArchitectures, cfg: MNISTArchitecturesConfig) -> list[MNISTRun]:
     "One run per architecture: one net, seed = its row of table 7."
     return [MNISTRun(hidden=PAPER_TABLE7.hidden[i], epochs=cfg.epochs, first_seed=i, n_nets=1, llc=cfg.llc,
                      llc_every=cfg.llc_every, batch_size=cfg.batch_size, n_images=cfg.n_images) for i in cfg.rows]
 
 
 # %%
-assert [r.n_steps for r in runs(FULL)] == [5000] * 17 and len({r.hidden for r in runs(FULL)}) == 17
-assert runs(QUICK)[0].n_steps == 300 and runs(QUICK)[0].lr == 1e-3 and runs(QUICK)[0].batch_size == 256
+assert [r.n_steps for r in STUDY.runs(FULL)] == [5000] * 17 and len({r.hidden for r in STUDY.runs(FULL)}) == 17
+assert STUDY.runs(QUICK)[0].n_steps == 300 and STUDY.runs(QUICK)[0].lr == 1e-3 and STUDY.runs(QUICK)[0].batch_size == 256
 
 
 # %% [markdown]
@@ -289,25 +298,15 @@ def plot_architectures(arch: pd.DataFrame, traj: pd.DataFrame, title: str = ''):
 
 # %%
 #| export
-def report(folder, cfg: MNISTArchitecturesConfig) -> dict:
+@patch
+def report(self: MNISTArchitectures, folder, cfg: MNISTArchitecturesConfig) -> dict:
     "Analyse the study in `folder` with the bootstrap of `cfg`; write its tables and figure there."
     out = Path(folder)
     arch, traj = per_architecture(out, cfg)
-    summary = summarize(arch, cfg.n_boot)
-    write_table(summary, out / 'summary.csv')
-    write_table(arch, out / 'per_architecture.csv')
-    write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
-    fig = save_figures(dict(architectures=plot_architectures(arch, traj, 'table 7')), out)['architectures']
-    return dict(summary=summary, architectures=arch, figure=fig, out=out)
-
-class MNISTArchitectures(MNISTStudy):
-    "The MNIST architectures study (paper table 7), for the runner."
-    name, presets = 'mnist-architectures', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    keep = ('per_architecture.csv', 'trajectory_compact.parquet')
-    def runs(self, cfg): return runs(cfg)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = MNISTArchitectures()
+    tables = {'summary.csv': summarize(arch, cfg.n_boot), 'per_architecture.csv': arch,
+              'trajectory_compact.parquet': compact_trajectories(traj)}
+    rep = write_report(out, tables, dict(architectures=plot_architectures(arch, traj, 'table 7')))
+    return dict(rep, architectures=arch, figure=rep['figures']['architectures'])
 
 # %% [markdown]
 # ## Results at the paper's scale (full configuration)
@@ -342,7 +341,7 @@ if full:
 
 # %%
 from fracsgd.experiment.sweep import unique_runs
-quick = committed_result('mnist-architectures', 'quick', needs='per_architecture.csv', run_keys=unique_runs(runs(QUICK)))  # today's quick runs
+quick = committed_result('mnist-architectures', 'quick', needs='per_architecture.csv', run_keys=unique_runs(STUDY.runs(QUICK)))  # today's quick runs
 print(quick['line'])
 a = read_table(quick['folder'] / 'per_architecture.csv')
 assert list(a.params) == sorted(weight_count(PAPER_TABLE7.hidden[i]) for i in QUICK.rows)

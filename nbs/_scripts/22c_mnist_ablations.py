@@ -14,6 +14,7 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import itertools
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,14 +22,12 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.core import analysis_field, added_field, write_table, save_figures
+from fracsgd.core import analysis_field, added_field
 from fracsgd.diffusion.crossover import predict_displacement
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from fracsgd.studies.common import stat_row
-from fracsgd.studies.common import summary_row
-from fracsgd.studies.common import spearman_interval
+from fracsgd.studies.common import spearman_interval, stat_row, summary_row, write_report
 
 # %%
 import torch
@@ -157,7 +156,17 @@ def grid(cfg: MNISTAblationsConfig) -> list[dict]:
     return points + [dict(optimizer='sgd', lr=cfg.momentum_lr, batch_size=cfg.momentum_batch, momentum=m,
                           weight_decay=0.0) for m in cfg.momenta]
 
-def runs(cfg: MNISTAblationsConfig) -> list[MNISTRun]:
+class MNISTAblations(MNISTStudy):
+    "The MNIST ablation study (paper appendix H), for the runner."
+    name, presets = 'mnist-ablations', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    protocol_caveat = ('the paper does not state its ablation sweep; our full grid (lr x batch x momentum x 3 nets, '
+                       '100 epochs) is an assumption')
+    keep = ('per_net.csv', 'trajectory_compact.parquet')
+
+STUDY = MNISTAblations()
+
+@patch
+def runs(self: MNISTAblations, cfg: MNISTAblationsConfig) -> list[MNISTRun]:
     "One run per grid point, `nets_per_point` nets each, with seeds that differ between points."
     n = cfg.nets_per_point
     return [MNISTRun(hidden=tuple(cfg.hidden), epochs=cfg.epochs, first_seed=i * n, n_nets=n, llc=cfg.llc,
@@ -165,11 +174,11 @@ def runs(cfg: MNISTAblationsConfig) -> list[MNISTRun]:
 
 
 # %%
-assert len(grid(QUICK)) == 5 and len(grid(FULL)) == 2 * 3 * 4 + 3 and sum(r.n_nets for r in runs(FULL)) == 81
-assert sum(r.n_nets for r in runs(QUICK)) == 10
-assert {r.n_steps for r in runs(QUICK)} == {15 * 20}                 # batch 256: 20 steps an epoch
-assert {r.n_steps for r in runs(FULL)} == {100 * s for s in (157, 79, 40, 20)}
-assert len({r.first_seed for r in runs(FULL)}) == 27
+assert len(grid(QUICK)) == 5 and len(grid(FULL)) == 2 * 3 * 4 + 3 and sum(r.n_nets for r in STUDY.runs(FULL)) == 81
+assert sum(r.n_nets for r in STUDY.runs(QUICK)) == 10
+assert {r.n_steps for r in STUDY.runs(QUICK)} == {15 * 20}                 # batch 256: 20 steps an epoch
+assert {r.n_steps for r in STUDY.runs(FULL)} == {100 * s for s in (157, 79, 40, 20)}
+assert len({r.first_seed for r in STUDY.runs(FULL)}) == 27
 
 
 # %% [markdown]
@@ -319,28 +328,15 @@ def plot_relations(nets: pd.DataFrame, title: str = ''):
 
 # %%
 #| export
-def report(folder, cfg: MNISTAblationsConfig) -> dict:
+@patch
+def report(self: MNISTAblations, folder, cfg: MNISTAblationsConfig) -> dict:
     "Analyse the study in `folder` with the bootstrap of `cfg`; write its tables and figures there."
     out = Path(folder)
     nets, traj = per_net(out, cfg)
-    summary = summarize(nets, cfg.n_boot)
-    write_table(summary, out / 'summary.csv')
-    write_table(nets, out / 'per_net.csv')
-    write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
+    tables = {'summary.csv': summarize(nets, cfg.n_boot), 'per_net.csv': nets,
+              'trajectory_compact.parquet': compact_trajectories(traj)}
     figs = dict(grids=plot_grids(nets, 'fig. 7 and 9'), relations=plot_relations(nets, 'fig. 8, 12-17'))
-    save_figures(figs, out)
-    return dict(summary=summary, nets=nets, figures=figs, out=out)
-
-class MNISTAblations(MNISTStudy):
-    "The MNIST ablation study (paper appendix H), for the runner."
-    name, presets = 'mnist-ablations', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    protocol_caveat = ('the paper does not state its ablation sweep; our full grid (lr x batch x momentum x 3 nets, '
-                       '100 epochs) is an assumption')
-    keep = ('per_net.csv', 'trajectory_compact.parquet')
-    def runs(self, cfg): return runs(cfg)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = MNISTAblations()
+    return dict(write_report(out, tables, figs), nets=nets)
 
 # %% [markdown]
 # ## Results of the full configuration (our assumed grid)
@@ -378,7 +374,7 @@ from IPython.display import display
 from fracsgd.core import read_table
 from fracsgd.ledger.provenance import committed_result
 from fracsgd.experiment.sweep import unique_runs
-full = committed_result('mnist-ablations', needs='per_net.csv', run_keys=unique_runs(runs(FULL)))
+full = committed_result('mnist-ablations', needs='per_net.csv', run_keys=unique_runs(STUDY.runs(FULL)))
 if full:
     full_dir = full['folder']
     print(full['line'])
@@ -452,7 +448,7 @@ if full:
 # %%
 import copy, warnings
 from fracsgd.train.ensemble import EnsembleSettings, train_ensemble
-from fracsgd.llc.estimate import calibrate, estimate_llc
+from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc
 from fracsgd.nets.models import make_mlp
 from fracsgd.studies.mnist_runs import CALIBRATED_SETTINGS, llc_setting, run_data
 
@@ -481,7 +477,7 @@ for c in (1, 2, 4, 8):
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                       # the estimates' flags: not what this check reads
         fixed = estimate_llc([m], probe.train, 'classification', llc_setting(FULL.llc)).llc
-        ours = estimate_llc([m], probe.train, 'classification', calibrate(m, probe.train, **rule)).llc
+        ours = estimate_llc([m], probe.train, 'classification', calibrate_at_curvature(m, probe.train, **rule)).llc
     rows.append(dict(c=c, max_output_change=float((m(X) - rescaled(net, 1)(X)).abs().max()),
                      llc_table3=float(np.atleast_1d(fixed)[0]), llc_calibrated=float(np.atleast_1d(ours)[0])))
 scale_check = pd.DataFrame(rows).set_index('c')
@@ -507,7 +503,7 @@ scale_check.round(4)
 
 # %%
 from fracsgd.experiment.sweep import unique_runs
-quick = committed_result('mnist-ablations', 'quick', needs='per_net.csv', run_keys=unique_runs(runs(QUICK)))  # today's quick runs
+quick = committed_result('mnist-ablations', 'quick', needs='per_net.csv', run_keys=unique_runs(STUDY.runs(QUICK)))  # today's quick runs
 print(quick['line'])
 n = read_table(quick['folder'] / 'per_net.csv')
 assert len(n) == 10 and set(n.optimizer) == {'sgd', 'adam'} and set(n.momentum) == {0.0, 0.9}
@@ -539,7 +535,7 @@ with warnings.catch_warnings():
     res = run_study(STUDY, 'smoke', smoke_dir, progress=False)
 print(f"SMOKE configuration: {time.perf_counter() - t0:.0f} s in all")
 n_smoke = res['nets']
-assert len(n_smoke) == sum(r.n_nets for r in runs(SMOKE)) and set(n_smoke.optimizer) == set(n.optimizer)
+assert len(n_smoke) == sum(r.n_nets for r in STUDY.runs(SMOKE)) and set(n_smoke.optimizer) == set(n.optimizer)
 assert np.allclose(n_smoke.d_s, 2 * n_smoke.llc_mean * n_smoke.slope)
 assert (bool(read_meta(smoke_dir)['data']['warnings']) == bool(stand_in(smoke_dir)))   # real MNIST, or a labelled stand-in (offline)
 assert set(res['summary'].columns) == set(s.reset_index().columns)

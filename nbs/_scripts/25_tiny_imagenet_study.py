@@ -14,6 +14,7 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import math, time, warnings
+from fastcore.basics import patch
 from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,10 +25,10 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from fracsgd.studies.common import summary_row
+from fracsgd.studies.common import summary_row, write_report
 from fracsgd.nets.convnets import (ARCHS, FineTuneNet, _batches, build_net, evaluate, head_features,
     pretrain_from_scratch)
-from fracsgd.core import analysis_field, save_figures, write_table
+from fracsgd.core import analysis_field
 from fracsgd.datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
 from fracsgd.train.displacement import Recorder, log_steps
@@ -39,7 +40,7 @@ from fracsgd.experiment.store import load_study
 
 # %%
 import json
-from fracsgd.core import read_table
+from fracsgd.core import read_table, write_table
 from fracsgd.ledger.provenance import COMPACT
 torch.set_num_threads(1)   # two cores shared with other work
 
@@ -164,7 +165,33 @@ class TinyRun:
 
 # %%
 #| export
-def run_data(run: TinyRun) -> dict[str, ImageSet]:
+class TinyImageNetStudy(Study):
+    "The Tiny ImageNet fine-tuning study (appendix G.2), for the runner."
+    name = 'tiny-imagenet'                                # its presets come with the configurations, below
+    keep = ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv')
+    def check_data(self, cfg):
+        "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
+        if not cfg.stand_in:
+            find_tiny_imagenet()
+    def with_stand_in(self, cfg):
+        "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
+        return replace(cfg, stand_in=True)
+    def stand_in(self, cfg):
+        what = sorted({r.stand_in for r in self.runs(cfg) if r.stand_in})
+        return 'STAND-IN: ' + '; '.join(what) if what else ''
+    def build_models(self, run):
+        "The run's net with a head of its size (the stand-in's: the head of its from-scratch training, seed + 1)."
+        model = build_net(run.arch, run.weights, run.image_size, run.seed)
+        model.new_head(run.n_classes, run.seed + 1 if run.weights == 'scratch' else run.seed)
+        return model
+    def evaluate(self, run, data, model, trained):
+        loss, acc = evaluate(model, data['test'], run.eval_batch)
+        return dict(test_accuracy=acc, test_loss=loss)
+
+STUDY = TinyImageNetStudy()
+
+@patch
+def load_data(self: TinyImageNetStudy, run: TinyRun) -> dict[str, ImageSet]:
     "The run's 'train' and 'test' sets (and 'pretrain' for stand-in weights) as uint8 images."
     if run.data == 'tiny-imagenet':
         out = dict(train=load_tiny_imagenet('train', None, run.n_classes, run.per_class, run.store_size),
@@ -222,7 +249,7 @@ def _llc(model, data: tuple, run: TinyRun, call: int) -> dict:
 
 
 # %% [markdown]
-# `train_run` trains a run's net on its data, both placed by the runner: for the stand-in, first the from-scratch
+# `train` trains a run's net on its data, both placed by the runner: for the stand-in, first the from-scratch
 # "pretraining" and a fresh head; then both phases. One recorder measures $R$ from the weights before the head
 # phase (total and per layer), a second one from the weights at the switch; steps are counted from the first head
 # step, and the column `phase` says which optimizer made each step. The test accuracy after the SGD phase is the
@@ -272,7 +299,8 @@ def _sgd_phase(model, train, run, recs, switch, llc_data, gen) -> tuple[list[dic
             llc_seconds += time.perf_counter() - t0
     return llcs, llc_seconds
 
-def train_run(run: TinyRun, data: dict[str, ImageSet], model: FineTuneNet) -> dict:
+@patch
+def train(self: TinyImageNetStudy, run: TinyRun, data: dict[str, ImageSet], model: FineTuneNet) -> dict:
     "Both phases of one run (after the stand-in's from-scratch training); the trajectory table and the run's numbers."
     times, t0 = {}, time.perf_counter()
     if run.weights == 'scratch':                     # the stand-in learns digits with a head of the run's size
@@ -317,7 +345,7 @@ def train_run(run: TinyRun, data: dict[str, ImageSet], model: FineTuneNet) -> di
 #
 # FULL is appendix G.2's protocol; QUICK cuts it to fit a shared 2-core CPU (see below); SMOKE is one ResNet18 for
 # a few steps, for the tests: it runs in seconds and its numbers mean nothing. The study hands the
-# [runner](runner.html) its runs, each run's data and net, `train_run`, the test accuracy of the trained net
+# [runner](runner.html) its runs, each run's data and net, `train`, the test accuracy of the trained net
 # (`evaluate`) and `report`; the runner decides where they run. Select with `fracsgd run tiny-imagenet --full` (or
 # `--smoke`), add `--stand-in` for the digit stand-in.
 
@@ -351,8 +379,10 @@ QUICK = replace(FULL, n_classes=10, per_class=32, test_per_class=20, image_size=
                 n_boot=100)
 SMOKE = replace(QUICK, archs=('resnet18',), per_class=4, test_per_class=2, sgd_steps=4, llc_every=4, llc_draws=2,
                 pretrain_steps=2, n_boot=20)
+TinyImageNetStudy.presets = dict(smoke=SMOKE, quick=QUICK, full=FULL)
 
-def runs(cfg: TinyConfig) -> list[TinyRun]:
+@patch
+def runs(self: TinyImageNetStudy, cfg: TinyConfig) -> list[TinyRun]:
     "One run per architecture."
     shared = dict(n_classes=10 if cfg.stand_in else cfg.n_classes, per_class=cfg.per_class,
                   test_per_class=cfg.test_per_class, image_size=cfg.image_size, store_size=cfg.store_size,
@@ -363,41 +393,12 @@ def runs(cfg: TinyConfig) -> list[TinyRun]:
         shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps, pretrain_lr=cfg.pretrain_lr)
     return [TinyRun(arch=a, **shared) for a in cfg.archs]
 
-class TinyImageNetStudy(Study):
-    "The Tiny ImageNet fine-tuning study (appendix G.2), for the runner."
-    name, presets = 'tiny-imagenet', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    keep = ('per_run.csv', 'trajectory_compact.parquet', 'layers.csv')
-    def runs(self, cfg): return runs(cfg)
-    def check_data(self, cfg):
-        "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
-        if not cfg.stand_in:
-            find_tiny_imagenet()
-    def with_stand_in(self, cfg):
-        "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
-        return replace(cfg, stand_in=True)
-    def stand_in(self, cfg):
-        what = sorted({r.stand_in for r in runs(cfg) if r.stand_in})
-        return 'STAND-IN: ' + '; '.join(what) if what else ''
-    def load_data(self, run): return run_data(run)
-    def build_models(self, run):
-        "The run's net with a head of its size (the stand-in's: the head of its from-scratch training, seed + 1)."
-        model = build_net(run.arch, run.weights, run.image_size, run.seed)
-        model.new_head(run.n_classes, run.seed + 1 if run.weights == 'scratch' else run.seed)
-        return model
-    def train(self, run, data, model): return train_run(run, data, model)
-    def evaluate(self, run, data, model, trained):
-        loss, acc = evaluate(model, data['test'], run.eval_batch)
-        return dict(test_accuracy=acc, test_loss=loss)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = TinyImageNetStudy()
-
 # %%
-assert [r.arch for r in runs(FULL)] == list(ARCHS) and runs(FULL)[0].sgd_steps == 2000
-r = runs(FULL)[0]
+assert [r.arch for r in STUDY.runs(FULL)] == list(ARCHS) and STUDY.runs(FULL)[0].sgd_steps == 2000
+r = STUDY.runs(FULL)[0]
 assert (r.head_lr, r.head_weight_decay, r.head_epochs, r.patience, r.min_improvement) == (1e-3, 1e-4, 20, 3, 1e-4)
 assert (r.sgd_lr, r.batch_size, r.llc_every, r.llc_draws, r.image_size, r.n_classes) == (1e-5, 128, 100, 400, 224, 200)
-assert runs(STUDY.with_stand_in(QUICK))[0].stand_in and not r.stand_in
+assert STUDY.runs(STUDY.with_stand_in(QUICK))[0].stand_in and not r.stand_in
 assert STUDY.stand_in(QUICK) == '' and STUDY.stand_in(STUDY.with_stand_in(QUICK)).startswith('STAND-IN: mnist digit')
 
 
@@ -537,24 +538,22 @@ def per_run(folder, cfg: TinyConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     order = {a: i for i, a in enumerate(ARCHS)}
     return out.sort_values('arch', key=lambda s: s.map(order)).reset_index(drop=True), traj
 
-def report(folder, cfg: TinyConfig) -> dict:
+@patch
+def report(self: TinyImageNetStudy, folder, cfg: TinyConfig) -> dict:
     "Analyse the study in `folder`; write summary.csv, per_run.csv, trajectory_compact.parquet and fig. 19."
     out = Path(folder)
     runs_, traj = per_run(out, cfg)
     what = sorted({s for s in runs_.stand_in if s})
-    summary = summarize(runs_, cfg.origin)
-    write_table(summary, out / 'summary.csv')
-    write_table(runs_, out / 'per_run.csv')
     keep = ['key', 'arch', 'step', 'phase', 'R', 'R_switch', 'loss', 'llc', 'llc_se', 'llc_flagged']
     keep += [c for c in traj if c.startswith('R/') and ('fc' in c or 'classifier.6' in c)]
-    write_table(traj[[c for c in keep if c in traj]], out / 'trajectory_compact.parquet')
-    write_table(per_layer_end(traj), out / 'layers.csv')
-    figs = save_figures({f'fig19_{arch}': plot_fig19(traj[traj.arch == arch], arch,
-                                                     f'fig. 19 ({arch})' + (' — STAND-IN' if what else ''))
-                         for arch in runs_.arch}, out, dpi=100)
+    files = {'summary.csv': summarize(runs_, cfg.origin), 'per_run.csv': runs_,
+             'trajectory_compact.parquet': traj[[c for c in keep if c in traj]], 'layers.csv': per_layer_end(traj)}
+    figs = {f'fig19_{arch}': plot_fig19(traj[traj.arch == arch], arch, f'fig. 19 ({arch})' + (' — STAND-IN' if what else ''))
+            for arch in runs_.arch}
+    written = write_report(out, files, figs, dpi=100)
     if what:
         print('STAND-IN RESULTS, not a reproduction: ' + '; '.join(what))
-    return dict(summary=summary, per_run=runs_, table1=table1(runs_), figures=figs, out=out)
+    return dict(written, per_run=runs_, table1=table1(runs_))
 
 
 # %% [markdown]

@@ -14,6 +14,7 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import functools, hashlib, json, math, time
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,8 +24,8 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from fracsgd.studies.common import summary_row
-from fracsgd.core import analysis_field, atomic_path, write_table, save_figures, require
+from fracsgd.studies.common import summary_row, write_report
+from fracsgd.core import analysis_field, atomic_path, require
 from fracsgd.diffusion.crossover import predict_displacement
 from fracsgd.datasets.common import cache_dir
 from fracsgd.datasets.tinystories import (CausalLMLogits, TokenBlocks, check_context, check_tokenizer, lm_n_beta,
@@ -110,8 +111,8 @@ print(f"TinyStories-1M's architecture with GPT-Neo's vocabulary: {n_params:,} pa
 # %% [markdown]
 # ## One run
 #
-# `LMRun` is one model trained on with one optimizer. `load_blocks` gets the training blocks and the LLC sample,
-# `load_model` the model: the hub's model, tokenizer and TinyStories when `stand_in` is off, the stand-in
+# `LMRun` is one model trained on with one optimizer. `load_data` gets the training blocks and the LLC sample,
+# `build_models` the model: the hub's model, tokenizer and TinyStories when `stand_in` is off, the stand-in
 # otherwise. Both stay on the CPU; the runner places them. The stand-in's pretraining always runs on the CPU in
 # float32, wherever the run is placed, so that every placement starts from the same weights; it is cached on disk
 # (keyed by its settings) so that the SGD and the Adam run start from them without training it twice.
@@ -207,13 +208,35 @@ def _tokenized(run: LMRun):
         stories, source = load_stories(n_stories=run.n_stories)
     return tokenizer, token_blocks(stories, tokenizer, run.block_size, source=source)
 
-def load_blocks(run: LMRun) -> dict:
+class TinyStories(Study):
+    "The TinyStories study, for the runner: it loads the blocks and the model on the CPU; the runner places both."
+    name = 'tinystories'                                  # its presets come with the configurations, below
+    keep = ('per_run.csv', 'layers.csv', 'tables_1_4.csv', 'trajectory_compact.csv')
+    def threads(self, run=None): return None if run is None else run.cpu_threads   # 2 threads on 2 busy cores: ~5x slower
+    def check_data(self, cfg):
+        for module in ('transformers', 'tokenizers'):     # the hub's models and the stand-in both need them
+            require(module)
+    def stand_in(self, cfg): return STAND_IN if cfg.run.stand_in else ''
+
+    def with_stand_in(self, cfg):
+        "`cfg` on the stand-in: TinyStories-1M only (the one it stands in for), every other setting kept."
+        return replace(cfg, models=('roneneldan/TinyStories-1M',), run=replace(cfg.run, stand_in=True))
+
+    def config_from_record(self, record: dict):
+        return TinyStoriesConfig(**{**record, 'models': tuple(record['models']), 'run': LMRun(**record['run']),
+                                    'optimizers': tuple(record['optimizers'])})
+
+STUDY = TinyStories()
+
+@patch
+def load_data(self: TinyStories, run: LMRun) -> dict:
     "The training blocks and the LLC sample (`llc_blocks` of them, fixed by the seed) of `run`, on the CPU."
     blocks = _tokenized(run)[1]
     pick = torch.randperm(len(blocks.input_ids), generator=torch.Generator().manual_seed(run.seed + 2))[:run.llc_blocks]
     return dict(train=blocks, llc=TokenBlocks(blocks.input_ids[pick], blocks.targets[pick], blocks.source))
 
-def load_model(run: LMRun) -> CausalLMLogits:
+@patch
+def build_models(self: TinyStories, run: LMRun) -> CausalLMLogits:
     "The model of `run`, on the CPU: the pretrained stand-in, or the hub's model checked against its tokenizer."
     tokenizer, blocks = _tokenized(run)
     if run.stand_in:
@@ -225,7 +248,7 @@ def load_model(run: LMRun) -> CausalLMLogits:
 
 
 # %% [markdown]
-# `train_run` is the protocol: the recorder of the [displacement chapter](displacement.html) logs $R(t)$ at every
+# `train` is the protocol: the recorder of the [displacement chapter](displacement.html) logs $R(t)$ at every
 # step, in total and per transformer block (`block_groups` of the [models chapter](models.html): the embeddings,
 # each block, the final norm; the output layer shares the embedding's weights), and calls the LLC measurement
 # every `llc_every` steps with the per-token loss and the $n\beta$ of the data chapter. It trains the model and the
@@ -238,8 +261,9 @@ def _optimizer(run: LMRun, params):
         return torch.optim.SGD(params, lr=run.lr, momentum=run.momentum)
     return torch.optim.Adam(params, lr=run.lr)
 
-def train_run(run: LMRun, data: dict, model) -> dict:
-    "Train `model` `run.steps` steps on `data` (`load_blocks`); its trajectory (R, R/<group>, loss, LLC)."
+@patch
+def train(self: TinyStories, run: LMRun, data: dict, model) -> dict:
+    "Train `model` `run.steps` steps on `data` (`load_data`); its trajectory (R, R/<group>, loss, LLC)."
     t0, blocks, llc_data = time.perf_counter(), data['train'], data['llc']
     model.train()
     per_block, n_beta = llc_data.n_tokens / len(llc_data.input_ids), lm_n_beta(llc_data, run.n_count)
@@ -291,16 +315,18 @@ QUICK = TinyStoriesConfig()
 FULL = TinyStoriesConfig(models=tuple(PAPER_MODELS), run=LMRun())
 SMOKE = TinyStoriesConfig(run=LMRun(stand_in=True, steps=30, llc_every=10, llc_draws=4, block_size=32,
                                     llc_blocks=32, stand_in_steps=20), n_boot=50)
+TinyStories.presets = dict(smoke=SMOKE, quick=QUICK, full=FULL)
 
-def runs(cfg: TinyStoriesConfig) -> list[LMRun]:
+@patch
+def runs(self: TinyStories, cfg: TinyStoriesConfig) -> list[LMRun]:
     "One run per model and optimizer."
     return [replace(cfg.run, model=m, optimizer=o) for m in cfg.models for o in cfg.optimizers]
 
 
 # %%
-assert [(r.model, r.optimizer, r.steps, r.batch_size, r.lr, r.llc_every, r.llc_draws) for r in runs(FULL)][::2] == [
+assert [(r.model, r.optimizer, r.steps, r.batch_size, r.lr, r.llc_every, r.llc_draws) for r in STUDY.runs(FULL)][::2] == [
     (m, 'sgd', 1000, 16, 1e-5, 100, 400) for m in PAPER_MODELS]
-assert all(r.stand_in for r in runs(QUICK)) and not any(r.stand_in for r in runs(FULL))
+assert all(r.stand_in for r in STUDY.runs(QUICK)) and not any(r.stand_in for r in STUDY.runs(FULL))
 
 
 # %% [markdown]
@@ -540,47 +566,19 @@ def per_run_table(folder, n_boot: int = 200) -> tuple[pd.DataFrame, pd.DataFrame
         layers.append(layer_slopes(traj).assign(run=name))
     return pd.DataFrame(rows), pd.concat(layers, ignore_index=True), trajs
 
-def report(folder, cfg: TinyStoriesConfig) -> dict:
+@patch
+def report(self: TinyStories, folder, cfg: TinyStoriesConfig) -> dict:
     "Analyse the study in `folder` made with `cfg`; write its tables and figures there."
     out = Path(folder)
     per_run, layers, trajs = per_run_table(out, cfg.n_boot)
-    summary = summarize(per_run, STAND_IN if per_run.stand_in.astype(bool).any() else '')
-    write_table(summary, out / 'summary.csv')
-    write_table(per_run, out / 'per_run.csv')
-    write_table(layers, out / 'layers.csv')
-    write_table(comparison_table(per_run), out / 'tables_1_4.csv')
     traj = load_study(out).trajectories              # step 0, ~80 log-spaced steps and the LLC records of each run
     keep = traj.step.isin(sorted({0, *np.unique(np.geomspace(1, traj.step.max(), 80).round())})) | traj.llc.notna()
-    write_table(traj[keep].reset_index(drop=True), out / 'trajectory_compact.csv')
+    files = {'summary.csv': summarize(per_run, STAND_IN if per_run.stand_in.astype(bool).any() else ''),
+             'per_run.csv': per_run, 'layers.csv': layers, 'tables_1_4.csv': comparison_table(per_run),
+             'trajectory_compact.csv': traj[keep].reset_index(drop=True)}
     first = next(iter(trajs))
     figs = dict(fig20=plot_fig20(trajs[first], f'fig. 20 on {first}'), layers_llc=plot_layers_and_llc(trajs))
-    save_figures(figs, out)
-    return dict(summary=summary, per_run=per_run, layers=layers, trajectories=trajs, out=out)
-
-class TinyStories(Study):
-    "The TinyStories study, for the runner: it loads the blocks and the model on the CPU; the runner places both."
-    name, presets = 'tinystories', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    keep = ('per_run.csv', 'layers.csv', 'tables_1_4.csv', 'trajectory_compact.csv')
-    def runs(self, cfg): return runs(cfg)
-    def load_data(self, run): return load_blocks(run)
-    def build_models(self, run): return load_model(run)
-    def threads(self, run=None): return None if run is None else run.cpu_threads   # 2 threads on 2 busy cores: ~5x slower
-    def train(self, run, data, model): return train_run(run, data, model)
-    def report(self, folder, cfg): return report(folder, cfg)
-    def check_data(self, cfg):
-        for module in ('transformers', 'tokenizers'):     # the hub's models and the stand-in both need them
-            require(module)
-    def stand_in(self, cfg): return STAND_IN if cfg.run.stand_in else ''
-
-    def with_stand_in(self, cfg):
-        "`cfg` on the stand-in: TinyStories-1M only (the one it stands in for), every other setting kept."
-        return replace(cfg, models=('roneneldan/TinyStories-1M',), run=replace(cfg.run, stand_in=True))
-
-    def config_from_record(self, record: dict):
-        return TinyStoriesConfig(**{**record, 'models': tuple(record['models']), 'run': LMRun(**record['run']),
-                                    'optimizers': tuple(record['optimizers'])})
-
-STUDY = TinyStories()
+    return dict(write_report(out, files, figs), per_run=per_run, layers=layers, trajectories=trajs)
 
 # %% [markdown]
 # ## The protocol, live (smoke configuration)

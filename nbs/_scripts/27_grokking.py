@@ -14,6 +14,7 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import math, time
+from fastcore.basics import patch
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,7 +27,7 @@ import matplotlib.pyplot as plt
 import warnings
 from scipy import stats
 
-from fracsgd.core import analysis_field, write_table, save_figures
+from fracsgd.core import analysis_field
 from fracsgd.datasets.common import batches
 from fracsgd.datasets.modular import load_modular
 from fracsgd.train.displacement import Recorder
@@ -34,6 +35,7 @@ from fracsgd.diffusion.jumps import (all_at_once, coincidences, detect_jumps, fi
                            step_statistics, transition_times)
 from fracsgd.llc.estimate import LLCMeasurement
 from fracsgd.experiment.runner import Study
+from fracsgd.studies.common import run_fields, summary_row, write_report
 from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.experiment.store import load_study
 from fracsgd.studies.grokking_models import Accuracy, StepProjections, make_model
@@ -129,7 +131,7 @@ SMOKE = replace(QUICK, p=11, batch_sizes=(16,), weight_decays=(1.0,), n_steps=30
 # ## One run
 #
 # `GrokkingRun` is one cell of the sweep: a batch size, a weight decay and a seed, with everything else shared.
-# `train_run` trains the net the runner built and placed, on the split it placed, with its own loop (AdamW is not
+# `train` trains the net the runner built and placed, on the split it placed, with its own loop (AdamW is not
 # among the optimizers of the [training chapter](train.html)), and returns the trajectory table and a one-row
 # `run_info` table (final accuracies, seconds).
 
@@ -164,12 +166,19 @@ def _steps(cfg: GrokkingConfig, batch_size: int) -> int:
     n_train = round(cfg.train_fraction * (cfg.p * (cfg.p - (cfg.operation == 'division'))))
     return cfg.epochs * math.ceil(n_train / batch_size)
 
-def runs(cfg: GrokkingConfig) -> list[GrokkingRun]:
+class Grokking(Study):
+    "The grokking study, for the runner: it loads the split and builds the net; the runner places both."
+    name, presets = 'grokking', dict(smoke=SMOKE, quick=QUICK, full=FULL)
+    keep = ('per_run.csv', 'trajectory_compact.parquet', 'reference_steps.parquet')
+    def load_data(self, run): return load_modular(run.p, run.operation, run.train_fraction, seed=run.data_seed)
+    def build_models(self, run): return make_model(run.model, run.p, run.embed, run.hidden, run.seed)
+
+STUDY = Grokking()
+
+@patch
+def runs(self: Grokking, cfg: GrokkingConfig) -> list[GrokkingRun]:
     "The runs of the study: every batch size × weight decay × seed."
-    shared = dict(p=cfg.p, operation=cfg.operation, train_fraction=cfg.train_fraction, model=cfg.model,
-                  embed=cfg.embed, hidden=cfg.hidden, optimizer=cfg.optimizer, lr=cfg.lr, acc_every=cfg.acc_every,
-                  llc_every=cfg.llc_every, n_directions=cfg.n_directions, data_seed=cfg.data_seed)
-    return [GrokkingRun(**shared, batch_size=b, weight_decay=w, seed=s, n_steps=_steps(cfg, b))
+    return [GrokkingRun(**run_fields(GrokkingRun, cfg, batch_size=b, weight_decay=w, seed=s, n_steps=_steps(cfg, b)))
             for b in cfg.batch_sizes for w in cfg.weight_decays for s in cfg.seeds]
 
 def _optimizer(run: GrokkingRun, params):
@@ -195,7 +204,8 @@ def _loop(run, model, opt, train, gen, rec):
             if step == run.n_steps:
                 return
 
-def train_run(run: GrokkingRun, data, model) -> dict:
+@patch
+def train(self: Grokking, run: GrokkingRun, data, model) -> dict:
     """Train `model` on `data` (a `ModularSplit`), where the runner placed them; the trajectory table (R, R/<layer>,
     loss, acc/train, acc/test, llc, dw/...), a one-row run_info table and the seconds of training."""
     opt = _optimizer(run, model.parameters())
@@ -218,18 +228,6 @@ def train_run(run: GrokkingRun, data, model) -> dict:
                               test_accuracy=final['acc/test'], seconds_train=seconds, source=data.source)])
     return dict(trajectory=table, run_info=info, seconds_train=seconds)
 
-class Grokking(Study):
-    "The grokking study, for the runner: it loads the split and builds the net; the runner places both."
-    name, presets = 'grokking', dict(smoke=SMOKE, quick=QUICK, full=FULL)
-    keep = ('per_run.csv', 'trajectory_compact.parquet', 'reference_steps.parquet')
-    def runs(self, cfg): return runs(cfg)
-    def load_data(self, run): return load_modular(run.p, run.operation, run.train_fraction, seed=run.data_seed)
-    def build_models(self, run): return make_model(run.model, run.p, run.embed, run.hidden, run.seed)
-    def train(self, run, data, model): return train_run(run, data, model)
-    def report(self, folder, cfg): return report(folder, cfg)
-
-STUDY = Grokking()
-
 # %% [markdown]
 # The runner seeds, loads the split, builds the net, places both and trains; `run_one` does that for one run,
 # here on the CPU (the study never says where):
@@ -239,7 +237,7 @@ import tempfile
 from fracsgd.experiment.runner import run_one
 from fracsgd.placement import placement
 t0 = time.perf_counter()
-smoke = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), runs(SMOKE)[0])
+smoke = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), STUDY.runs(SMOKE)[0])
 smoke_seconds = time.perf_counter() - t0
 tab = smoke['trajectory']
 assert len(tab) == SMOKE.n_steps + 1 and tab.step.is_monotonic_increasing
@@ -332,11 +330,9 @@ assert set(smoke_res['jumps']) == {'R', 'R/emb', 'R/fc1', 'R/fc2', 'R/out', 'llc
 # %%
 #| export
 def _row(quantity, value, lo=None, hi=None, note=''):
-    value = float(value)
-    if not np.isfinite(value):
-        lo = hi = np.nan
-    return dict(quantity=quantity, value=value, ci_low=value if lo is None else float(lo),
-                ci_high=value if hi is None else float(hi), note=note)
+    "A summary row whose interval, when none is given, is the value itself (a count, or a reading without spread)."
+    lo, hi = (np.nan, np.nan) if not np.isfinite(float(value)) else (value if lo is None else lo, value if hi is None else hi)
+    return summary_row(quantity, value, lo, hi, note)
 
 def _cp(k, n):
     ci = stats.binomtest(int(round(k)), int(n)).proportion_ci(0.95, method='exact')
@@ -532,22 +528,20 @@ def _reference(traj, cfg):
     return traj[(traj.batch_size == b) & (traj.weight_decay == w) & (traj.run == cfg.seeds[0])].drop(
         columns=['batch_size', 'weight_decay', 'run']).sort_values('step')
 
-def report(folder, cfg: GrokkingConfig) -> dict:
+@patch
+def report(self: Grokking, folder, cfg: GrokkingConfig) -> dict:
     "Analyse the study in `folder` (read with `load_study`) made with `cfg`; write its tables and figures there."
     out = Path(folder)
     study = load_study(out)
     traj = study.trajectories.drop(columns='key')
     runs_df, full = per_run(traj, cfg)
-    summary = summarize(runs_df, full, cfg, int(study.tables['run_info'].n_test.iloc[0]))
-    write_table(summary, out / 'summary.csv')
-    write_table(runs_df, out / 'per_run.csv')
-    write_table(compact_trajectories(traj), out / 'trajectory_compact.parquet')
     ref, key = _reference(traj, cfg), (*cfg.reference, cfg.seeds[0])
-    write_table(ref[['step', 'dw/u0']].reset_index(drop=True), out / 'reference_steps.parquet')  # the step statistics
+    tables = {'summary.csv': summarize(runs_df, full, cfg, int(study.tables['run_info'].n_test.iloc[0])),
+              'per_run.csv': runs_df, 'trajectory_compact.parquet': compact_trajectories(traj),
+              'reference_steps.parquet': ref[['step', 'dw/u0']].reset_index(drop=True)}   # the step statistics
     figs = dict(reference=plot_run(ref, full[key], f'batch {key[0]}, weight decay {key[1]:g}'),
                 sweep=plot_sweep(traj), steps=plot_steps(ref, 'weight steps against a Gaussian'))
-    save_figures(figs, out)
-    return dict(summary=summary, per_run=runs_df, analyses=full, figures=figs, out=out)
+    return dict(write_report(out, tables, figs), per_run=runs_df, analyses=full)
 
 
 # %% [markdown]

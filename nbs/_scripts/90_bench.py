@@ -384,13 +384,13 @@ show.round(3)
 
 # %% [markdown]
 # The table checks itself against the study's configuration: the full run's units are those of
-# `runs(FULL)[0]`, its recorded steps are the trainer's schedule, and every extrapolated phase is its slice times
+# the first run of the seeds study's full preset (`SEEDS.runs(FULL)[0]`), its recorded steps are the trainer's schedule, and every extrapolated phase is its slice times
 # its factor.
 
 # %%
-from fracsgd.studies.mnist_seeds import FULL, runs as seed_runs
+from fracsgd.studies.mnist_seeds import FULL, STUDY as SEEDS
 from fracsgd.studies.mnist_runs import CALIBRATED_SETTINGS
-full = seed_runs(FULL)[0]
+full = SEEDS.runs(FULL)[0]
 fs = full.settings()
 units = phases.set_index('phase').units_full
 assert units['training steps'] == full.n_steps == 2000 and units['LLC along the run'] == full.n_steps // full.llc_every

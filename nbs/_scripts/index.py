@@ -96,7 +96,8 @@
 # | [SGLD settings](sgld_settings.html) | `fracsgd.llc.settings` | `SGLDSettings`, the paper's preset, $n\beta = n/\log n$, settings per model |
 # | [SGLD](sgld.html) | `fracsgd.llc.sgld` | the sampler (many chains of many models, each model its own step size and localization if asked), divergence, MALA acceptance, back-off |
 # | [The LLC's result](llc_result.html) | `fracsgd.llc.result` | the Monte-Carlo error, chain statistics, the problems in words, `LLCResult`, the localization's systematic interval |
-# | [LLC](llc.html) | `fracsgd.llc.estimate` | the LLC estimate, its error and diagnostics, calibration, recorder hook |
+# | [LLC](llc.html) | `fracsgd.llc.estimate` | the LLC estimate, its error and diagnostics, the curvature rule (`calibrate_at_curvature`), where a NaN comes from, recorder hook |
+# | [Settings that exist at every point](calibrate.html) | `fracsgd.llc.calibrate` | `calibrate`: γ from the weights' scale, the step from pilot chains' MALA acceptance, a run that fails its own check repeated at half the step; exact quadrature targets of normal crossings |
 # | [Localization](localization.html) | `fracsgd.llc.localization` | the localization's systematic error measured with every automatic estimate, the sweep, the plateau |
 # | [Near a minimum?](criticality.html) | `fracsgd.llc.criticality` | the gradient's pull on an LLC estimate, the test every estimate gets, the ball of app. A.1 |
 # | [The ball of app. A.1](radius.html) | `fracsgd.llc.radius` | a localization sweep beside the quadratic part of the loss (Lanczos quadrature), and its reading |

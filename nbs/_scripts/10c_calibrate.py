@@ -1,0 +1,340 @@
+# %% [markdown]
+# # Settings that exist at every point
+#
+# > The SGLD step size from pilot chains' Metropolis acceptance and the localization from the weights' own scale: automatic LLC settings defined at degenerate singularities, checked against exact finite-n targets of normal crossings.
+
+# %%
+#| default_exp llc.calibrate
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import math, warnings
+
+import numpy as np
+import torch
+from torch import nn
+
+from fracsgd.llc.settings import SGLDSettings, default_n_beta
+from fracsgd.llc.sgld import SGLDDivergenceError
+from fracsgd.llc.result import LLCResult
+from fracsgd.llc.estimate import estimate_llc, nan_source
+from fracsgd.nets.stack import as_data, where_to_compute
+
+# %% [markdown]
+# The curvature rule of the [LLC chapter](llc.html) (`calibrate_at_curvature`) sizes both the step and the
+# localization from $h_{max}$, the top eigenvalue of the Hessian of $L_n$ at $w^*$. At the points the LLC exists to
+# measure that number can be zero: for $f_w(x) = x\,w_1^2 w_2^2$ at $w^* = 0$ every second derivative vanishes, and
+# the rule divides zero by zero. Where the only curvature is the data's noise it is tiny, and the step it gives is
+# huge. And a localization $\gamma \propto n\beta\,h_{max}$ grows with $n$, so that as $n$ grows the localization
+# wins in every singular direction and the estimate tends to the regular part of $\lambda$
+# ([An exact truth at finite n](exact_chain.html)).
+#
+# This chapter takes both settings from quantities that exist at every point:
+#
+# * **The localization** is fixed in units of the weights: $\gamma = 1/r^2$ with $r^2$ the mean of $w^{*2}$ plus
+#   the mean square of PyTorch's initialisation scale $1/\sqrt{\text{fan-in}}$ (1 for scalars and biases), so that
+#   the localizing Gaussian is as wide as the weights themselves, wherever $w^*$ is. Neither $n\beta$ nor the
+#   Hessian enters, so estimates at different $n$ share one target family.
+# * **The step size** is found by pilot chains: it starts at $0.5/\gamma$, the largest step the localization
+#   alone tolerates, and is halved until short chains (four, one relaxation time $1/(\epsilon\gamma)$ long) are
+#   accepted by a Metropolis test at least 99.8% of the time. SGLD is not Metropolis-adjusted, so its bias grows
+#   with the step; the acceptance of the MALA test it would have faced (the [sampler chapter](sgld.html)'s
+#   `mala_acceptance`) measures that bias where it is met, away from $w^*$ as well as at it.
+# * **The estimate acts on its own diagnostics.** `estimate_llc_auto` runs the estimate at the calibrated settings;
+#   when the run's own acceptance falls below 0.996, or it had to back off from a divergence, it halves the step and
+#   runs again (at most three times) before it reports.
+#
+# Why 0.998 and not the 0.9 that the estimator's flags use: on normal crossings and reduced-rank regressions whose
+# exact finite-$n$ target is computable (below), runs accepted 92% of the time came out 25–70% above their target,
+# runs at 99% up to 42% above it, and runs at 99.8% within −2% to +9%. That constant was chosen on those cases (the
+# tuning part); the held-out report is at the end of the chapter.
+
+# %% [markdown]
+# ## Where a non-finite value comes from
+#
+# A model whose output, loss or gradient is not finite at $w^*$ cannot be sampled, and the error should say which
+# of them failed, not that a step size is NaN. `nan_source` (defined in the [LLC chapter](llc.html), whose curvature
+# rule uses it too) looks in order at the weights, the output, the loss and the gradient of the mean loss.
+
+# %% [markdown]
+# Three small models that each fail in one place: an output that is NaN, a loss that is infinite (a Poisson-like
+# loss of a negative rate), and a gradient that is infinite while everything else is finite ($\sqrt{w}$ at $w = 0$):
+
+# %%
+class Scaled(nn.Module):
+    "f_w(x) = g(w) x for a given function g of one weight."
+    def __init__(self, g, w=0.0):
+        super().__init__()
+        self.g, self.w = g, nn.Parameter(torch.tensor(float(w)))
+    def forward(self, x): return self.g(self.w) * x
+
+X1 = torch.randn(50, 1, generator=torch.Generator().manual_seed(0))
+y1 = torch.randn(50, 1, generator=torch.Generator().manual_seed(1))
+assert nan_source(Scaled(lambda w: w), (X1, y1), 'regression') is None
+assert 'output' in nan_source(Scaled(lambda w: w / w), (X1, y1), 'regression')             # 0/0
+assert 'loss' in nan_source(Scaled(lambda w: w - 1), (X1, y1), lambda out, y: torch.log(out).squeeze(-1))
+assert "gradient" in nan_source(Scaled(torch.sqrt), (X1, y1), 'regression')               # d sqrt(w)/dw at 0
+nan_source(Scaled(torch.sqrt), (X1, y1), 'regression')
+
+# %% [markdown]
+# ## The localization and the step
+
+# %%
+#| export
+def weight_scale_localization(model: nn.Module) -> float:
+    """γ = 1/r² with r² = mean(w*²) + mean(r0²), r0 = 1/sqrt(fan-in) for a weight of two or more dimensions and 1
+    for scalars and biases: a localizing Gaussian as wide as the weights, whether w* is large or at 0."""
+    sq, floor, d = 0.0, 0.0, 0
+    for p in model.parameters():
+        if p.requires_grad:
+            fan_in = math.prod(p.shape[1:]) if p.dim() >= 2 else 1
+            sq += float(p.detach().double().pow(2).sum())
+            floor += p.numel() / fan_in
+            d += p.numel()
+    if d == 0:
+        raise ValueError("the model has no trainable weights to localize")
+    return d / (sq + floor)
+
+ACCEPTANCE_TARGET = 0.998      # the pilots' MALA acceptance; at 0.92 (0.99) the LLC was up to +70% (+42%) off
+RUN_ACCEPTANCE_MIN = 0.996     # below it a run is repeated at half its step: the target less its reading's noise
+START_STIFFNESS = 0.5          # first step 0.5/γ: the largest the localization alone allows with a small bias
+MAX_HALVINGS = 24              # 2^-24 below the start: curvatures up to ~1e7 γ are reached
+PILOT_CHAINS, PILOT_STEPS = 4, (200, 2000)    # pilot chains; pilot length (one relaxation time) clipped to this
+BURNIN_RELAXATIONS = DRAW_RELAXATIONS = 3.0   # burn-in and draws, in relaxation times 1/(εγ)
+MAIN_STEPS = (1000, 10_000)    # bounds on the burn-in and on the draws (a capped run is flagged, not hidden)
+MAX_RETRIES = 3                # estimate_llc_auto: halvings after a run that fails its own acceptance check
+PILOT_RULES = dict(n_chains=8, batch_size=500, baseline='paired', systematic=False, localization=None, step_size=None)
+
+def with_lengths(s: SGLDSettings, step: float) -> SGLDSettings:
+    "`s` at step size `step` (burn-in too), its burn-in and draws counted in relaxation times 1/(step·γ)."
+    relax = 1 / (step * s.localization)
+    clip = lambda r: int(np.clip(math.ceil(r * relax), *MAIN_STEPS))
+    return s.replace(step_size=step, burnin_step_size=step, n_burnin=clip(BURNIN_RELAXATIONS),
+                     n_draws=clip(DRAW_RELAXATIONS))
+
+def pilot_acceptance(model: nn.Module, data, loss, settings: SGLDSettings, device=None) -> float:
+    "Mean MALA acceptance over the second half of a pilot run at `settings` (0 when it diverges)."
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')              # a pilot's flags are its point, not the user's business
+            r = estimate_llc(model, data, loss, settings, device=device)
+    except SGLDDivergenceError:
+        return 0.0
+    t = r.diagnostic_trace
+    return float(np.nan_to_num(t[t.step >= settings.n_draws // 2].mala_acceptance.to_numpy(), nan=0.0).mean())
+
+
+# %%
+#| export
+def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
+              details: bool = False, **rules):
+    """Automatic SGLD settings for the LLC of `model` at its current weights w*, defined at every point: γ from the
+    weights' scale (`weight_scale_localization`), the step from pilot chains' MALA acceptance (`PILOT_RULES`,
+    changed by `rules`; a given `localization` or `step_size` skips its rule). `details=True` also returns what the
+    pilots did. A non-finite output, loss or gradient at w* is refused by name (`nan_source`)."""
+    unknown = set(rules) - set(PILOT_RULES)
+    if unknown:
+        raise ValueError(f"calibrate: unknown rule(s) {sorted(unknown)}; known: {sorted(PILOT_RULES)}")
+    a = {**PILOT_RULES, **rules}
+    nb = default_n_beta(len(as_data(data)[0])) if n_beta is None else float(n_beta)
+    where_to_compute([model], data, device, loss)         # a model and data on different devices are refused here
+    source = nan_source(model, data, loss)
+    if source:
+        raise ValueError(f"calibrate: {source} at the weights to sample around, so no step size can be found")
+    gamma = float(a['localization'] or weight_scale_localization(model))
+    pilot = SGLDSettings(localization=gamma, n_chains=PILOT_CHAINS, n_burnin=0, batch_size=a['batch_size'],
+                         n_beta=nb, diag_every=2, seed=12345)
+    step, acc, halvings, log = a['step_size'] or START_STIFFNESS / gamma, float('nan'), 0, []
+    while a['step_size'] is None:
+        steps = int(np.clip(math.ceil(1 / (step * gamma)), *PILOT_STEPS))
+        acc = pilot_acceptance(model, data, loss, pilot.replace(step_size=step, n_draws=steps), device)
+        log.append(dict(step_size=step, steps=steps, acceptance=acc))
+        if acc >= ACCEPTANCE_TARGET or halvings == MAX_HALVINGS:
+            break
+        step, halvings = step / 2, halvings + 1
+    if a['step_size'] is None and not acc >= ACCEPTANCE_TARGET:
+        warnings.warn(f"calibrate: the pilots' MALA acceptance is {acc:.3f} < {ACCEPTANCE_TARGET} after {halvings} "
+                      f"halvings (step {step:.3g}); the loss may be non-finite or discontinuous away from w*",
+                      stacklevel=2)
+    s = with_lengths(SGLDSettings(localization=gamma, n_chains=a['n_chains'], batch_size=a['batch_size'],
+                                  baseline=a['baseline'], n_beta=nb, on_divergence='backoff',
+                                  systematic=a['systematic']), step)
+    return (s, dict(localization=gamma, step_size=step, pilot_acceptance=acc, halvings=halvings, pilots=log)) \
+        if details else s
+
+def estimate_llc_auto(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
+                      **rules) -> tuple[LLCResult, dict]:
+    """`estimate_llc` of one model at `calibrate`'s settings, acting on its own diagnostics before it reports: a run
+    that backed off from a divergence, or whose MALA acceptance is below `RUN_ACCEPTANCE_MIN`, is repeated at half
+    the step it ended with (lengths recounted), up to `MAX_RETRIES` times. Returns the result and what was done."""
+    s, done = calibrate(model, data, loss, n_beta=n_beta, device=device, details=True, **rules)
+    for retry in range(MAX_RETRIES + 1):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            res = estimate_llc(model, data, loss, s, device=device)
+        d = res.diagnostics.iloc[0]
+        ended = min(d.step_size, d.burnin_step_size if d.burnin_step_size == d.burnin_step_size else d.step_size)
+        backed_off = ended < s.step_size
+        if (d.mala_acceptance >= RUN_ACCEPTANCE_MIN and not backed_off) or retry == MAX_RETRIES:
+            break
+        s = with_lengths(s, ended / 2)
+    for w in caught:                                       # the reported run's warnings reach the user
+        warnings.warn(w.message, w.category, stacklevel=2)
+    return res, {**done, 'retries': retry, 'final_step_size': s.step_size, 'run_acceptance': float(d.mala_acceptance),
+                 'settings': s}
+
+
+# %% [markdown]
+# ## Exact targets: normal crossings
+#
+# At finite $n$ the estimator does not target $\lambda$; it targets the expectation, under the localized tempered
+# posterior $p(w) \propto \exp(-n\beta L_n(w) - \tfrac\gamma2\lVert w - w^*\rVert^2)$, of
+# $n\beta\,(L_n(w) - L_n(w^*))$. For the normal crossing $f_w(x) = x\,w_1^p w_2^q$ (with $w^* = 0$ and
+# $\lambda = \min(1/2p, 1/2q)$ over the non-zero exponents) that is a two-dimensional integral, and the loss,
+# $L_n(w) - L_n(0) = \tfrac12 S_{xx} u^2 - S_{xy} u$ with $u = w_1^p w_2^q$ (fracsgd's regression loss is half the
+# squared error), depends on the data only through two sums. `crossing_target` computes it by quadrature on a
+# grid that is fine near 0 (sinh-spaced) and ten prior widths wide.
+
+# %%
+#| export
+class NormalCrossing(nn.Module):
+    "f_w(x) = x · w1^p · w2^q (an exponent 0 leaves its weight unused), both weights at 0: the true parameter."
+    def __init__(self, p: int, q: int):
+        super().__init__()
+        self.p, self.q = p, q
+        self.w1, self.w2 = nn.Parameter(torch.zeros(())), nn.Parameter(torch.zeros(()))
+    def forward(self, x):
+        a = self.w1 ** self.p if self.p else 1 + 0 * self.w1          # 0·w keeps an unused weight in the graph
+        b = self.w2 ** self.q if self.q else 1 + 0 * self.w2
+        return x * a * b
+
+def crossing_lambda(p: int, q: int) -> float:
+    "The learning coefficient of x·w1^p·w2^q at 0: min over the non-zero exponents k of 1/(2k)."
+    return min(1 / (2 * k) for k in (p, q) if k)
+
+def crossing_target(p: int, q: int, data, n_beta: float, localization: float, grid: int = 3001,
+                    width: float = 10.0) -> float:
+    """nβ E[L_n(w) − L_n(0)] under exp(−nβ L_n(w) − γ/2 |w|²) for x·w1^p·w2^q, by quadrature on a sinh-spaced grid
+    over [−R, R]², R = `width`/sqrt(γ)."""
+    X, y = (t.double().reshape(len(t), -1) for t in as_data(data))
+    sxx, sxy = float((X * X).mean()), float((X * y).mean())
+    R, a = width / math.sqrt(localization), 6.0
+    t = np.linspace(-1, 1, grid)
+    w = R * np.sinh(a * t) / np.sinh(a)
+    dw = R * a * np.cosh(a * t) / np.sinh(a) * (t[1] - t[0])
+    dw[[0, -1]] /= 2                                                   # trapezoid ends
+    u = (w[:, None] ** p if p else 1.0) * (w[None, :] ** q if q else 1.0)
+    e = n_beta * (sxx * u ** 2 / 2 - sxy * u)
+    logp = -e - localization / 2 * (w[:, None] ** 2 + w[None, :] ** 2)
+    weight = np.exp(logp - logp.max()) * dw[:, None] * dw[None, :]
+    return float((weight * e).sum() / weight.sum())
+
+def crossing_data(n: int, sigma: float = 1.0, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    "x ~ N(0, 1) and y = σ·noise: data whose true parameter is w = 0 for every normal crossing."
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 1, generator=g), sigma * torch.randn(n, 1, generator=g)
+
+
+# %% [markdown]
+# The quadrature against a closed form: for $p = 1, q = 0$ the posterior of $w_1$ is Gaussian with precision
+# $P = n\beta S_{xx} + \gamma$ and mean $\mu = n\beta S_{xy}/P$, and the target is
+# $n\beta\,(\tfrac12 S_{xx}(1/P + \mu^2) - S_{xy}\mu)$:
+
+# %%
+data_c = crossing_data(1000)
+nb_c = default_n_beta(1000)
+sxx, sxy = float((data_c[0] ** 2).mean()), float((data_c[0] * data_c[1]).mean())
+P = nb_c * sxx + 1.0
+mu = nb_c * sxy / P
+closed = nb_c * (sxx * (1 / P + mu ** 2) / 2 - sxy * mu)
+assert abs(crossing_target(1, 0, data_c, nb_c, 1.0) - closed) < 1e-6 * closed
+assert abs(crossing_target(2, 2, data_c, nb_c, 1.0) - crossing_target(2, 2, data_c, nb_c, 1.0, grid=4001, width=14)) < 1e-4
+closed, crossing_lambda(1, 0)
+
+# %% [markdown]
+# ## At a degenerate point
+#
+# $x\,w_1^2 w_2^2$ at 0 has a zero Hessian: the curvature rule refuses it (it used to raise a bare
+# `ZeroDivisionError`), while `estimate_llc_auto` finds $\gamma = 1$, a step from its pilots, and lands on the exact
+# target at that $\gamma$. Two more crossings beside it, one with a zero Hessian and one whose only curvature is a
+# single direction:
+
+# %%
+from fracsgd.llc.estimate import calibrate_at_curvature
+import pandas as pd, time
+torch.manual_seed(0)
+rows = []
+for p, q in [(2, 2), (1, 2), (2, 0)]:
+    model = NormalCrossing(p, q)
+    try:
+        calibrate_at_curvature(model, data_c, 'regression')
+        old = 'ran'
+    except ValueError as e:
+        old = 'refused: zero Hessian' if 'is zero' in str(e) else 'refused'
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')               # every row is flagged as held by the localization: see below
+        res, done = estimate_llc_auto(model, data_c, 'regression')
+    exact = crossing_target(p, q, data_c, nb_c, done['localization'])
+    spread = res.per_chain.std(ddof=1) / math.sqrt(res.per_chain.size)      # between chains: the honest s.e.
+    rows.append(dict(p=p, q=q, lam=crossing_lambda(p, q), curvature_rule=old, gamma=done['localization'],
+                     step=done['final_step_size'], retries=done['retries'], acceptance=done['run_acceptance'],
+                     llc=res.llc, se=max(res.llc_se, spread), exact=exact, seconds=time.perf_counter() - t0))
+demo = pd.DataFrame(rows).assign(rel_error=lambda d: d.llc / d.exact - 1)
+assert (abs(demo.llc - demo.exact) <= np.maximum(3 * demo.se, 0.1 * demo.exact)).all()
+assert (demo.acceptance >= RUN_ACCEPTANCE_MIN).all() or (demo.retries == MAX_RETRIES).any()
+demo.round(4)
+
+# %% [markdown]
+# The exact targets are not $\lambda$: at $\gamma = 1$ and $n = 1000$ they are 60–105% of it, part finite-$\gamma$,
+# part the data's noise ($w^* = 0$ is the truth, not the minimum of $L_n$). An estimate that matches its target is
+# a correct sampler, not yet an estimate of $\lambda$; the [exact chain chapter](exact_chain.html) follows the
+# target towards $\lambda$ as $n$ grows. The estimator's reach warning ("localization holds the chains") fires on
+# nearly every row here: at a fixed, weak $\gamma$ and a degenerate point that is what the chains do, and it is no
+# longer a sign of a wrong setting.
+#
+# **Cost.** A run of 3 + 3 relaxation times $1/(\epsilon\gamma)$ takes 1,000–10,000 steps per chain here, against
+# the curvature rule's fixed 10,000; the pilots add 1–5 s. On larger models the step that 99.8% acceptance needs is
+# small and the runs hit their 10,000-step cap (then the estimator's relaxation check flags them).
+
+# %% [markdown]
+# ## Held out: cases the constants were not chosen on
+#
+# The acceptance target 0.998 and the lengths were chosen on nine crossings and three reduced-rank regressions, all at
+# $n = 1000$. `tools/calibrate_heldout.py` runs `estimate_llc_auto` on eleven cases it never saw: six crossings at
+# $n = 3000$ (another data seed), two at $n = 1000$ with noise $\sigma = 0.5$, and three reduced-rank regressions
+# $y = BAx$ fitted to noise at $n = 3000$, whose exact target at the chosen $\gamma$ comes from 64 full-batch
+# Metropolis-adjusted chains (standard error ≤ 0.7% of the target). The standard error `se` is the larger of the
+# estimator's and the chains' spread; the old rule's outcome is beside each row. Measured 2026-11-28 on this 2-core
+# machine, one thread, 7 min in all:
+
+# %%
+from fracsgd.core import committed_dir
+held = pd.read_csv(committed_dir('llc_validation', 'calibrate_heldout.csv'))
+cols = ['kind', 'shape', 'n', 'sigma', 'lam', 'gamma', 'retries', 'run_acceptance', 'exact', 'llc', 'se', 'rel_error',
+        'z', 'old_outcome']
+score = dict(rows=len(held), mean_abs_error=held.rel_error.abs().mean(), worst=held.rel_error.abs().max(),
+             signed_mean=held.rel_error.mean(), covered_2se=int(held.covered.sum()),
+             old_rule_ran=int(held.old_llc.notna().sum()))
+assert score['rows'] == 11 and score['worst'] > 0.08 and score['covered_2se'] == 9     # what the prose below says
+print(score)
+held[cols].round(4)
+
+# %% [markdown]
+# On the held-out cases the mean |error| against the exact target is 6.0%, the worst +19% (the crossing (3,1), whose
+# mirror (1,3) on the same data, with the same target, read +4%), and ±2 se covers the target on 9 of 11 rows. The
+# errors lean high: 10 of 11 are above their target. That is **not** the goal of issue 41 (a mean of 3%, a worst of
+# 8%, and intervals that cover at least 90% of their targets). Two things the table points to: the runs that only
+# just cleared the 0.996 re-run check are the most biased ones (acceptance 0.9961–0.9969: +6% to +19%), and three
+# runs hit the 10,000-step cap before three relaxation times. A stricter re-run threshold and a standard error that
+# always includes the chains' spread are the next things to try, on a tuning part, before the next held-out report.
+# The old curvature rule ran on 4 of these 11 cases; on the six crossings with a zero Hessian it is refused.
+
+# %%
+#| hide
+import nbdev; nbdev.nbdev_export()
