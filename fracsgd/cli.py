@@ -8,7 +8,7 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .experiment.runner import report_study, run_study
+from .experiment.runner import NotEnoughMemory, report_study, run_study
 from .studies import STUDIES, get_study
 from .placement import placement
 from .experiment.store import StudyBusy, status
@@ -65,7 +65,7 @@ def _parser():
     return p
 
 # %% ../nbs/99_cli.ipynb #4daf2814
-INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy)    # StudyFailed is a ValueError
+INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy, NotEnoughMemory)    # StudyFailed is a ValueError
 
 def _fail(message) -> int:
     sys.stderr.write(f"fracsgd: {message}\n")

@@ -14,12 +14,12 @@ import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['EXTRAS', 'CHECKPOINT_EVERY', 'default_device', 'cpu_cores', 'share_of_cores', 'data_dir', 'results_dir', 'source_dir',
-           'committed_dir', 'seed_everything', 'require', 'replace_checked', 'check_whole', 'check_range',
-           'added_field', 'key_fields', 'analysis_field', 'is_analysis_field', 'shared_mode', 'atomic_path',
-           'write_table', 'read_table', 'save_figures', 'PhaseClock', 'reporting_progress', 'report_progress',
-           'Checkpoints', 'checkpointing', 'current_checkpoints', 'save_state', 'load_state', 'ResumableCall',
-           'rng_states', 'set_rng_states']
+__all__ = ['EXTRAS', 'CHECKPOINT_EVERY', 'default_device', 'cpu_cores', 'share_of_cores', 'parse_memory', 'format_memory',
+           'available_memory', 'data_dir', 'results_dir', 'source_dir', 'committed_dir', 'seed_everything', 'require',
+           'replace_checked', 'check_whole', 'check_range', 'added_field', 'key_fields', 'analysis_field',
+           'is_analysis_field', 'shared_mode', 'atomic_path', 'write_table', 'read_table', 'save_figures', 'PhaseClock',
+           'reporting_progress', 'report_progress', 'Checkpoints', 'checkpointing', 'current_checkpoints', 'save_state',
+           'load_state', 'ResumableCall', 'rng_states', 'set_rng_states']
 
 # %% ../nbs/00_core.ipynb #63913e91
 def default_device() -> torch.device:
@@ -49,6 +49,42 @@ def share_of_cores(jobs: int, environ=None) -> dict:
     for name in ('FRACSGD_CPUS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
         env.setdefault(name, share)
     return env
+
+# %% ../nbs/00_core.ipynb #8414c776
+_UNITS = {'': 1, 'B': 1, 'K': 2 ** 10, 'KB': 2 ** 10, 'M': 2 ** 20, 'MB': 2 ** 20, 'G': 2 ** 30, 'GB': 2 ** 30,
+          'T': 2 ** 40, 'TB': 2 ** 40}
+
+def parse_memory(text) -> int:
+    "Bytes in `text`: a number with an optional unit K, M, G or T (powers of 1024; a trailing B is allowed)."
+    s = str(text).strip().upper().replace('IB', 'B')
+    num = s.rstrip('KMGTB')
+    unit = s[len(num):]
+    try:
+        value = float(num)
+    except ValueError:
+        value = float('nan')
+    if unit not in _UNITS or not value > 0:
+        raise ValueError(f"a memory size must be a positive number with an optional unit K, M, G or T, got {text!r}")
+    return int(value * _UNITS[unit])
+
+def format_memory(n: float) -> str:
+    "`n` bytes in GB (or MB below 1 GB), as a person reads it."
+    return f'{n / 2 ** 30:.1f} GB' if n >= 2 ** 30 else f'{n / 2 ** 20:.0f} MB'
+
+def available_memory() -> int:
+    "The memory this process's work may use, in bytes: `FRACSGD_MEMORY` if set, else the kernel's available memory."
+    given = os.environ.get('FRACSGD_MEMORY', '').strip()
+    if given:
+        try:
+            return parse_memory(given)
+        except ValueError as e:
+            raise ValueError(f"FRACSGD_MEMORY: {e}") from None
+    try:
+        with open('/proc/meminfo') as f:
+            info = dict(line.split(':', 1) for line in f)
+        return int(info['MemAvailable'].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):              # not Linux: what the system says is free
+        return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_AVPHYS_PAGES')
 
 # %% ../nbs/00_core.ipynb #5ca30c46
 def data_dir() -> Path | None:

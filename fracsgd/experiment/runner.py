@@ -12,8 +12,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..core import (CHECKPOINT_EVERY, atomic_path, checkpointing, cpu_cores, reporting_progress, results_dir,
-    seed_everything)
+from ..core import (CHECKPOINT_EVERY, atomic_path, available_memory, checkpointing, cpu_cores, format_memory,
+    reporting_progress, results_dir, seed_everything)
 from .store import read_meta, record_meta, status, failed_keys, done_keys, runs_table
 from .protocol import llc_nbeta, protocol_scale
 from ..placement import Placement, check_placed, place, placed, placement
@@ -21,8 +21,8 @@ from .sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
 # %% auto #0
 __all__ = ['RESUMED_LOG', 'PROGRESS_EVERY', 'Study', 'trained_path', 'checkpoint_dir', 'checkpoint_every', 'progress_writer',
-           'with_threads', 'run_one', 'default_folder', 'data_identity', 'check_same_data', 'run_study', 'StudyFailed',
-           'study_config', 'report_study']
+           'with_threads', 'run_one', 'default_folder', 'data_identity', 'check_same_data', 'NotEnoughMemory',
+           'plan_workers', 'run_study', 'StudyFailed', 'study_config', 'report_study']
 
 # %% ../../nbs/13a_runner.ipynb #d6cbca1d
 class Study:
@@ -62,6 +62,11 @@ class Study:
     def stand_in(self, cfg) -> str: "What stands in for the paper's data or weights in `cfg` ('' for nothing)."; return ''
     def threads(self, run=None) -> int | None:
         "CPU threads `run` (None: the `finish` stage) works best with; on a CPU the runner uses them (None: its own)."
+        return None
+
+    def memory(self, run) -> float | None:
+        """Peak resident bytes one local worker needs for `run` (measured with `tools/measure_memory.py`, or bounded
+        by the study); None when the study has not declared it: the runner then counts cores only."""
         return None
 
     def found_stand_in(self, folder, cfg) -> str:
@@ -174,6 +179,30 @@ def check_same_data(folder, source: str):
         raise ValueError(f"{folder}: its {len(done)} finished runs read {stored}, but this session would read "
                          f"{source!r}. Point FRACSGD_DATA at the data they used, or start a new --out folder.")
 
+class NotEnoughMemory(MemoryError):
+    "A run would need more memory than there is; raised before anything starts."
+
+def plan_workers(needs, cores: int, available: float, workers: int | None = None, what: str = 'a run') -> int | None:
+    """Local workers for runs whose per-worker needs are `needs` (bytes; None: undeclared): `workers` when given,
+    else as many as the cores and the `available` memory both allow (at most one per run; None, the pool's own
+    default of one per core, when no need is declared). `NotEnoughMemory`, in one line that names the need and the
+    memory available, when even those workers would not fit."""
+    needs = list(needs)
+    declared = [n for n in needs if n]
+    if not declared:
+        return workers
+    limit = int(workers or max(1, min(cores, len(needs))))
+    need = max(declared)
+    fit = int(available // need)
+    if workers is None:
+        limit = min(limit, max(fit, 1))
+    if limit * need > available:
+        total = f', {limit} workers {format_memory(limit * need)},' if limit > 1 else ''
+        raise NotEnoughMemory(
+            f"{what} needs about {format_memory(need)} per worker{total} and {format_memory(available)} is available: "
+            "free memory, run fewer workers (--workers), or set FRACSGD_MEMORY if more is truly free")
+    return limit
+
 def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_in: bool = False, device=None,
               dtype: str = 'float32', threads: int | None = None, backend: str = 'local',
               workers: int | None = None, address: str | None = None, progress: bool = True,
@@ -191,6 +220,10 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     if stand_in:
         cfg = study.with_stand_in(cfg)
     label = study.preset_of(cfg) if config is not None else preset
+    runs = study.runs(cfg)
+    if backend == 'local':                                       # before anything is written: refuse what won't fit
+        workers = plan_workers(map(study.memory, runs), cpu_cores(), available_memory(), workers,
+                               f'{study.name} {label}')
     if threads is None and backend == 'local':
         threads = max(1, cpu_cores() // (workers or cpu_cores()))
     p = placement(device, dtype, threads)                        # refuses an unusable device, writes nothing
@@ -198,8 +231,8 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     what = study.stand_in(cfg)
     folder = Path(folder) if folder is not None else default_folder(study, label, what)
     check_same_data(folder, study.data_source(cfg))
-    runs = study.runs(cfg)
-    meta = dict(preset=label, config=config_record(cfg), placement=dataclasses.asdict(p), stand_in=what)
+    meta = dict(preset=label, config=config_record(cfg), placement=dataclasses.asdict(p), stand_in=what,
+                workers=(workers or cpu_cores()) if backend == 'local' else workers)
     fn = partial(run_one, study, p, str(folder))
     cuda = p.torch_device.type == 'cuda'
     gpus = (1.0 if cuda else 0.0) if gpus_per_run is None else float(gpus_per_run)

@@ -16,7 +16,7 @@ from ..core import require
 
 # %% auto #0
 __all__ = ['ARCHITECTURES', 'IMAGENET_MEAN', 'IMAGENET_STD', 'ARCHS', 'xavier_init_', 'conv_net', 'ResidualBlock', 'residual_net',
-           'arch_name', 'make_net', 'n_params', 'parameter_table', 'ImageNetInput', 'FineTuneNet',
+           'arch_name', 'make_net', 'n_params', 'parameter_table', 'arch_weights', 'ImageNetInput', 'FineTuneNet',
            'PretrainedWeightsMissing', 'build_net', 'pretrain_from_scratch', 'head_features', 'evaluate']
 
 # %% ../../nbs/03a_convnets.ipynb #8afd8a68
@@ -119,6 +119,12 @@ def parameter_table() -> pd.DataFrame:
 # %% ../../nbs/03a_convnets.ipynb #aef83026
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 ARCHS = ('resnet18', 'resnet34', 'vgg11', 'vgg16')
+
+def arch_weights(arch: str, n_classes: int = 1000) -> int:
+    "Weights of torchvision's `arch` with an `n_classes` head, counted on the meta device (nothing is allocated)."
+    with torch.device('meta'):
+        return sum(p.numel() for p in require('torchvision.models').get_model(arch, weights=None,
+                                                                              num_classes=n_classes).parameters())
 
 class ImageNetInput(nn.Module):
     "uint8 (or [0, 1] float) images [B, 3, h, w] → resized to `size`×`size`, ImageNet-normalised floats."

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import summary_row, write_report
-from ..nets.convnets import (ARCHS, FineTuneNet, _batches, build_net, evaluate, head_features,
+from ..nets.convnets import (ARCHS, FineTuneNet, _batches, arch_weights, build_net, evaluate, head_features,
     pretrain_from_scratch)
 from ..core import analysis_field
 from ..datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
@@ -30,8 +30,9 @@ from ..diffusion.spectral import fit_power_law
 from ..experiment.store import load_study
 
 # %% auto #0
-__all__ = ['STUDY', 'FULL', 'QUICK', 'SMOKE', 'PAPER_TABLE1', 'TinyRun', 'TinyImageNetStudy', 'stop_now', 'llc_settings',
-           'TinyConfig', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end', 'table1', 'per_run']
+__all__ = ['STUDY', 'FULL', 'QUICK', 'SMOKE', 'MEMORY_BASE', 'MEMORY_PER_WEIGHT', 'PAPER_TABLE1', 'TinyRun', 'TinyImageNetStudy',
+           'stop_now', 'llc_settings', 'TinyConfig', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end',
+           'table1', 'per_run']
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #3b2661f3
 @dataclass(frozen=True)
@@ -94,9 +95,7 @@ class TinyImageNetStudy(Study):
         "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
         if not cfg.stand_in:
             find_tiny_imagenet()
-    def with_stand_in(self, cfg):
-        "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
-        return replace(cfg, stand_in=True)
+    def with_stand_in(self, cfg): return replace(cfg, stand_in=True)   # `fracsgd run tiny-imagenet --stand-in`
     def stand_in(self, cfg):
         what = sorted({r.stand_in for r in self.runs(cfg) if r.stand_in})
         return 'STAND-IN: ' + '; '.join(what) if what else ''
@@ -108,6 +107,8 @@ class TinyImageNetStudy(Study):
     def evaluate(self, run, data, model, trained):
         loss, acc = evaluate(model, data['test'], run.eval_batch)
         return dict(test_accuracy=acc, test_loss=loss)
+    def memory(self, run):          # one worker's peak bytes, measured (see "Memory" below)
+        return MEMORY_BASE + MEMORY_PER_WEIGHT * arch_weights(run.arch, run.n_classes)
 
 STUDY = TinyImageNetStudy()
 
@@ -275,6 +276,9 @@ def runs(self: TinyImageNetStudy, cfg: TinyConfig) -> list[TinyRun]:
     if cfg.stand_in:
         shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps, pretrain_lr=cfg.pretrain_lr)
     return [TinyRun(arch=a, **shared) for a in cfg.archs]
+
+# %% ../../nbs/25_tiny_imagenet_study.ipynb #a0caf1cd
+MEMORY_BASE, MEMORY_PER_WEIGHT = 1.15e9, 85.0         # bytes: a worker's own, and per weight of its net (measured)
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #52fae357
 def _llc_summary(traj: pd.DataFrame, last: int = 10) -> tuple[float, float, float, int]:

@@ -92,6 +92,65 @@ with unittest.mock.patch.dict(os.environ, FRACSGD_CPUS='two'):
 
 
 # %% [markdown]
+# Memory is the other thing the workers share. `available_memory` says how much there is to share: `FRACSGD_MEMORY`
+# when it is set (`8G`, `512M`, `1.5GB`, or bytes), else what the kernel reports as available (Linux's
+# `MemAvailable`: free memory plus the caches it can drop). The runner compares it with what one worker of a study
+# needs ([runner chapter](runner.html)) before it starts anything.
+
+# %%
+#| export
+_UNITS = {'': 1, 'B': 1, 'K': 2 ** 10, 'KB': 2 ** 10, 'M': 2 ** 20, 'MB': 2 ** 20, 'G': 2 ** 30, 'GB': 2 ** 30,
+          'T': 2 ** 40, 'TB': 2 ** 40}
+
+def parse_memory(text) -> int:
+    "Bytes in `text`: a number with an optional unit K, M, G or T (powers of 1024; a trailing B is allowed)."
+    s = str(text).strip().upper().replace('IB', 'B')
+    num = s.rstrip('KMGTB')
+    unit = s[len(num):]
+    try:
+        value = float(num)
+    except ValueError:
+        value = float('nan')
+    if unit not in _UNITS or not value > 0:
+        raise ValueError(f"a memory size must be a positive number with an optional unit K, M, G or T, got {text!r}")
+    return int(value * _UNITS[unit])
+
+def format_memory(n: float) -> str:
+    "`n` bytes in GB (or MB below 1 GB), as a person reads it."
+    return f'{n / 2 ** 30:.1f} GB' if n >= 2 ** 30 else f'{n / 2 ** 20:.0f} MB'
+
+def available_memory() -> int:
+    "The memory this process's work may use, in bytes: `FRACSGD_MEMORY` if set, else the kernel's available memory."
+    given = os.environ.get('FRACSGD_MEMORY', '').strip()
+    if given:
+        try:
+            return parse_memory(given)
+        except ValueError as e:
+            raise ValueError(f"FRACSGD_MEMORY: {e}") from None
+    try:
+        with open('/proc/meminfo') as f:
+            info = dict(line.split(':', 1) for line in f)
+        return int(info['MemAvailable'].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):              # not Linux: what the system says is free
+        return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_AVPHYS_PAGES')
+
+
+# %%
+assert parse_memory('4G') == 4 * 2 ** 30 and parse_memory('512m') == 512 * 2 ** 20 and parse_memory('1.5GB') == 3 * 2 ** 29
+assert parse_memory(10 ** 9) == 10 ** 9 and parse_memory('2GiB') == 2 * 2 ** 30
+for bad in ('four G', '-1G', '3Q', ''):
+    try:
+        parse_memory(bad)
+        raise AssertionError(f'{bad!r} was accepted')
+    except ValueError as e:
+        assert 'memory size' in str(e)
+with unittest.mock.patch.dict(os.environ, FRACSGD_MEMORY='3G'):
+    assert available_memory() == 3 * 2 ** 30
+assert 0 < available_memory() and format_memory(3 * 2 ** 30) == '3.0 GB' and format_memory(2 ** 29) == '512 MB'
+format_memory(available_memory())
+
+
+# %% [markdown]
 # ## Quick or full
 #
 # Every study has a *smoke* preset (seconds, for the tests), a *quick* one that runs on a 2-core CPU in minutes,

@@ -204,6 +204,12 @@ for bad in [(), (0, 4)]:
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 ARCHS = ('resnet18', 'resnet34', 'vgg11', 'vgg16')
 
+def arch_weights(arch: str, n_classes: int = 1000) -> int:
+    "Weights of torchvision's `arch` with an `n_classes` head, counted on the meta device (nothing is allocated)."
+    with torch.device('meta'):
+        return sum(p.numel() for p in require('torchvision.models').get_model(arch, weights=None,
+                                                                              num_classes=n_classes).parameters())
+
 class ImageNetInput(nn.Module):
     "uint8 (or [0, 1] float) images [B, 3, h, w] → resized to `size`×`size`, ImageNet-normalised floats."
     def __init__(self, size: int = 224):

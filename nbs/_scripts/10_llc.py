@@ -376,6 +376,7 @@ eps = calibrate_step_size(reg, (X_reg, y_reg), 'regression', localization=1.0, s
 assert abs(eps * (nb * exact + 1.0) - 0.05) < 1e-3
 h_reg, exact, eps
 
+
 # %% [markdown]
 # ### One automatic setting
 #

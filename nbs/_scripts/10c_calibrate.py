@@ -25,6 +25,7 @@ from fracsgd.llc.result import LLCResult
 from fracsgd.llc.estimate import estimate_llc, nan_source
 from fracsgd.nets.stack import as_data, where_to_compute
 
+
 # %% [markdown]
 # The curvature rule of the [LLC chapter](llc.html) (`calibrate_at_curvature`) sizes both the step and the
 # localization from $h_{max}$, the top eigenvalue of the Hessian of $L_n$ at $w^*$. At the points the LLC exists to
@@ -80,6 +81,7 @@ assert 'output' in nan_source(Scaled(lambda w: w / w), (X1, y1), 'regression')  
 assert 'loss' in nan_source(Scaled(lambda w: w - 1), (X1, y1), lambda out, y: torch.log(out).squeeze(-1))
 assert "gradient" in nan_source(Scaled(torch.sqrt), (X1, y1), 'regression')               # d sqrt(w)/dw at 0
 nan_source(Scaled(torch.sqrt), (X1, y1), 'regression')
+
 
 # %% [markdown]
 # ## The localization and the step

@@ -105,6 +105,7 @@ assert np.allclose(spearman_interval(np.arange(10), np.arange(10) ** 3, 100), 1)
 assert np.isnan(spearman_interval([1, 2], [2, 1])).all()                   # too few pairs
 spearman_interval(x[:50], x[:50] + np.random.default_rng(1).normal(size=50), 200)
 
+
 # %% [markdown]
 # ## A run's settings from its study's configuration
 #
@@ -188,6 +189,7 @@ _noise = _msd[_msd.optimizer == 'sgd'].assign(excess=lambda d: d.msd / 2, ci_low
                                               ci_high=lambda d: d.msd / 1.8)
 assert len(plot_noise(_noise).axes[0].lines) >= 1
 plt.close('all')
+
 
 # %% [markdown]
 # ## The report's shape

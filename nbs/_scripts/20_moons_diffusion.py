@@ -217,6 +217,7 @@ def train(self: MoonsDiffusion, run: MoonsRun, data, nets) -> dict:
     return dict(trajectory=table, final_loss=float(final.loss.mean()),
                 final_accuracy=float(final.accuracy.mean()), **out)
 
+
 # %% [markdown]
 # The runner calls these in order: it seeds, loads the data, builds the nets, places both, trains. `run_one`
 # does exactly that for one run, here on the CPU (the study never says where):
@@ -228,7 +229,6 @@ assert [(r.first_seed, r.n_nets) for r in STUDY.runs(few)] == [(0, 2), (2, 2), (
 small = run_one(STUDY, placement('cpu'), tempfile.mkdtemp(), STUDY.runs(few)[1])
 assert set(small['trajectory'].run) == {2, 3} and small['trajectory'].step.max() == 2 * 4
 assert 0 < small['final_loss'] < 1
-
 
 # %% [markdown]
 # ## Analysis

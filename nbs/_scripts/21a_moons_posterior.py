@@ -261,6 +261,7 @@ def evaluate(self: MoonsPosterior, run: PosteriorRun, data, nets, trained: dict)
     return dict(solutions=solutions, predictions=_long_predictions(predict_on_probe(nets, probe), ids),
                 weights=pd.DataFrame({'net': ids, 'w': list(weights.numpy())}), llc_seconds=llc_seconds)
 
+
 # %%
 import tempfile
 from fracsgd.experiment.runner import run_one

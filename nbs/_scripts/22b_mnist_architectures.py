@@ -308,6 +308,7 @@ def report(self: MNISTArchitectures, folder, cfg: MNISTArchitecturesConfig) -> d
     rep = write_report(out, tables, dict(architectures=plot_architectures(arch, traj, 'table 7')))
     return dict(rep, architectures=arch, figure=rep['figures']['architectures'])
 
+
 # %% [markdown]
 # ## Results at the paper's scale (full configuration)
 #

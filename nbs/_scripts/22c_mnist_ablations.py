@@ -338,6 +338,7 @@ def report(self: MNISTAblations, folder, cfg: MNISTAblationsConfig) -> dict:
     figs = dict(grids=plot_grids(nets, 'fig. 7 and 9'), relations=plot_relations(nets, 'fig. 8, 12-17'))
     return dict(write_report(out, tables, figs), nets=nets)
 
+
 # %% [markdown]
 # ## Results of the full configuration (our assumed grid)
 #

@@ -264,6 +264,7 @@ def evaluate(self: CIFAR10Study, run: CIFARRun, d: CIFARSubset, net, trained: di
                                   data_source=d.source, stand_in=d.stand_in)])
     return dict(nets=nets)
 
+
 # %%
 import tempfile
 from fracsgd.experiment.runner import run_one

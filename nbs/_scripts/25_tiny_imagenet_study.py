@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from fracsgd.studies.common import summary_row, write_report
-from fracsgd.nets.convnets import (ARCHS, FineTuneNet, _batches, build_net, evaluate, head_features,
+from fracsgd.nets.convnets import (ARCHS, FineTuneNet, _batches, arch_weights, build_net, evaluate, head_features,
     pretrain_from_scratch)
 from fracsgd.core import analysis_field
 from fracsgd.datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
@@ -173,9 +173,7 @@ class TinyImageNetStudy(Study):
         "Refuse, before any training, a configuration on Tiny ImageNet when it is not there (naming what to do)."
         if not cfg.stand_in:
             find_tiny_imagenet()
-    def with_stand_in(self, cfg):
-        "`cfg` on the labelled digit stand-in (what `fracsgd run tiny-imagenet --stand-in` runs)."
-        return replace(cfg, stand_in=True)
+    def with_stand_in(self, cfg): return replace(cfg, stand_in=True)   # `fracsgd run tiny-imagenet --stand-in`
     def stand_in(self, cfg):
         what = sorted({r.stand_in for r in self.runs(cfg) if r.stand_in})
         return 'STAND-IN: ' + '; '.join(what) if what else ''
@@ -187,6 +185,8 @@ class TinyImageNetStudy(Study):
     def evaluate(self, run, data, model, trained):
         loss, acc = evaluate(model, data['test'], run.eval_batch)
         return dict(test_accuracy=acc, test_loss=loss)
+    def memory(self, run):          # one worker's peak bytes, measured (see "Memory" below)
+        return MEMORY_BASE + MEMORY_PER_WEIGHT * arch_weights(run.arch, run.n_classes)
 
 STUDY = TinyImageNetStudy()
 
@@ -393,6 +393,7 @@ def runs(self: TinyImageNetStudy, cfg: TinyConfig) -> list[TinyRun]:
         shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps, pretrain_lr=cfg.pretrain_lr)
     return [TinyRun(arch=a, **shared) for a in cfg.archs]
 
+
 # %%
 assert [r.arch for r in STUDY.runs(FULL)] == list(ARCHS) and STUDY.runs(FULL)[0].sgd_steps == 2000
 r = STUDY.runs(FULL)[0]
@@ -400,6 +401,32 @@ assert (r.head_lr, r.head_weight_decay, r.head_epochs, r.patience, r.min_improve
 assert (r.sgd_lr, r.batch_size, r.llc_every, r.llc_draws, r.image_size, r.n_classes) == (1e-5, 128, 100, 400, 224, 200)
 assert STUDY.runs(STUDY.with_stand_in(QUICK))[0].stand_in and not r.stand_in
 assert STUDY.stand_in(QUICK) == '' and STUDY.stand_in(STUDY.with_stand_in(QUICK)).startswith('STAND-IN: mnist digit')
+
+
+# %% [markdown]
+# **Memory.** One worker's peak memory grows with the net's weights: measured on this 2-core CPU (2026-11-28, one
+# run alone in a process, `tools/measure_run_memory.py`), the smoke preset's ResNet-18 (11.2 M weights) peaked at
+# 1.96 GB and the quick preset's VGG-16 (134 M weights) at 11.1 GB or more (read from `ps` while it ran, so a lower
+# bound), about 80 bytes per weight: some 20 float32 copies of the net held at once (the model, its gradient, the two
+# displacement recorders' starting points, the optimizer, and the LLC sampler's copies of the weights, its chain
+# states and their MALA diagnostics). The two points fix a line, `MEMORY_BASE` + `MEMORY_PER_WEIGHT` × weights, set a
+# little above them (85 bytes per weight); ResNet-34, which did not enter it, is the check: 2.90 GB measured, 2.76 GB
+# declared, 5% short. (GB here are 2^30 bytes.)
+# The study declares that need (`memory`), and the runner starts no more workers than the memory holds: on a 16 GB
+# laptop the quick preset runs its four nets one at a time instead of being killed, and on an 8 GB one it is
+# refused before it starts, with the need and the memory available in one line. The need was measured at 32-pixel
+# images and batch 16; at the full preset's 224 pixels and batch 128 the activations add to it, so there it is a
+# lower bound. Shrinking the copies themselves (the sampler's above all) is left open.
+
+# %%
+#| export
+MEMORY_BASE, MEMORY_PER_WEIGHT = 1.15e9, 85.0         # bytes: a worker's own, and per weight of its net (measured)
+
+
+# %%
+need = {r.arch: STUDY.memory(r) / 2 ** 30 for r in STUDY.runs(STUDY.with_stand_in(QUICK))}
+assert need['vgg16'] > 5 * need['resnet18'] and arch_weights('resnet18', 10) == 11_181_642
+{k: round(v, 1) for k, v in need.items()}
 
 
 # %% [markdown]

@@ -580,6 +580,7 @@ def report(self: TinyStories, folder, cfg: TinyStoriesConfig) -> dict:
     figs = dict(fig20=plot_fig20(trajs[first], f'fig. 20 on {first}'), layers_llc=plot_layers_and_llc(trajs))
     return dict(write_report(out, files, figs), per_run=per_run, layers=layers, trajectories=trajs)
 
+
 # %% [markdown]
 # ## The protocol, live (smoke configuration)
 #

@@ -228,6 +228,7 @@ def train(self: Grokking, run: GrokkingRun, data, model) -> dict:
                               test_accuracy=final['acc/test'], seconds_train=seconds, source=data.source)])
     return dict(trajectory=table, run_info=info, seconds_train=seconds)
 
+
 # %% [markdown]
 # The runner seeds, loads the split, builds the net, places both and trains; `run_one` does that for one run,
 # here on the CPU (the study never says where):

@@ -728,7 +728,7 @@ import fracsgd.studies.moons_diffusion as moons
 def fake_study(folder, early=(0.87, 0.86, 0.88), late=(0.52, 0.48, 0.55), preset='full'):
     "A study folder with the moons run keys of `preset`, marked done, and a summary with the given (value, low, high)."
     open_study(folder, 'moons-diffusion', fields=dict(preset=preset))
-    runs = unique_runs(moons.runs(moons.STUDY.config(preset)))
+    runs = unique_runs(moons.STUDY.runs(moons.STUDY.config(preset)))
     save_plan(folder, runs)
     for key, cfg in runs.items():
         save_run(folder, key, config_record(cfg), {})

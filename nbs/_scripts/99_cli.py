@@ -17,7 +17,7 @@ import argparse, importlib, os, sys, warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from fracsgd.experiment.runner import report_study, run_study
+from fracsgd.experiment.runner import NotEnoughMemory, report_study, run_study
 from fracsgd.studies import STUDIES, get_study
 from fracsgd.placement import placement
 from fracsgd.experiment.store import StudyBusy, status
@@ -98,7 +98,7 @@ def _parser():
 
 # %%
 #| export
-INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy)    # StudyFailed is a ValueError
+INPUT_ERRORS = (ValueError, ImportError, OSError, StudyBusy, NotEnoughMemory)    # StudyFailed is a ValueError
 
 def _fail(message) -> int:
     sys.stderr.write(f"fracsgd: {message}\n")
