@@ -30,9 +30,9 @@ from ..diffusion.spectral import fit_power_law, log_spaced_indices
 from ..experiment.store import load_study
 
 # %% auto #0
-__all__ = ['PAPER_MODELS', 'OPTIMIZERS', 'STAND_IN', 'STUDY', 'QUICK', 'FULL', 'SMOKE', 'PAPER_TABLES', 'COLUMNS', 'LMRun',
-           'pretrain_stand_in', 'TinyStories', 'TinyStoriesConfig', 'analyse_run', 'layer_slopes', 'quantity',
-           'summarize', 'comparison_table', 'plot_fig20', 'plot_layers_and_llc', 'per_run_table']
+__all__ = ['PAPER_MODELS', 'OPTIMIZERS', 'STAND_IN', 'STUDY', 'LLC_EVAL_BLOCKS', 'QUICK', 'FULL', 'SMOKE', 'PAPER_TABLES',
+           'COLUMNS', 'LMRun', 'pretrain_stand_in', 'TinyStories', 'TinyStoriesConfig', 'analyse_run', 'layer_slopes',
+           'quantity', 'summarize', 'comparison_table', 'plot_fig20', 'plot_layers_and_llc', 'per_run_table']
 
 # %% ../../nbs/26_tinystories_study.ipynb #49db6c3f
 PAPER_MODELS = {'roneneldan/TinyStories-1M': 'TinyStories-1M', 'nickypro/tinyllama-15M': 'TinyLlama-15M',
@@ -168,6 +168,9 @@ def _optimizer(run: LMRun, params):
         return torch.optim.SGD(params, lr=run.lr, momentum=run.momentum)
     return torch.optim.Adam(params, lr=run.lr)
 
+LLC_EVAL_BLOCKS = 16   # blocks at a time in the LLC's baseline: all 256 of the quick preset at once held their
+                       # 256 x 64 x 50,257 logits (3.3 GB) and made a worker peak at 3.2 GB
+
 @patch
 def train(self: TinyStories, run: LMRun, data: dict, model) -> dict:
     "Train `model` `run.steps` steps on `data` (`load_data`); its trajectory (R, R/<group>, loss, LLC)."
@@ -176,7 +179,7 @@ def train(self: TinyStories, run: LMRun, data: dict, model) -> dict:
     per_block, n_beta = llc_data.n_tokens / len(llc_data.input_ids), lm_n_beta(llc_data, run.n_count)
     llc = LLCMeasurement((llc_data.input_ids, llc_data.targets), token_loss(per_block), every=run.llc_every,
                          settings=PAPER_PRESET, n_draws=run.llc_draws, batch_size=run.llc_batch, n_beta=n_beta,
-                         seed=run.seed)
+                         seed=run.seed, eval_batch=LLC_EVAL_BLOCKS)
     rec = Recorder(model, every=1, groups=block_groups, measurements=dict(llc=llc))
     opt, g = _optimizer(run, model.parameters()), torch.Generator().manual_seed(run.seed + 3)
     for step in range(1, run.steps + 1):

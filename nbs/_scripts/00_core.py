@@ -90,7 +90,6 @@ with unittest.mock.patch.dict(os.environ, FRACSGD_CPUS='two'):
     except ValueError as e:
         assert 'FRACSGD_CPUS' in str(e)
 
-
 # %% [markdown]
 # Memory is the other thing the workers share. `available_memory` says how much there is to share: `FRACSGD_MEMORY`
 # when it is set (`8G`, `512M`, `1.5GB`, or bytes), else what the kernel reports as available (Linux's

@@ -574,7 +574,7 @@ experiments.round(3)
 class LLCMeasurement:
     "A displacement-recorder measurement: `fn(model)`, called every `every` steps, returns the LLC, a flag and whether the point is near a minimum."
     def __init__(self, data, loss='classification', every: int = 100, details: bool = False,
-                 settings: SGLDSettings = PAPER_PRESET, device=None, **changes):
+                 settings: SGLDSettings = PAPER_PRESET, device=None, eval_batch: int = 4096, **changes):
         if isinstance(every, bool) or int(every) != every or every < 1:
             raise ValueError(f"every must be a positive integer, got {every!r}")
         if not isinstance(settings, SGLDSettings):
@@ -586,6 +586,7 @@ class LLCMeasurement:
         resolve_loss(loss)                                    # an unknown loss is named now
         as_data(data)                                         # so are empty or mismatched data
         self.data, self.loss, self.every, self.details, self.device = data, loss, int(every), details, device
+        self.eval_batch = eval_batch                          # samples at a time in the baseline (`estimate_llc`)
         self.calls, self.last = 0, None
 
     def __call__(self, model: nn.Module) -> dict:
@@ -593,7 +594,7 @@ class LLCMeasurement:
         self.calls += 1
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter('always')
-            self.last = estimate_llc(model, self.data, self.loss, settings, device=self.device)
+            self.last = estimate_llc(model, self.data, self.loss, settings, device=self.device, eval_batch=self.eval_batch)
         d = self.last.diagnostics.iloc[0]
         for w in caught:                                      # re-raised with the call they belong to
             warnings.warn(f"LLC measurement {self.calls} (training step ~{self.calls * self.every}): "

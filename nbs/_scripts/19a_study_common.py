@@ -1,7 +1,7 @@
 # %% [markdown]
 # # What studies share
 #
-# > The row every study's summary is made of, in one place: the ledger reads these rows, so they are written one way.
+# > What the studies share, in one place: the summary row the ledger reads, intervals, a run's settings from its configuration, the controls' figures and the report's ending.
 
 # %%
 #| default_exp studies.common
@@ -71,6 +71,7 @@ def bootstrap_interval(x, stat, n_boot: int, seed: int = 0) -> tuple[float, floa
     return float(min(lo, v)), float(max(hi, v))
 
 def stat_row(quantity, x, stat, n_boot, note=''):
+    "A summary row of `stat` over the finite entries of `x`, with its `bootstrap_interval`."
     x = np.asarray(x, float)
     x = x[np.isfinite(x)]
     return summary_row(quantity, stat(x) if len(x) else np.nan, *bootstrap_interval(x, stat, n_boot), note)
@@ -137,7 +138,8 @@ assert _Run(**run_fields(_Run, _Cfg(), seed=4, lr=0.2)) == _Run(0.2, 3, 4)
 # The moons and the MNIST controls (SGD against full-batch gradient descent from the same initialisations) draw the
 # same two figures from the tables of `sgd_gd_controls` ([ageing chapter](ageing.html)): the increment MSD
 # $M(s, \tau) = \langle\lVert w_{s+\tau} - w_s\rVert^2\rangle$ against the lag at each age $s$, with $M$ at one
-# lag against the age (ageing, paper eq. 4); and the noise part $M_{SGD} - M_{GD}$ against the lag.
+# lag against the age (ageing, paper eq. 4); and the noise part $M_{SGD} - M_{GD}$ against the lag. Here they are
+# drawn from made-up tables of the right shape (SGD's $M$ twice GD's, falling with the age as $s^{-1/2}$).
 
 # %%
 #| export
@@ -187,8 +189,7 @@ fig = plot_ageing(_msd, 10)
 assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == 'M(s, τ = 10)'
 _noise = _msd[_msd.optimizer == 'sgd'].assign(excess=lambda d: d.msd / 2, ci_low=lambda d: d.msd / 2.2,
                                               ci_high=lambda d: d.msd / 1.8)
-assert len(plot_noise(_noise).axes[0].lines) >= 1
-plt.close('all')
+assert len(plot_noise(_noise).axes[0].lines) >= 1                          # both figures, on made-up tables
 
 
 # %% [markdown]

@@ -402,7 +402,6 @@ assert (r.sgd_lr, r.batch_size, r.llc_every, r.llc_draws, r.image_size, r.n_clas
 assert STUDY.runs(STUDY.with_stand_in(QUICK))[0].stand_in and not r.stand_in
 assert STUDY.stand_in(QUICK) == '' and STUDY.stand_in(STUDY.with_stand_in(QUICK)).startswith('STAND-IN: mnist digit')
 
-
 # %% [markdown]
 # **Memory.** One worker's peak memory grows with the net's weights: measured on this 2-core CPU (2026-11-28, one
 # run alone in a process, `tools/measure_run_memory.py`), the smoke preset's ResNet-18 (11.2 M weights) peaked at
@@ -421,7 +420,6 @@ assert STUDY.stand_in(QUICK) == '' and STUDY.stand_in(STUDY.with_stand_in(QUICK)
 # %%
 #| export
 MEMORY_BASE, MEMORY_PER_WEIGHT = 1.15e9, 85.0         # bytes: a worker's own, and per weight of its net (measured)
-
 
 # %%
 need = {r.arch: STUDY.memory(r) / 2 ** 30 for r in STUDY.runs(STUDY.with_stand_in(QUICK))}

@@ -261,6 +261,9 @@ def _optimizer(run: LMRun, params):
         return torch.optim.SGD(params, lr=run.lr, momentum=run.momentum)
     return torch.optim.Adam(params, lr=run.lr)
 
+LLC_EVAL_BLOCKS = 16   # blocks at a time in the LLC's baseline: all 256 of the quick preset at once held their
+                       # 256 x 64 x 50,257 logits (3.3 GB) and made a worker peak at 3.2 GB
+
 @patch
 def train(self: TinyStories, run: LMRun, data: dict, model) -> dict:
     "Train `model` `run.steps` steps on `data` (`load_data`); its trajectory (R, R/<group>, loss, LLC)."
@@ -269,7 +272,7 @@ def train(self: TinyStories, run: LMRun, data: dict, model) -> dict:
     per_block, n_beta = llc_data.n_tokens / len(llc_data.input_ids), lm_n_beta(llc_data, run.n_count)
     llc = LLCMeasurement((llc_data.input_ids, llc_data.targets), token_loss(per_block), every=run.llc_every,
                          settings=PAPER_PRESET, n_draws=run.llc_draws, batch_size=run.llc_batch, n_beta=n_beta,
-                         seed=run.seed)
+                         seed=run.seed, eval_batch=LLC_EVAL_BLOCKS)
     rec = Recorder(model, every=1, groups=block_groups, measurements=dict(llc=llc))
     opt, g = _optimizer(run, model.parameters()), torch.Generator().manual_seed(run.seed + 3)
     for step in range(1, run.steps + 1):
