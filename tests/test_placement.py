@@ -18,6 +18,7 @@ from fracsgd.posterior.clusters import POSTERIOR_PAPER, predict_on_probe, probe_
 from fracsgd.datasets.moons import load_moons
 from fracsgd.train.ensemble import EnsembleSettings, EnsembleTrainer, train_ensemble
 from fracsgd.llc.estimate import LLCMeasurement, calibrate_at_curvature, calibrate_step_size, estimate_llc, top_hessian_eigenvalue
+from fracsgd.llc.calibrate import calibrate
 from fracsgd.llc.localization import localization_sweep
 from fracsgd.nets.models import make_mlp
 from fracsgd.llc.sgld import SGLDSampler, SGLDSettings
@@ -50,6 +51,7 @@ ENTRIES = {
     'train_ensemble': lambda nets, data: train_ensemble(nets, data, settings=TRAIN),
     'estimate_llc': lambda nets, data: _quiet(estimate_llc, nets, data, 'classification', SHORT),
     'calibrate': lambda nets, data: calibrate_at_curvature(nets[0], data),
+    'calibrate (pilots)': lambda nets, data: calibrate(nets[0], data),
     'top_hessian_eigenvalue': lambda nets, data: top_hessian_eigenvalue(nets[0], data, n_iter=5),
     'calibrate_step_size': lambda nets, data: calibrate_step_size(nets[0], data, n_iter=5),
     'localization_sweep': lambda nets, data: _quiet(localization_sweep, nets[0], data, localizations=(10,),
@@ -69,7 +71,7 @@ def test_models_without_storage_and_data_on_cpu_are_refused_naming_both_devices(
     assert 'meta' in str(e.value) and 'cpu' in str(e.value), e.value
 
 
-@pytest.mark.parametrize('entry', ['train_ensemble', 'estimate_llc', 'calibrate', 'sample_posterior'])
+@pytest.mark.parametrize('entry', ['train_ensemble', 'estimate_llc', 'calibrate', 'calibrate (pilots)', 'sample_posterior'])
 def test_models_and_data_without_storage_are_refused_clearly(entry, moons):
     "Both on meta: no device mismatch, but no weights to compute with; refused at entry, not deep inside."
     nets = [n.to('meta') for n in _nets()]
@@ -86,7 +88,7 @@ def test_float32_models_with_float64_data_are_refused_naming_both_dtypes(entry, 
     assert 'torch.float64' in str(e.value) and 'torch.float32' in str(e.value), e.value
 
 
-@pytest.mark.parametrize('entry', ['train_ensemble', 'estimate_llc', 'calibrate'])
+@pytest.mark.parametrize('entry', ['train_ensemble', 'estimate_llc', 'calibrate', 'calibrate (pilots)'])
 def test_float64_models_with_float32_data_are_refused_naming_both_dtypes(entry, moons):
     with pytest.raises(ValueError) as e:
         ENTRIES[entry](_nets(dtype=torch.float64), moons)

@@ -19,7 +19,10 @@
 # `--device` names; the [runner](runner.html) places every study's models and data there, and a folder records the
 # preset, the device and any stand-in that made it. A run that is stopped (a kill, a lost machine) resumes when the
 # same command is given again: finished runs are kept, and a run stopped in its training continues from the state
-# it saved last (every 5 minutes, `FRACSGD_CHECKPOINT_EVERY` seconds), with the result it would have had. `make gpu-check` runs every study's smoke and quick presets
+# it saved last (every 5 minutes, `FRACSGD_CHECKPOINT_EVERY` seconds), with the result it would have had. The
+# workers share the cores and the memory: a study that declares what one worker needs runs no more workers than the
+# memory holds, and a run that cannot fit is refused in one line before it starts (`FRACSGD_MEMORY=8G` says how much
+# memory to count on; the [benchmarks page](bench.html) lists what each preset needs). `make gpu-check` runs every study's smoke and quick presets
 # on `cuda` with the two GPU benchmarks and writes one report.
 #
 # To use the package in your own environment, `pip install -e .` installs the core; the vision studies need
