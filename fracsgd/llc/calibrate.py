@@ -113,7 +113,7 @@ def estimate_llc_auto(model: nn.Module, data, loss='classification', *, n_beta: 
             warnings.simplefilter('always')
             res = estimate_llc(model, data, loss, s, device=device)
         d = res.diagnostics.iloc[0]
-        ended = min(d.step_size, d.burnin_step_size if d.burnin_step_size == d.burnin_step_size else d.step_size)
+        ended = float(np.nanmin([d.step_size, d.burnin_step_size]))   # the burn-in step is NaN when unset
         backed_off = ended < s.step_size
         if (d.mala_acceptance >= RUN_ACCEPTANCE_MIN and not backed_off) or retry == MAX_RETRIES:
             break
