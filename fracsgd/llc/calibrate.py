@@ -4,7 +4,7 @@
 
 # %% ../../nbs/10c_calibrate.ipynb #0ef1b1be
 from __future__ import annotations
-import math, warnings
+import dataclasses, math, warnings
 
 import numpy as np
 import torch
@@ -12,15 +12,16 @@ from torch import nn
 
 from .settings import SGLDSettings, default_n_beta
 from .sgld import SGLDDivergenceError
-from .result import LLCResult
+from .result import LLCResult, Z_INTERVAL
 from .estimate import estimate_llc, nan_source
 from ..nets.stack import as_data, where_to_compute
 
 # %% auto #0
-__all__ = ['ACCEPTANCE_TARGET', 'RUN_ACCEPTANCE_MIN', 'START_STIFFNESS', 'MAX_HALVINGS', 'PILOT_CHAINS', 'PILOT_STEPS',
-           'BURNIN_RELAXATIONS', 'DRAW_RELAXATIONS', 'MAIN_STEPS', 'MAX_RETRIES', 'PILOT_RULES',
-           'weight_scale_localization', 'with_lengths', 'pilot_acceptance', 'calibrate', 'estimate_llc_auto',
-           'NormalCrossing', 'crossing_lambda', 'crossing_target', 'crossing_data']
+__all__ = ['ACCEPTANCE_TARGET', 'RUN_ACCEPTANCE_MIN', 'MALA_ACCEPTANCE', 'MALA_RUN_MIN', 'START_STIFFNESS', 'MAX_HALVINGS',
+           'PILOT_CHAINS', 'PILOT_STEPS', 'BURNIN_RELAXATIONS', 'DRAW_RELAXATIONS', 'MAIN_STEPS', 'MAX_RETRIES',
+           'PRECISION', 'MAX_DRAWS', 'FULL_BATCH_WORK', 'PILOT_RULES', 'weight_scale_localization', 'choose_sampler',
+           'with_lengths', 'pilot_acceptance', 'honest_se', 'calibrate', 'estimate_llc_auto', 'NormalCrossing',
+           'crossing_lambda', 'crossing_target', 'crossing_data']
 
 # %% ../../nbs/10c_calibrate.ipynb #4dcaad8c
 def weight_scale_localization(model: nn.Module) -> float:
@@ -37,15 +38,26 @@ def weight_scale_localization(model: nn.Module) -> float:
         raise ValueError("the model has no trainable weights to localize")
     return d / (sq + floor)
 
-ACCEPTANCE_TARGET = 0.998      # the pilots' MALA acceptance; at 0.92 (0.99) the LLC was up to +70% (+42%) off
-RUN_ACCEPTANCE_MIN = 0.996     # below it a run is repeated at half its step: the target less its reading's noise
+ACCEPTANCE_TARGET = 0.998      # SGLD pilots' MALA acceptance; at 0.92 (0.99) the LLC was up to +70% (+42%) off
+RUN_ACCEPTANCE_MIN = 0.996     # below it an SGLD run is repeated at half its step
+MALA_ACCEPTANCE = 0.9          # Metropolis-adjusted pilots: at lower acceptance chains stick where curvature is high
+MALA_RUN_MIN = 0.85            # below it a Metropolis-adjusted run is repeated at half its step
 START_STIFFNESS = 0.5          # first step 0.5/γ: the largest the localization alone allows with a small bias
 MAX_HALVINGS = 24              # 2^-24 below the start: curvatures up to ~1e7 γ are reached
 PILOT_CHAINS, PILOT_STEPS = 4, (200, 2000)    # pilot chains; pilot length (one relaxation time) clipped to this
-BURNIN_RELAXATIONS = DRAW_RELAXATIONS = 3.0   # burn-in and draws, in relaxation times 1/(εγ)
-MAIN_STEPS = (1000, 10_000)    # bounds on the burn-in and on the draws (a capped run is flagged, not hidden)
-MAX_RETRIES = 3                # estimate_llc_auto: halvings after a run that fails its own acceptance check
-PILOT_RULES = dict(n_chains=8, batch_size=500, baseline='paired', systematic=False, localization=None, step_size=None)
+BURNIN_RELAXATIONS = DRAW_RELAXATIONS = 3.0   # burn-in and (first) draws, in relaxation times 1/(εγ)
+MAIN_STEPS = (1000, 10_000)    # bounds on the burn-in and on the first draws (a capped run is flagged, not hidden)
+MAX_RETRIES = 3                # estimate_llc_auto: repeats after a run that fails its own check
+PRECISION = 0.025              # MALA: runs are lengthened until the s.e. is at most this fraction of the estimate
+MAX_DRAWS = 80_000             # ... but never beyond this many draws per chain
+FULL_BATCH_WORK = 1e8          # samples x weights up to which a full-batch step is cheap: the sampler is MALA
+PILOT_RULES = dict(n_chains=8, batch_size=500, baseline='paired', systematic=False, localization=None, step_size=None,
+                   sampler=None)
+
+def choose_sampler(n: int, n_weights: int) -> str:
+    """'mala' (full batch, Metropolis-adjusted: exact at any step) when a full-batch step is cheap, n x d <=
+    `FULL_BATCH_WORK`; else 'sgld' (minibatches, no adjustment: a bias that small steps keep small)."""
+    return 'mala' if n * n_weights <= FULL_BATCH_WORK else 'sgld'
 
 def with_lengths(s: SGLDSettings, step: float) -> SGLDSettings:
     "`s` at step size `step` (burn-in too), its burn-in and draws counted in relaxation times 1/(step·γ)."
@@ -65,63 +77,91 @@ def pilot_acceptance(model: nn.Module, data, loss, settings: SGLDSettings, devic
     t = r.diagnostic_trace
     return float(np.nan_to_num(t[t.step >= settings.n_draws // 2].mala_acceptance.to_numpy(), nan=0.0).mean())
 
+def honest_se(res: LLCResult) -> float:
+    "The larger of the batch-means s.e. and the spread of the chains' means over sqrt(chains): chains that disagree widen it."
+    per_chain = np.ravel(res.per_chain)
+    spread = per_chain.std(ddof=1) / math.sqrt(per_chain.size) if per_chain.size > 1 else float('nan')
+    return float(np.nanmax([res.llc_se, spread]))
+
 # %% ../../nbs/10c_calibrate.ipynb #587aa568
 def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
               details: bool = False, **rules):
-    """Automatic SGLD settings for the LLC of `model` at its current weights w*, defined at every point: γ from the
-    weights' scale (`weight_scale_localization`), the step from pilot chains' MALA acceptance (`PILOT_RULES`,
-    changed by `rules`; a given `localization` or `step_size` skips its rule). `details=True` also returns what the
-    pilots did. A non-finite output, loss or gradient at w* is refused by name (`nan_source`)."""
+    """Automatic settings for the LLC of `model` at its current weights w*, defined at every point: γ from the
+    weights' scale (`weight_scale_localization`), the sampler from the cost of a full-batch step (`choose_sampler`),
+    the step from pilot chains' MALA acceptance (`MALA_ACCEPTANCE` for Metropolis-adjusted chains,
+    `ACCEPTANCE_TARGET` for SGLD). `PILOT_RULES` are changed by `rules`; a given `localization`, `step_size` or
+    `sampler` skips its rule. `details=True` also returns what the pilots did. A non-finite output, loss or gradient
+    at w* is refused by name (`nan_source`)."""
     unknown = set(rules) - set(PILOT_RULES)
     if unknown:
         raise ValueError(f"calibrate: unknown rule(s) {sorted(unknown)}; known: {sorted(PILOT_RULES)}")
     a = {**PILOT_RULES, **rules}
-    nb = default_n_beta(len(as_data(data)[0])) if n_beta is None else float(n_beta)
+    n = len(as_data(data)[0])
+    nb = default_n_beta(n) if n_beta is None else float(n_beta)
     where_to_compute([model], data, device, loss)         # a model and data on different devices are refused here
     source = nan_source(model, data, loss)
     if source:
         raise ValueError(f"calibrate: {source} at the weights to sample around, so no step size can be found")
+    sampler = a['sampler'] or choose_sampler(n, sum(p.numel() for p in model.parameters() if p.requires_grad))
+    if sampler not in ('mala', 'sgld'):
+        raise ValueError(f"calibrate: sampler must be 'mala', 'sgld' or None (chosen by cost), got {sampler!r}")
+    mala = sampler == 'mala'
+    batch = dict(batch_size=None, metropolis=True, baseline='full') if mala else \
+        dict(batch_size=a['batch_size'], baseline=a['baseline'])
+    target = MALA_ACCEPTANCE if mala else ACCEPTANCE_TARGET
     gamma = float(a['localization'] or weight_scale_localization(model))
-    pilot = SGLDSettings(localization=gamma, n_chains=PILOT_CHAINS, n_burnin=0, batch_size=a['batch_size'],
-                         n_beta=nb, diag_every=2, seed=12345)
+    pilot = SGLDSettings(localization=gamma, n_chains=PILOT_CHAINS, n_burnin=0, n_beta=nb, diag_every=2,
+                         seed=12345, **{**batch, 'baseline': 'full'})
     step, acc, halvings, log = a['step_size'] or START_STIFFNESS / gamma, float('nan'), 0, []
     while a['step_size'] is None:
         steps = int(np.clip(math.ceil(1 / (step * gamma)), *PILOT_STEPS))
         acc = pilot_acceptance(model, data, loss, pilot.replace(step_size=step, n_draws=steps), device)
         log.append(dict(step_size=step, steps=steps, acceptance=acc))
-        if acc >= ACCEPTANCE_TARGET or halvings == MAX_HALVINGS:
+        if acc >= target or halvings == MAX_HALVINGS:
             break
         step, halvings = step / 2, halvings + 1
-    if a['step_size'] is None and not acc >= ACCEPTANCE_TARGET:
-        warnings.warn(f"calibrate: the pilots' MALA acceptance is {acc:.3f} < {ACCEPTANCE_TARGET} after {halvings} "
+    if a['step_size'] is None and not acc >= target:
+        warnings.warn(f"calibrate: the pilots' MALA acceptance is {acc:.3f} < {target} after {halvings} "
                       f"halvings (step {step:.3g}); the loss may be non-finite or discontinuous away from w*",
                       stacklevel=2)
-    s = with_lengths(SGLDSettings(localization=gamma, n_chains=a['n_chains'], batch_size=a['batch_size'],
-                                  baseline=a['baseline'], n_beta=nb, on_divergence='backoff',
-                                  systematic=a['systematic']), step)
-    return (s, dict(localization=gamma, step_size=step, pilot_acceptance=acc, halvings=halvings, pilots=log)) \
-        if details else s
+    s = with_lengths(SGLDSettings(localization=gamma, n_chains=a['n_chains'], n_beta=nb, on_divergence='backoff',
+                                  systematic=a['systematic'], **batch), step)
+    return (s, dict(sampler=sampler, localization=gamma, step_size=step, pilot_acceptance=acc, halvings=halvings,
+                    pilots=log)) if details else s
 
 def estimate_llc_auto(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
-                      **rules) -> tuple[LLCResult, dict]:
-    """`estimate_llc` of one model at `calibrate`'s settings, acting on its own diagnostics before it reports: a run
-    that backed off from a divergence, or whose MALA acceptance is below `RUN_ACCEPTANCE_MIN`, is repeated at half
-    the step it ended with (lengths recounted), up to `MAX_RETRIES` times. Returns the result and what was done."""
+                      precision: float = PRECISION, **rules) -> tuple[LLCResult, dict]:
+    """`estimate_llc` of one model at `calibrate`'s settings, acting on its own diagnostics before it reports.
+    Metropolis-adjusted chains sample the posterior exactly, but stick where a step is too large for the curvature:
+    a run accepted less than `MALA_RUN_MIN` of the time is repeated at half the step, and one that passes is
+    lengthened (another seed, more draws) until its s.e. (`honest_se`) is at most `precision` times the estimate or
+    `MAX_DRAWS` is reached. An SGLD run that backed off
+    from a divergence, or whose MALA acceptance is below `RUN_ACCEPTANCE_MIN`, is repeated at half the step it ended
+    with. At most `MAX_RETRIES` halvings and `MAX_RETRIES` lengthenings. The reported s.e. and interval are
+    `honest_se`'s. Returns the result and what was done."""
     s, done = calibrate(model, data, loss, n_beta=n_beta, device=device, details=True, **rules)
-    for retry in range(MAX_RETRIES + 1):
+    halvings = longer = 0
+    while True:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter('always')
             res = estimate_llc(model, data, loss, s, device=device)
-        d = res.diagnostics.iloc[0]
+        d, se = res.diagnostics.iloc[0], honest_se(res)
         ended = float(np.nanmin([d.step_size, d.burnin_step_size]))   # the burn-in step is NaN when unset
-        backed_off = ended < s.step_size
-        if (d.mala_acceptance >= RUN_ACCEPTANCE_MIN and not backed_off) or retry == MAX_RETRIES:
+        too_big = (d.mala_acceptance < MALA_RUN_MIN if s.metropolis
+                   else d.mala_acceptance < RUN_ACCEPTANCE_MIN or ended < s.step_size)
+        if too_big and halvings < MAX_RETRIES:
+            s, halvings = with_lengths(s, ended / 2), halvings + 1
+            continue
+        wanted = (se / (precision * abs(res.llc))) ** 2 if res.llc else 4.0
+        if not s.metropolis or too_big or wanted <= 1 or s.n_draws >= MAX_DRAWS or longer == MAX_RETRIES:
             break
-        s = with_lengths(s, ended / 2)
+        s = s.replace(n_draws=int(min(MAX_DRAWS, math.ceil(s.n_draws * min(4.0, 1.2 * wanted)))), seed=s.seed + 1)
+        longer += 1
     for w in caught:                                       # the reported run's warnings reach the user
         warnings.warn(w.message, w.category, stacklevel=2)
-    return res, {**done, 'retries': retry, 'final_step_size': s.step_size, 'run_acceptance': float(d.mala_acceptance),
-                 'settings': s}
+    res = dataclasses.replace(res, llc_se=se, llc_low=res.llc - Z_INTERVAL * se, llc_high=res.llc + Z_INTERVAL * se)
+    return res, {**done, 'retries': halvings, 'lengthened': longer, 'final_step_size': s.step_size, 'run_acceptance': float(d.mala_acceptance),
+                 'batch_means_se': float(d.llc_se), 'n_draws': s.n_draws, 'settings': s}
 
 # %% ../../nbs/10c_calibrate.ipynb #44145613
 class NormalCrossing(nn.Module):

@@ -120,6 +120,10 @@ class SGLDSampler:
             raise ValueError(f"the data are on {self.X.device} but the model stack is on {self.device}: place both "
                              "on one device (nothing is moved behind your back)")
         self.n_beta = settings.n_beta if settings.n_beta is not None else default_n_beta(len(self.X))
+        if settings.metropolis and (settings.batch_size or len(self.X)) < len(self.X):
+            raise ValueError(f"metropolis=True needs the full batch at every step (batch_size=None), got "
+                             f"batch_size={settings.batch_size} of n={len(self.X)}: a minibatch's loss is not the "
+                             "potential the accept/reject step must weigh")
         self.f = batched_loss(stack.template, loss_fn)
 
     def _chains(self, models: list, settings: SGLDSettings, per_model: list | None = None) -> _Chains:
@@ -246,6 +250,27 @@ def preconditioned_step(w, w_star, grad, noise, precond, step_size: float, local
     w.addcmul_(precond, drift, value=-step_size / 2)
     w.addcmul_(precond.sqrt(), noise, value=math.sqrt(step_size))
 
+# %% ../../nbs/09_sgld.ipynb #62d575f2
+@patch
+def _metropolis(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grads, last: dict | None, chains: _Chains,
+                t: int, gen: torch.Generator):
+    """Accept the proposals `w` [chains, params] made at step t-1 with MALA's probability; put each rejected chain
+    back where it was (in place, so the autograd leaves follow). Returns the loss and gradients at the chains'
+    positions and the state the next test starts from."""
+    flat = torch.cat([g.reshape(len(w), -1) for g in grads], 1)                    # grad L_n [chains, params]
+    state = self._state(w.clone(), loss, flat, chains)
+    if last is not None:
+        acc = torch.nan_to_num(mala_acceptance(last['state'], state, chains.step_size_at(t - 1, exact=True)))
+        take = torch.rand(len(w), generator=gen, dtype=torch.float64, device=w.device) < acc     # [chains]
+        col = take[:, None]
+        w.copy_(torch.where(col, w, last['state'].w))
+        loss = torch.where(take.reshape(loss.shape), loss, last['loss'])
+        flat = torch.where(col, flat, last['grad'])
+        state = LangevinState(w.clone(), torch.where(take, state.potential, last['state'].potential),
+                              torch.where(col, state.grad, last['state'].grad))
+        grads = [piece.reshape_as(g) for piece, g in zip(flat.split([g.numel() // len(w) for g in grads], 1), grads)]
+    return loss, grads, dict(state=state, loss=loss, grad=flat)
+
 # %% ../../nbs/09_sgld.ipynb #a579b20c
 @patch
 def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_model: list | None = None) -> SGLDRun:
@@ -277,11 +302,15 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_m
     phase_eps = {'burn-in': s.step_size_at(0), 'sampling': s.step_size_at(s.n_burnin)}
     shared = {p: (e * s.localization / 2, -e * self.n_beta / 2, math.sqrt(e)) for p, e in phase_eps.items()}
     w_star, paired_baseline, records = chains.w_star, s.baseline == 'paired', self.record is not None
+    last, accept_gen = None, (torch.Generator(self.device).manual_seed(chain_seed(s.seed, chains.models[0], 0, 2))
+                              if s.metropolis else None)
     for t in range(s.n_steps):
         phase, batch = 'burn-in' if t < s.n_burnin else 'sampling', next(batches)
         loss = step_loss(*batch)                                 # [chains] (0-d for a lone chain)
         grads = torch.autograd.grad(loss if loss.dim() == 0 else loss.sum(), leaves)   # one per parameter tensor
         with torch.no_grad():
+            if s.metropolis:                                     # accept or reject the last step's proposal
+                loss, grads, last = self._metropolis(w, loss, grads, last, chains, t, accept_gen)
             losses.append(loss)
             # into the trace and scanned for NaN/inf every 50 steps: no per-step sync or copy
             if t + 1 - checked == 50 or t + 1 == s.n_steps:

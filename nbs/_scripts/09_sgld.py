@@ -234,6 +234,10 @@ class SGLDSampler:
             raise ValueError(f"the data are on {self.X.device} but the model stack is on {self.device}: place both "
                              "on one device (nothing is moved behind your back)")
         self.n_beta = settings.n_beta if settings.n_beta is not None else default_n_beta(len(self.X))
+        if settings.metropolis and (settings.batch_size or len(self.X)) < len(self.X):
+            raise ValueError(f"metropolis=True needs the full batch at every step (batch_size=None), got "
+                             f"batch_size={settings.batch_size} of n={len(self.X)}: a minibatch's loss is not the "
+                             "potential the accept/reject step must weigh")
         self.f = batched_loss(stack.template, loss_fn)
 
     def _chains(self, models: list, settings: SGLDSettings, per_model: list | None = None) -> _Chains:
@@ -450,6 +454,39 @@ def preconditioned_step(w, w_star, grad, noise, precond, step_size: float, local
 
 
 # %% [markdown]
+# **Metropolis adjustment.** SGLD never rejects a step, so its chains sample a distribution a little wider than
+# the tempered posterior; the excess grows with the step and with the curvature the chains meet. Where the
+# curvature varies by orders of magnitude, as it does along a singular valley, a step that the average point
+# accepts 99.7% of the time can still leave the estimate 20% high. With the full batch at every step the potential
+# is exact, so the Langevin proposal can be accepted with MALA's probability and rejected otherwise (Roberts &
+# Tweedie 1996): the chains then sample the tempered posterior itself, at any step size, and the step only sets
+# how fast they mix. The test for the proposal made at step t−1 needs the loss and gradient at it, which step t
+# computes anyway, so it costs one uniform draw per chain; a rejected chain is put back, in place, where it was.
+# A proposal whose loss is not finite is always rejected.
+
+# %%
+#| export
+@patch
+def _metropolis(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grads, last: dict | None, chains: _Chains,
+                t: int, gen: torch.Generator):
+    """Accept the proposals `w` [chains, params] made at step t-1 with MALA's probability; put each rejected chain
+    back where it was (in place, so the autograd leaves follow). Returns the loss and gradients at the chains'
+    positions and the state the next test starts from."""
+    flat = torch.cat([g.reshape(len(w), -1) for g in grads], 1)                    # grad L_n [chains, params]
+    state = self._state(w.clone(), loss, flat, chains)
+    if last is not None:
+        acc = torch.nan_to_num(mala_acceptance(last['state'], state, chains.step_size_at(t - 1, exact=True)))
+        take = torch.rand(len(w), generator=gen, dtype=torch.float64, device=w.device) < acc     # [chains]
+        col = take[:, None]
+        w.copy_(torch.where(col, w, last['state'].w))
+        loss = torch.where(take.reshape(loss.shape), loss, last['loss'])
+        flat = torch.where(col, flat, last['grad'])
+        state = LangevinState(w.clone(), torch.where(take, state.potential, last['state'].potential),
+                              torch.where(col, state.grad, last['state'].grad))
+        grads = [piece.reshape_as(g) for piece, g in zip(flat.split([g.numel() // len(w) for g in grads], 1), grads)]
+    return loss, grads, dict(state=state, loss=loss, grad=flat)
+
+# %% [markdown]
 # **The loop** puts it together, and `sample` adds the back-off. A run has one row per chain, the draws are the
 # trace after the burn-in, and each chain starts at $w^*$ with its own minibatches:
 
@@ -485,11 +522,15 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_m
     phase_eps = {'burn-in': s.step_size_at(0), 'sampling': s.step_size_at(s.n_burnin)}
     shared = {p: (e * s.localization / 2, -e * self.n_beta / 2, math.sqrt(e)) for p, e in phase_eps.items()}
     w_star, paired_baseline, records = chains.w_star, s.baseline == 'paired', self.record is not None
+    last, accept_gen = None, (torch.Generator(self.device).manual_seed(chain_seed(s.seed, chains.models[0], 0, 2))
+                              if s.metropolis else None)
     for t in range(s.n_steps):
         phase, batch = 'burn-in' if t < s.n_burnin else 'sampling', next(batches)
         loss = step_loss(*batch)                                 # [chains] (0-d for a lone chain)
         grads = torch.autograd.grad(loss if loss.dim() == 0 else loss.sum(), leaves)   # one per parameter tensor
         with torch.no_grad():
+            if s.metropolis:                                     # accept or reject the last step's proposal
+                loss, grads, last = self._metropolis(w, loss, grads, last, chains, t, accept_gen)
             losses.append(loss)
             # into the trace and scanned for NaN/inf every 50 steps: no per-step sync or copy
             if t + 1 - checked == 50 or t + 1 == s.n_steps:
@@ -685,6 +726,43 @@ for c in range(2):
     sampled = torch.stack([r[c] for r in rms_run.recorded])
     assert torch.allclose(sampled, torch.stack(by_hand), rtol=0, atol=1e-6), (sampled, by_hand)
     assert max(spread) > 2                                  # G really differs between coordinates
+
+# %% [markdown]
+# And for the Metropolis adjustment: the same chains written out by hand, each step accepted when a uniform from the
+# accept generator (stream 2) falls below MALA's probability $\min(1, e^{U(w) - U(w')} q(w \mid w')/q(w' \mid w))$,
+# with $q(b \mid a) \propto \exp(-\lVert b - a + \tfrac\epsilon2\nabla U(a)\rVert^2 / 2\epsilon)$, and put back where it
+# was otherwise. The step is 4 times the one above, so that some proposals are rejected.
+
+# %%
+s_mh = s_rec.replace(metropolis=True, step_size=s_rec.step_size * 4)
+mh_run = SGLDSampler(sampler.stack, sampler.loss_fn, data_reg, s_mh, record=mean_weight).sample([0])
+def potential(w):                                                         # U(w) and its gradient, in float64
+    w = w.detach().requires_grad_(True)
+    u = sampler.n_beta * full_loss(w).double() + s_mh.localization / 2 * (w - w_star).double().pow(2).sum()
+    return u.detach(), torch.autograd.grad(u, w)[0].detach()
+noise_gens = [torch.Generator().manual_seed(chain_seed(s_mh.seed, 0, c, 0)) for c in range(2)]
+accept_gen = torch.Generator().manual_seed(chain_seed(s_mh.seed, 0, 0, 2))
+eps, W, by_hand, rejected = s_mh.step_size, [w_star.clone(), w_star.clone()], [], 0
+old = None
+for t in range(s_mh.n_steps):
+    cur = [potential(w) for w in W]
+    if old is not None:
+        u = torch.rand(2, generator=accept_gen, dtype=torch.float64)
+        for c in range(2):
+            (w0, (u0, g0)), (w1, (u1, g1)) = old[c], (W[c], cur[c])
+            fwd = (w1 - w0 + eps / 2 * g0).double().pow(2).sum() / (2 * eps)
+            bwd = (w0 - w1 + eps / 2 * g1).double().pow(2).sum() / (2 * eps)
+            if not u[c] < torch.exp(torch.clamp(u0 - u1 + fwd - bwd, max=0.0)):
+                W[c], cur[c], rejected = w0, (u0, g0), rejected + 1
+    if s_mh.is_draw(t):
+        by_hand.append(torch.stack([w.mean() for w in W]))
+    old = [(W[c], cur[c]) for c in range(2)]
+    W = [(W[c] - eps / 2 * cur[c][1].float() + math.sqrt(eps) * torch.empty_like(W[c]).normal_(generator=noise_gens[c])).detach()
+         for c in range(2)]
+sampled = torch.stack(mh_run.recorded)
+assert torch.allclose(sampled, torch.stack(by_hand), rtol=0, atol=1e-5), (sampled, by_hand)
+assert 0 < rejected < 2 * (s_mh.n_steps - 1), rejected                   # some proposals rejected, not all
+rejected, s_mh.n_steps - 1
 
 # %% [markdown]
 # A float64 model on float64 data samples in float64: weights, noise and trace. Data on another device than the

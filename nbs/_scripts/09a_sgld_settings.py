@@ -73,6 +73,7 @@ class SGLDSettings:
     rmsprop_alpha: float = added_field(0.99)   # decay of the running mean of squared gradients (devinterp's alpha)
     rmsprop_eps: float = added_field(0.1)      # added to its square root (devinterp's eps)
     systematic: bool = added_field(False)      # also estimate at 3x the localization: extrapolate, and an interval
+    metropolis: bool = added_field(False)      # accept or reject each step (MALA): exact, needs the full batch
 
     def __post_init__(self):
         for name in ('n_chains', 'n_draws', 'steps_between_draws'):
@@ -97,6 +98,11 @@ class SGLDSettings:
         check_range('rmsprop_eps', self.rmsprop_eps, 0, low_ok=False)
         if not isinstance(self.systematic, bool):
             raise ValueError(f"systematic must be True or False, got {self.systematic!r}")
+        if not isinstance(self.metropolis, bool):
+            raise ValueError(f"metropolis must be True or False, got {self.metropolis!r}")
+        if self.metropolis and self.preconditioner != 'none':
+            raise ValueError("metropolis=True needs preconditioner='none': RMSprop's preconditioner changes with "
+                             "every step, so the proposal it makes has no reverse to weigh it against")
 
     @property
     def n_steps(self) -> int:
