@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 
 from fracsgd.llc.calibrate import (estimate_llc_auto, NormalCrossing, crossing_lambda, crossing_target,
                                    crossing_data)
 from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc
 from fracsgd.llc.settings import default_n_beta
 from fracsgd.llc.dln import reduced_rank_regression_lambda
+from fracsgd.llc.suite import RRR, rrr_data
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / 'nbs' / 'llc_validation' / 'calibrate_heldout.csv'
@@ -41,20 +41,6 @@ CASES = ([('crossing', pq, 3000, 1.0, 7) for pq in [(3, 1), (3, 2), (1, 1), (2, 
          + [('crossing', pq, 1000, 0.5, 11) for pq in [(2, 1), (3, 3)]]
          + [('rrr', mhn, 3000, 1.0, 7) for mhn in [(2, 3, 2), (3, 1, 3), (5, 2, 2)]])
 EXACT_REL_SE = 0.01                     # the MALA target's s.e. must be at most this fraction of it
-
-
-class RRR(nn.Sequential):
-    "Reduced-rank regression R^M -> R^H -> R^N, y = B A x, no bias, both weights at 0 (the true parameter)."
-    def __init__(self, M, H, N):
-        super().__init__(nn.Linear(M, H, bias=False), nn.Linear(H, N, bias=False))
-        for layer in self:
-            nn.init.zeros_(layer.weight)
-
-
-def rrr_data(n, M, N, seed):
-    "x ~ N(0, I_M), y ~ N(0, I_N) independent of x: the truth is B A = 0."
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(n, M, generator=g), torch.randn(n, N, generator=g)
 
 
 # Full-batch MALA on sufficient statistics: copied, with small changes (per-chain means returned so that runs can be

@@ -469,15 +469,13 @@ def preconditioned_step(w, w_star, grad, noise, precond, step_size: float, local
 @patch
 def _metropolis(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grads, last: dict | None, chains: _Chains,
                 t: int, gen: torch.Generator):
-    """Accept the proposals `w` [chains, params] made at step t-1 with MALA's probability; put each rejected chain
-    back where it was (in place, so the autograd leaves follow). Returns the loss and gradients at the chains'
-    positions and the state the next test starts from."""
+    """Accept the proposals `w` [chains, params] of step t-1 with MALA's probability, else put the chain back (in
+    place: the autograd leaves follow). Returns the loss and gradients there, and the next test's state."""
     flat = torch.cat([g.reshape(len(w), -1) for g in grads], 1)                    # grad L_n [chains, params]
     state = self._state(w.clone(), loss, flat, chains)
     if last is not None:
         acc = torch.nan_to_num(mala_acceptance(last['state'], state, chains.step_size_at(t - 1, exact=True)))
-        take = torch.rand(len(w), generator=gen, dtype=torch.float64, device=w.device) < acc     # [chains]
-        col = take[:, None]
+        col = (take := torch.rand(len(w), generator=gen, dtype=torch.float64, device=w.device) < acc)[:, None]
         w.copy_(torch.where(col, w, last['state'].w))
         loss = torch.where(take.reshape(loss.shape), loss, last['loss'])
         flat = torch.where(col, flat, last['grad'])
@@ -522,8 +520,7 @@ def _attempt(self: SGLDSampler, models: list, settings: SGLDSettings, bar, per_m
     phase_eps = {'burn-in': s.step_size_at(0), 'sampling': s.step_size_at(s.n_burnin)}
     shared = {p: (e * s.localization / 2, -e * self.n_beta / 2, math.sqrt(e)) for p, e in phase_eps.items()}
     w_star, paired_baseline, records = chains.w_star, s.baseline == 'paired', self.record is not None
-    last, accept_gen = None, (torch.Generator(self.device).manual_seed(chain_seed(s.seed, chains.models[0], 0, 2))
-                              if s.metropolis else None)
+    last, accept_gen = None, torch.Generator(self.device).manual_seed(chain_seed(s.seed, chains.models[0], 0, 2))
     for t in range(s.n_steps):
         phase, batch = 'burn-in' if t < s.n_burnin else 'sampling', next(batches)
         loss = step_loss(*batch)                                 # [chains] (0-d for a lone chain)

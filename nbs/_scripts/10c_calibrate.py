@@ -391,6 +391,34 @@ held[cols].round(4)
 # wherever a full-batch step is affordable. The old curvature rule ran on 4 of these 11 cases; on the six crossings
 # with a zero Hessian it is refused.
 
+# %% [markdown]
+# ## Held out: the validation suite
+#
+# The Metropolis-adjusted default on the held-out part of the [validation suite](llc_suite.html) (cases split
+# before any tuning; exact targets by quadrature or an independent Gibbs + MALA sampler at the γ the default
+# chooses). `tools/suite_estimates.py`, 2026-11-28, this 2-core machine, one thread per process. **13 of the 18
+# held-out rows were run**; the other five (the costliest, most at $n = 30{,}000$, where a full-batch step of eight
+# chains takes ~30 ms and a run needs 20,000+ steps) did not finish in the session and are listed as not run:
+
+# %%
+from fracsgd.llc.suite import suite_cases
+est = pd.read_csv(committed_dir('llc_validation', 'suite_estimates.csv'))
+held_cases = suite_cases().query("part == 'held-out'")
+not_run = sorted(set(held_cases.case) - set(est.case))
+suite_score = dict(rows=len(est), mean_abs_error=est.rel_error.abs().mean(), worst=est.rel_error.abs().max(),
+                   covered=f"{int(est.covered.sum())}/{len(est)}", median_full_width=est.rel_width.median(),
+                   cpu_minutes=est.seconds.sum() / 60, not_run=not_run)
+assert len(est) == 13 and suite_score['worst'] < 0.08 and est.covered.sum() == 12
+print(suite_score)
+est[['case', 'n', 'noise', 'd', 'lam', 'target', 'llc', 'se', 'rel_error', 'z', 'covered', 'n_draws', 'seconds']].round(4)
+
+# %% [markdown]
+# On the 13 rows run: mean |error| 2.2% against the exact target, worst 7.0% (the depth-4 scalar chain, −7%, the one
+# row whose ±2 s.e. interval misses), intervals cover 12 of 13 (92%) at a median full width of 8.9%. Issue 41's goals
+# are a 3% mean, an 8% worst, ≥ 90% coverage and a 12% median width: met on the rows run, **but five held-out rows
+# are missing**, so the goal is not yet shown. The cost is the open problem: one row at $n = 10{,}000$ took 46 min.
+# The errors have no common sign (7 low, 6 high), unlike the SGLD rule's.
+
 # %%
 #| hide
 import nbdev; nbdev.nbdev_export()

@@ -1,0 +1,97 @@
+"""The automatic LLC (`fracsgd.llc.calibrate.estimate_llc_auto`) on the validation suite (`fracsgd.llc.suite`), beside
+each case's exact target (nbs/llc_validation/suite_targets.csv) at the localization the default chose.
+
+Cases run cheapest first (samples x weights); the table is written whole after every case and a rerun skips the
+cases already in it, so a stopped run resumes. `--shard i/k` runs every k-th case from the i-th (one process per
+core), each into its own file; `--merge` joins the shards into the committed table. Single-threaded.
+
+    python tools/suite_estimates.py --part held-out --shard 0/2 &
+    python tools/suite_estimates.py --part held-out --shard 1/2 &
+    python tools/suite_estimates.py --part held-out --merge
+"""
+import os
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+import argparse, math, platform, time, warnings
+from datetime import date
+
+import pandas as pd
+import torch
+
+from fracsgd.core import committed_dir, write_table
+from fracsgd.llc.calibrate import estimate_llc_auto
+from fracsgd.llc.suite import SUITE_TARGETS, suite_cases, suite_problem
+
+OUT = committed_dir('llc_validation', 'suite_estimates.csv')
+LOSS = 'regression'
+Z = 2.0                                  # the interval: estimate +- 2 s.e. (the estimator's own)
+
+
+def run_case(row, target, sampler):
+    model, data = suite_problem(row)
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')                  # the flags are in the row
+        res, done = estimate_llc_auto(model, data, LOSS, sampler=sampler)
+    seconds = time.perf_counter() - t0
+    d, s = res.diagnostics.iloc[0], done['settings']
+    se_both = math.hypot(res.llc_se, target.target_se)  # the target's own Monte-Carlo error, where it has one
+    return dict(case=row.case, sampler=done['sampler'], gamma=done['localization'], target_gamma=target.gamma,
+                step=done['final_step_size'], n_burnin=s.n_burnin, n_draws=s.n_draws, n_chains=s.n_chains,
+                halvings=done['retries'], lengthened=done['lengthened'], acceptance=done['run_acceptance'],
+                llc=res.llc, se=res.llc_se, llc_low=res.llc_low, llc_high=res.llc_high,
+                target=target.target, target_se=target.target_se, rel_error=res.llc / target.target - 1,
+                abs_error=res.llc - target.target, z=(res.llc - target.target) / se_both,
+                covered=bool(res.llc_low <= target.target <= res.llc_high),
+                rel_width=(res.llc_high - res.llc_low) / target.target, flagged=bool(d.flagged),
+                problems=d.problems, seconds=seconds, machine=f'{platform.machine()} {os.cpu_count()} cores, 1 thread',
+                date=date.today().isoformat())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--part', default='held-out', choices=['held-out', 'tune', 'all'])
+    ap.add_argument('--sampler', default=None, choices=[None, 'mala', 'sgld'])
+    ap.add_argument('--shard', default='0/1')
+    ap.add_argument('--merge', action='store_true')
+    ap.add_argument('--out', default=None)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    out = OUT if a.out is None else a.out
+    tag = f'{a.part}-{a.sampler or "auto"}'
+    if a.merge:
+        parts = [pd.read_csv(p) for p in sorted(out.parent.glob(f'suite_estimates.{tag}.shard*.csv'))]
+        old = pd.read_csv(out) if os.path.exists(out) else pd.DataFrame()
+        table = pd.concat([old, *parts], ignore_index=True)
+        table = table.drop_duplicates(['case', 'sampler'], keep='last').sort_values(['part', 'kind', 'case'])
+        write_table(table, out)
+        print(summary(table))
+        return
+    i, k = (int(x) for x in a.shard.split('/'))
+    shard_out = out.parent / f'suite_estimates.{tag}.shard{i}.csv'
+    cases = suite_cases().merge(pd.read_csv(SUITE_TARGETS)[['case', 'target', 'target_se', 'gamma']], on='case')
+    if a.part != 'all':
+        cases = cases[cases.part == a.part]
+    cases = cases.assign(work=cases.n * cases.d).sort_values('work').iloc[i::k]
+    rows = pd.read_csv(shard_out).to_dict('records') if shard_out.exists() else []
+    done = {r['case'] for r in rows}
+    for _, row in cases.iterrows():
+        if row.case in done:
+            continue
+        r = run_case(row, row, a.sampler)
+        rows.append({**{c: row[c] for c in ('kind', 'shape', 'n', 'noise', 'd', 'lam', 'mult', 'part')}, **r})
+        write_table(pd.DataFrame(rows), shard_out)
+        print(f"{row.case:28s} {r['sampler']} target {r['target']:.4f} llc {r['llc']:.4f} se {r['se']:.4f} "
+              f"err {r['rel_error']:+.3f} z {r['z']:+.2f} {r['seconds']:.0f}s", flush=True)
+
+
+def summary(t: pd.DataFrame) -> pd.DataFrame:
+    "Per part and sampler: rows, mean and worst |relative error|, coverage and the median full width."
+    g = t.groupby(['part', 'sampler'])
+    return pd.DataFrame(dict(rows=g.size(), mean_abs_error=g.rel_error.apply(lambda e: e.abs().mean()),
+                             worst=g.rel_error.apply(lambda e: e.abs().max()), covered=g.covered.mean(),
+                             median_width=g.rel_width.median(), seconds=g.seconds.sum()))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,45 @@
+"""Exact finite-n LLC targets of the validation suite (`fracsgd.llc.suite`, chapter nbs/11d_llc_suite.ipynb).
+
+Computes every case's target at the weight-scale localization (quadrature for chains and normal crossings; the
+Gibbs-sweep + MALA sampler on sufficient statistics for matrix chains, deep linear networks and reduced-rank
+regressions, to a standard error of at most 0.5%), and a second, independent value for the scalar and matrix chains.
+Writes nbs/llc_validation/suite_targets.csv whole after each case and skips cases already in it, so it can be
+stopped and restarted. Single-threaded. Prints a summary.
+
+    python tools/suite_targets.py
+"""
+import os
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from fracsgd.llc.suite import SUITE_TARGETS, suite_targets
+
+
+def summary(df: pd.DataFrame) -> str:
+    df = df.assign(ratio=df.target / df.lam, rel_se=df.target_se / df.target.abs())
+    lines = [df.groupby(['kind', 'part']).size().unstack(fill_value=0).to_string(), '',
+             df.groupby('kind').agg(cases=('case', 'size'), ratio_min=('ratio', 'min'), ratio_max=('ratio', 'max'),
+                                    rel_se_max=('rel_se', 'max'), seconds=('seconds', 'sum')).round(4).to_string()]
+    checks = df.dropna(subset=['check']) if 'check' in df else df.iloc[:0]
+    if len(checks):
+        z = (checks.target - checks.check) / np.hypot(checks.target_se, checks.check_se)
+        lines += ['', 'second method: ' + ', '.join(f'{c} z={v:+.2f}' for c, v in zip(checks.case, z))]
+    lines.append(f"\ntotal target time {df.seconds.sum():.0f} s")
+    return '\n'.join(lines)
+
+
+def main():
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    df = suite_targets()
+    with pd.option_context('display.width', 250):
+        print(summary(df))
+    print(f"wall {time.perf_counter() - t0:.0f} s; wrote {SUITE_TARGETS}")
+
+
+if __name__ == '__main__':
+    main()
