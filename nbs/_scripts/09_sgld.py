@@ -484,6 +484,7 @@ def _metropolis(self: SGLDSampler, w: torch.Tensor, loss: torch.Tensor, grads, l
         grads = [piece.reshape_as(g) for piece, g in zip(flat.split([g.numel() // len(w) for g in grads], 1), grads)]
     return loss, grads, dict(state=state, loss=loss, grad=flat)
 
+
 # %% [markdown]
 # **The loop** puts it together, and `sample` adds the back-off. A run has one row per chain, the draws are the
 # trace after the burn-in, and each chain starts at $w^*$ with its own minibatches:

@@ -188,7 +188,7 @@ cases
 # `make_dln` gives every layer rank $r$ with its own random directions, so the rank-$r$ end-to-end map is the
 # product of the layers' gains and of the cosines between consecutive layers' directions. Deep networks therefore
 # have a true map close to 0 (`map_sv`, its largest singular value): below 0.01 in 7 of the 15. The energy that
-# map carries, $neta\,\sigma^2$ for singular value σ, is then of order one or less, and the target behaves more like
+# map carries, $n\beta\,\sigma^2$ for singular value σ, is then of order one or less, and the target behaves more like
 # that of rank 0 than like Aoyagi's λ at rank $r$ (which it reaches only at far larger $n$). We kept `make_dln`, the
 # recipe of the validation set; `make_balanced_dln` would give maps of singular values in [0.5, 1.5] instead.
 
