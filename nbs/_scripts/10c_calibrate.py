@@ -63,7 +63,10 @@ from fracsgd.nets.stack import as_data, where_to_compute
 # varies by orders of magnitude, as it does along a singular valley: a step the average point accepts 99.7% of the
 # time still overshoots in the rare stiff places. Metropolis adjustment removes that bias, but a MALA chain whose
 # step is too large for a stiff place sticks there (or never enters it), and a finite run then reads low: at a pilot
-# acceptance of 60%, three crossings read 4–16% below their targets; at 90% they read within ±3.3%. Those crossings
+# acceptance of 60%, three crossings read 4–16% below their targets; at 90% they read within ±3.3%.
+# (Measured on the crossings of the table at the end of this chapter, n = 3000, one thread; re-run by setting
+# `fracsgd.llc.calibrate.MALA_ACCEPTANCE` and calling `estimate_llc_auto` on `NormalCrossing(p, q)`,
+# `crossing_data(3000, 1.0, 7)`, against `crossing_target`.) Those crossings
 # are now a tuning set; the default is judged on the held-out part of the [validation suite](llc_suite.html).
 
 # %% [markdown]
