@@ -272,7 +272,9 @@ def test_rows_that_cannot_answer_their_claim_are_not_decisive():
     led = read_ledger().set_index(['claim_id', 'source'])
     # fig. 1 at paper scale would hold by construction: t_c is placed where the slope falls below 1/2
     full = led.loc[('fig1-late-1000ep', 'compact/moons-posterior/custom-868ac1f091f488d1')]
-    assert full.scale == 'extended: epochs 1,000 of 200' and full.verdict == 'not reproduced'
+    assert full.scale == 'extended: epochs 1,000 of 200' and full.rule == 'not reproduced'
+    # half a decade cannot decide a late exponent (the decade rule)
+    assert full.verdict == 'inconclusive' and full.note.startswith('NOT DECISIVE (DECADE RULE: read over 0.50 decades')
     assert round(full.value, 3) == 0.542 and round(full.ci_low, 3) == 0.540 and round(full.ci_high, 3) == 0.545
     assert led.loc[('fig1-late', 'compact/moons-diffusion/quick')].verdict != 'reproduced'
     # an extended result only answers the claims written about it

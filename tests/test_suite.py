@@ -7,8 +7,8 @@ from torch import nn
 
 from fracsgd.llc.calibrate import crossing_data, crossing_target
 from fracsgd.llc.exact_chain import chain_llc, two_layer_chain_llc
-from fracsgd.llc.suite import (KINDS, aoyagi_order, linear_posterior, mala_target, suite_cases, suite_problem,
-                               sufficient_stats)
+from fracsgd.llc.suite import (KINDS, aoyagi_order, equivalent_data, linear_posterior, mala_target, suite_cases,
+                               suite_problem, sufficient_stats)
 from fracsgd.llc.settings import default_n_beta
 
 
@@ -73,3 +73,28 @@ def test_crossing_target_matches_closed_forms(sigma):
     if sigma == 0:                                               # x w1 w2 with y = 0: the two-layer chain
         assert crossing_target(1, 1, data, nb, gamma) == pytest.approx(two_layer_chain_llc(nb, gamma, sxx / 2),
                                                                        rel=1e-3)
+
+
+def test_equivalent_data_gives_the_same_loss_everywhere_on_few_rows():
+    cases = suite_cases()
+    for _, row in cases[cases.kind.isin(['dln', 'rrr', 'matrix-chain'])].groupby('kind').head(1).iterrows():
+        model, data = suite_problem(row)
+        small = equivalent_data(data)
+        assert len(small[0]) == data[0][0].numel() + data[1][0].numel()
+        assert small[0].shape[1:] == data[0].shape[1:] and small[1].shape[1:] == data[1].shape[1:]
+        g = torch.Generator().manual_seed(1)
+        for _ in range(3):
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.add_(torch.randn(p.shape, generator=g))
+                full, few = (((model(X) - y) ** 2).flatten(1).sum(1).double().mean() for X, y in (data, small))
+            assert few == pytest.approx(float(full), rel=1e-4), row.case
+        stats, stats_few = sufficient_stats(data), sufficient_stats(small)
+        for a, b in zip(stats, stats_few):
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_temperature_slope_refuses_a_factor_that_is_not_colder():
+    from fracsgd.llc.temperature import temperature_slope
+    with pytest.raises(ValueError, match='factor must be > 1'):
+        temperature_slope(nn.Linear(1, 1), (torch.zeros(4, 1), torch.zeros(4, 1)), 'regression', factor=1.0)

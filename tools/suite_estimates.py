@@ -1,7 +1,10 @@
 """The automatic LLC (`fracsgd.llc.calibrate.estimate_llc_auto`) on the validation suite (`fracsgd.llc.suite`), beside
 each case's exact target (nbs/llc_validation/suite_targets.csv) at the localization the default chose.
 
-Cases run cheapest first (samples x weights); the table is written whole after every case and a rerun skips the
+By default the estimator is fed `equivalent_data`: a few rows with the same loss at every weight (the suite's
+models are linear in x, the loss squared error), with n_beta from the original n, so the posterior and every
+automatic choice are the same but a step costs the model on <= 10 rows; `--data full` feeds all n rows (the
+column `data` says which). Cases run cheapest first (samples x weights); the table is written whole after every case and a rerun skips the
 cases already in it, so a stopped run resumes. `--shard i/k` runs every k-th case from the i-th (one process per
 core), each into its own file; `--merge` joins the shards into the committed table. Single-threaded.
 
@@ -19,24 +22,28 @@ import torch
 
 from fracsgd.core import committed_dir, write_table
 from fracsgd.llc.calibrate import estimate_llc_auto
-from fracsgd.llc.suite import SUITE_TARGETS, suite_cases, suite_problem
+from fracsgd.llc.settings import default_n_beta
+from fracsgd.llc.suite import SUITE_TARGETS, equivalent_data, suite_cases, suite_problem
 
 OUT = committed_dir('llc_validation', 'suite_estimates.csv')
 LOSS = 'regression'
 Z = 2.0                                  # the interval: estimate +- 2 s.e. (the estimator's own)
 
 
-def run_case(row, target, sampler):
+def run_case(row, target, sampler, rows='equivalent', n_beta_factor=1.0, **rules):
     model, data = suite_problem(row)
+    data = equivalent_data(data) if rows == 'equivalent' else data
     torch.manual_seed(0)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                  # the flags are in the row
-        res, done = estimate_llc_auto(model, data, LOSS, sampler=sampler)
+        res, done = estimate_llc_auto(model, data, LOSS, sampler=sampler,
+                                      n_beta=n_beta_factor * default_n_beta(int(row.n)), **rules)
     seconds = time.perf_counter() - t0
     d, s = res.diagnostics.iloc[0], done['settings']
     se_both = math.hypot(res.llc_se, target.target_se)  # the target's own Monte-Carlo error, where it has one
-    return dict(case=row.case, sampler=done['sampler'], gamma=done['localization'], target_gamma=target.gamma,
+    return dict(case=row.case, sampler=done['sampler'], data=rows, rows=len(data[0]), gamma=done['localization'],
+                target_gamma=target.gamma,
                 step=done['final_step_size'], n_burnin=s.n_burnin, n_draws=s.n_draws, n_chains=s.n_chains,
                 halvings=done['retries'], lengthened=done['lengthened'], acceptance=done['run_acceptance'],
                 llc=res.llc, se=res.llc_se, llc_low=res.llc_low, llc_high=res.llc_high,
@@ -53,17 +60,18 @@ def main():
     ap.add_argument('--part', default='held-out', choices=['held-out', 'tune', 'all'])
     ap.add_argument('--sampler', default=None, choices=[None, 'mala', 'sgld'])
     ap.add_argument('--shard', default='0/1')
+    ap.add_argument('--data', default='equivalent', choices=['equivalent', 'full'])
     ap.add_argument('--merge', action='store_true')
     ap.add_argument('--out', default=None)
     a = ap.parse_args()
     torch.set_num_threads(1)
     out = OUT if a.out is None else a.out
-    tag = f'{a.part}-{a.sampler or "auto"}'
+    tag = f'{a.part}-{a.sampler or "auto"}-{a.data}'
     if a.merge:
         parts = [pd.read_csv(p) for p in sorted(out.parent.glob(f'suite_estimates.{tag}.shard*.csv'))]
         old = pd.read_csv(out) if os.path.exists(out) else pd.DataFrame()
         table = pd.concat([old, *parts], ignore_index=True)
-        table = table.drop_duplicates(['case', 'sampler'], keep='last').sort_values(['part', 'kind', 'case'])
+        table = table.drop_duplicates(['case', 'sampler', 'data'], keep='last').sort_values(['part', 'kind', 'case'])
         write_table(table, out)
         print(summary(table))
         return
@@ -78,7 +86,7 @@ def main():
     for _, row in cases.iterrows():
         if row.case in done:
             continue
-        r = run_case(row, row, a.sampler)
+        r = run_case(row, row, a.sampler, a.data)
         rows.append({**{c: row[c] for c in ('kind', 'shape', 'n', 'noise', 'd', 'lam', 'mult', 'part')}, **r})
         write_table(pd.DataFrame(rows), shard_out)
         print(f"{row.case:28s} {r['sampler']} target {r['target']:.4f} llc {r['llc']:.4f} se {r['se']:.4f} "
@@ -87,7 +95,7 @@ def main():
 
 def summary(t: pd.DataFrame) -> pd.DataFrame:
     "Per part and sampler: rows, mean and worst |relative error|, coverage and the median full width."
-    g = t.groupby(['part', 'sampler'])
+    g = t.groupby(['part', 'sampler', 'data'])
     return pd.DataFrame(dict(rows=g.size(), mean_abs_error=g.rel_error.apply(lambda e: e.abs().mean()),
                              worst=g.rel_error.apply(lambda e: e.abs().max()), covered=g.covered.mean(),
                              median_width=g.rel_width.median(), seconds=g.seconds.sum()))

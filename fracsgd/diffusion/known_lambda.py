@@ -16,9 +16,9 @@ from .spectral import _interval_quantiles, _loglog_ols, log_spaced_indices
 from .return_probability import lag_grid, return_curves, spectral_dimension_from_returns
 
 # %% auto #0
-__all__ = ['KNOWN_LAMBDA_SCALE', 'Landscape', 'quadratic', 'monomial', 'morse_bott', 'dln_landscape', 'linear_regression',
-           'product_regression', 'langevin', 'sgd', 'walk_exponents', 'first_passage_times', 'passage_exponent',
-           'max_curvature', 'known_lambda_summary']
+__all__ = ['KNOWN_LAMBDA_SCALE', 'DS_OVER_LLC', 'Landscape', 'quadratic', 'monomial', 'morse_bott', 'dln_landscape',
+           'linear_regression', 'product_regression', 'langevin', 'sgd', 'walk_exponents', 'first_passage_times',
+           'passage_exponent', 'max_curvature', 'known_lambda_summary']
 
 # %% ../../nbs/07b_known_lambda.ipynb #b743b590
 @dataclass(frozen=True, eq=False)
@@ -253,6 +253,7 @@ def max_curvature(landscape: Landscape, traj, every: int = 50) -> float:
 # %% ../../nbs/07b_known_lambda.ipynb #2e26bc75
 KNOWN_LAMBDA_SCALE = ('assumed: the paper states Theorems 3.1 and 3.2 without an experiment; tested on Langevin walks '
                       'and minibatch SGD on potentials whose λ is exact (quadratic, monomials, a DLN)')
+DS_OVER_LLC = 'd_s / λ, smallest over the degenerate landscapes'   # Lemma 3.4 / Cor. 3.3 with d_s measured apart
 
 def known_lambda_summary(walks: pd.DataFrame, passage: pd.DataFrame, radius: float = 1.0) -> pd.DataFrame:
     "The compact summary (quantity, value, ci_low, ci_high, note) of the walk and first-passage tables (ball `radius`)."
@@ -272,4 +273,17 @@ def known_lambda_summary(walks: pd.DataFrame, passage: pd.DataFrame, radius: flo
         rows.append((f'first-passage exponent of T(eps): {name}', g0.exponent, g0.exponent_ci_low, g0.exponent_ci_high,
                      f'λ = {g0.llc:g} exact; ε {g.eps.min():g}..{g.eps.max():g}; r = {radius:g}; '
                      f'{int(g0.walkers)} walkers per ε'))
+    has = walks[np.isfinite(walks.d_s)]                   # d_s against the exact λ: Lemma 3.4 with no λ in d_s
+    for r in has.itertuples():
+        rows.append((f'd_s / λ: {r.landscape}, {r.dynamics}', r.d_s / r.llc, r.d_s_ci_low / r.llc, r.d_s_ci_high / r.llc,
+                     f'd_s {r.d_s:.3g} [{r.d_s_ci_low:.3g}, {r.d_s_ci_high:.3g}] from the return probability (no λ '
+                     f'used) over λ = {r.llc_exact} exact'))
+    deg = has[has.minimum_set_dim > 0]
+    ratio = deg.d_s / deg.llc
+    if len(deg):                                          # the smallest of intervals: [smallest low, smallest high]
+        rows.append((DS_OVER_LLC, ratio.min(), (deg.d_s_ci_low / deg.llc).min(), (deg.d_s_ci_high / deg.llc).min(),
+                     f'{len(deg)} landscapes with a degenerate minimum, d_s from the return probability (no λ used) '
+                     'against the exact λ: ' + '; '.join(f'{r.landscape} {r.d_s:.2f} vs {r.llc_exact}'
+                                                          for r in deg.itertuples()) +
+                     f'; smallest ratio at {deg.landscape[ratio.idxmin()]}'))
     return pd.DataFrame(rows, columns=['quantity', 'value', 'ci_low', 'ci_high', 'note'])

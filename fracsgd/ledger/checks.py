@@ -4,7 +4,7 @@
 
 # %% ../../nbs/31_ledger_checks.ipynb #955cd125
 from __future__ import annotations
-import datetime, hashlib, json, math, re
+import datetime, hashlib, json, math, re, subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,7 @@ from .provenance import COMPACT, LEDGER_DIR
 from ..experiment.protocol import NBETA_NAMES, scale_kind
 
 # %% auto #0
-__all__ = ['DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'RADIUS_READING', 'median_ci_ranks', 'dln_bias_result',
+__all__ = ['DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'RADIUS_READING', 'median_ci_ranks', 'source_commit', 'dln_bias_result',
            'clopper_pearson', 'radius_nets', 'radius_result', 'study_verdicts', 'study_nbeta']
 
 # %% ../../nbs/31_ledger_checks.ipynb #1ec2b0ee
@@ -37,6 +37,17 @@ def median_ci_ranks(n: int, level: float = 0.95) -> tuple[int, int]:
     if k == 0:
         raise ValueError(f'{n} points are too few for a {level:.0%} interval of the median')
     return k - 1, n - k
+
+def source_commit(path) -> str:
+    """The commit that last changed the committed table `path` (a result made outside the study runner records it as
+    its `git_commit`); '' when git cannot say or the file differs from that commit."""
+    path = Path(path).resolve()
+    git = lambda *a: subprocess.run(['git', *a], cwd=path.parent, capture_output=True, text=True)
+    try:
+        log, changed = git('log', '-1', '--format=%H', '--', path.name), git('status', '--porcelain', '--', path.name)
+    except OSError:
+        return ''
+    return log.stdout.strip() if log.returncode == 0 and not changed.stdout.strip() else ''
 
 def dln_bias_result(source=None, compact_dir=None) -> Path:
     "Write `compact/dln/held-out-stand-in/` (summary and provenance) from the validation set's paper-preset rows."
@@ -59,7 +70,7 @@ def dln_bias_result(source=None, compact_dir=None) -> Path:
                 preset='held-out', scale=f'stand-in: {DLN_STAND_IN}', llc_nbeta=NBETA_NAMES['paper'],
                 run_seconds=round(float(t.seconds.sum()), 1),
                 session=dict(fracsgd=fracsgd.__version__, source=f'nbs/llc_validation/{source.name}',
-                             source_sha256=digest, device='cpu', git_commit='',
+                             source_sha256=digest, device='cpu', git_commit=source_commit(source),
                              time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')))
     with atomic_path(dest / 'provenance.json') as tmp:
         tmp.write_text(json.dumps(prov, indent=1) + '\n')
@@ -100,18 +111,20 @@ def radius_result(source=None, compact_dir=None) -> Path:
     mine = nets[nets.setting == RADIUS_READING]
     counts = mine.reading.value_counts()
     readable = mine[mine.reading != 'no reading']
-    use = readable if len(readable) else mine          # none readable: the numbers are shown, and say so
-    rel, rel_noise = use.rel_fall, use.rel_noise
+    rel, rel_noise = readable.rel_fall, readable.rel_noise      # none readable: no number (NaN), and the note says why
     rows = [('final point near a minimum: share of nets', k / n, *clopper_pearson(k, n),
              f'{k} of {n} nets pass the criticality test at the study setting; Clopper-Pearson 95%; at n_beta = n/ln n '
              f'{int(paper_near)} of {n} pass it at the weakest gamma of the sweep'),
             ('A.1: fall of the excess over the quadratic part, relative',
-             float(rel.median()), float((rel - rel_noise).min()), float((rel + rel_noise).max()),
-             f'n_beta = n/ln n, gamma {mine.gammas.iloc[0]}; median over the {len(use)} of {len(mine)} nets '
-             + ('whose sweep can be read' if len(readable) else
-                'although NO sweep can be read (each estimate lies below its quadratic part, even after the '
-                "gradient's pull): the number reads nothing")
-             + '; interval: their range widened by 2 se; readings: ' + ', '.join(f'{c} {v}' for v, c in counts.items())),
+             *((float(rel.median()), float((rel - rel_noise).min()), float((rel + rel_noise).max())) if len(readable)
+               else (math.nan,) * 3),
+             f'n_beta = n/ln n, gamma {mine.gammas.iloc[0]}; '
+             + (f'median over the {len(readable)} of {len(mine)} nets whose sweep can be read; interval: their range '
+                'widened by 2 se' if len(readable) else
+                f'NO READING: none of the {len(mine)} sweeps can be read (each estimate lies below its quadratic part, '
+                "even after the gradient's pull, so the quadratic reference overstates the estimator's reach); a "
+                'reference that follows the loss beyond second order is not run yet')
+             + '; readings: ' + ', '.join(f'{c} {v}' for v, c in counts.items())),
             ('nets', n, n, n, ', '.join(first.architecture))]
     dest = Path(compact_dir or COMPACT) / 'llc-domain' / 'mnist-architectures'
     write_table(pd.DataFrame(rows, columns=['quantity', 'value', 'ci_low', 'ci_high', 'note']), dest / 'summary.csv')
@@ -123,7 +136,7 @@ def radius_result(source=None, compact_dir=None) -> Path:
                       'the tests are ours, the paper gives no number',
                 run_seconds=round(float(nets.seconds.sum()), 1),
                 session=dict(fracsgd=fracsgd.__version__, source=f'nbs/criticality/{source.name}', source_sha256=digest,
-                             device=meta['machine']['device'], git_commit='', time=meta['date']))
+                             device=meta['machine']['device'], git_commit=source_commit(source), time=meta['date']))
     with atomic_path(dest / 'provenance.json') as tmp:
         tmp.write_text(json.dumps(prov, indent=1) + '\n')
     return dest

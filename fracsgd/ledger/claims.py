@@ -14,6 +14,8 @@ import pandas as pd
 from ..core import atomic_path, write_table, read_table
 from ..experiment.store import runs_table
 from .bound import half_d_row
+from .decades import decade_rule
+from .differences import ABS_DIFF, abs_difference
 from fracsgd.ledger.provenance import (COMPACT, LEDGER_DIR, STAND_IN, compact_label, result_scale, save_compact,
     study_configuration)
 from ..experiment.protocol import scale_kind
@@ -173,7 +175,10 @@ TWICE_MAX = '2 × max of '    # a claim quantity '2 × max of A | B | C': twice 
 def summary_value(summary: pd.DataFrame, quantity: str, where: str = '') -> tuple[float, float, float, str]:
     """(value, ci_low, ci_high, note) of `quantity` in a summary. '2 × max of A | B' gives twice the largest of the
     rows A, B that have a value, with twice the largest of their ends as interval (exact for a maximum of
-    intervals; used for max d_s/λ = 2 max α where eq. 17 reads d_s = 2λα with the same λ)."""
+    intervals; used for max d_s/λ = 2 max α where eq. 17 reads d_s = 2λα with the same λ); '|A − B| of A | B', the
+    distance between two rows (`abs_difference`)."""
+    if quantity.startswith(ABS_DIFF):
+        return abs_difference(summary, quantity, where)
     parts = quantity.removeprefix(TWICE_MAX).split(' | ') if quantity.startswith(TWICE_MAX) else [quantity]
     missing = [q for q in parts if q not in summary.index]
     if missing:
@@ -203,7 +208,7 @@ def crossover_note(summary: pd.DataFrame, quantity: str) -> str:
         rule += ": detect_crossover's model comparison"
     return f't_c = {s.value:.0f} [{s.ci_low:.0f}, {s.ci_high:.0f}] steps, {rule}'
 
-def _gate(claim, value, lo, hi, said, summary, prov, kind, named) -> dict:
+def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) -> dict:
     "Interval (widened for the LLC), the rule's verdict, the verdict and the note of one ledger row."
     notes, hold = [said], []
     llc = claim['llc']
@@ -229,6 +234,8 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named) -> dict:
     if (n := few_points(summary, claim['quantity'])) is not None and not math.isnan(value):
         hold.append(f'FEW POINTS: an interval from {n} points (fewer than {FEW})')
     rule = v = verdict(claim, value, lo, hi)
+    if late := decade_rule(claim, rule, said, summary, compact):    # a late exponent over < 1 decade (30c)
+        hold.append(late)
     why = '; '.join(hold)
     if prov.get(STAND_IN) and v != 'not run yet':  # a stand-in's numbers are never a reproduction, whatever they say
         lead, v = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {rule}", 'not run at paper scale'
@@ -260,7 +267,7 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
     rows = []
     def add(claim_id, value, lo, hi, said, is_named):
         verdict(claims.loc[claim_id], value, lo, hi)             # the interval checks, on the numbers as reported
-        row = _gate(claims.loc[claim_id], value, lo, hi, said, summary, prov, kind, is_named)
+        row = _gate(claims.loc[claim_id], value, lo, hi, said, summary, prov, kind, is_named, compact)
         rows.append(dict(claim_id=claim_id, config=prov['config'], config_hash=prov['config_hash'], scale=scale,
                          value=value, source=source, source_sha256=_sha256(compact / 'summary.csv'),
                          git_commit=prov['session'].get('git_commit') or '', **row))

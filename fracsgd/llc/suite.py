@@ -23,8 +23,9 @@ from ..nets.models import make_dln
 
 # %% auto #0
 __all__ = ['SUITE_N', 'SPLIT_SEED', 'KINDS', 'SUITE_DLNS', 'SUITE_CROSSINGS', 'SUITE_RRRS', 'SUITE_TARGETS', 'REL_SE', 'BURNIN',
-           'DRAWS', 'DRIFT_Z', 'aoyagi_order', 'RRR', 'rrr_data', 'suite_cases', 'suite_problem', 'sufficient_stats',
-           'linear_posterior', 'tune_step', 'mala_target', 'suite_target', 'suite_check', 'suite_targets']
+           'DRAWS', 'DRIFT_Z', 'aoyagi_order', 'RRR', 'rrr_data', 'suite_cases', 'suite_problem', 'equivalent_data',
+           'sufficient_stats', 'linear_posterior', 'tune_step', 'mala_target', 'suite_target', 'suite_check',
+           'suite_targets']
 
 # %% ../../nbs/11d_llc_suite.ipynb #adfea602
 SUITE_N = (3_000, 10_000, 30_000)
@@ -121,6 +122,18 @@ def suite_problem(row) -> tuple:
         M, H, N = _shape(row)
         return RRR(M, H, N), rrr_data(n, M, N, seed)
     raise ValueError(f"unknown kind {kind!r}: expected one of {KINDS}")
+
+# %% ../../nbs/11d_llc_suite.ipynb #77045003
+def equivalent_data(data) -> tuple:
+    """`(X', y')` with m = inputs + outputs rows whose second moments of (x, y) equal `data`'s: the same mean
+    squared-error loss at every weight for a bias-free model linear in x (float32, shapes as `data`'s after
+    the first). Pass the original n's `n_beta` to an estimator: its default reads the number of rows."""
+    X, y = data
+    Z = torch.cat([X.double().reshape(len(X), -1), y.double().reshape(len(y), -1)], 1)
+    m, k = Z.shape[1], X[0].numel()
+    e, V = torch.linalg.eigh(Z.T @ Z / len(Z))
+    Zm = (math.sqrt(m) * e.clamp(min=0).sqrt()[:, None] * V.T).float()
+    return Zm[:, :k].reshape(m, *X.shape[1:]), Zm[:, k:].reshape(m, *y.shape[1:])
 
 # %% ../../nbs/11d_llc_suite.ipynb #f1af966c
 def sufficient_stats(data) -> tuple:

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %%
 #| export
 from __future__ import annotations
-import datetime, hashlib, json, math, re
+import datetime, hashlib, json, math, re, subprocess
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +67,17 @@ def median_ci_ranks(n: int, level: float = 0.95) -> tuple[int, int]:
         raise ValueError(f'{n} points are too few for a {level:.0%} interval of the median')
     return k - 1, n - k
 
+def source_commit(path) -> str:
+    """The commit that last changed the committed table `path` (a result made outside the study runner records it as
+    its `git_commit`); '' when git cannot say or the file differs from that commit."""
+    path = Path(path).resolve()
+    git = lambda *a: subprocess.run(['git', *a], cwd=path.parent, capture_output=True, text=True)
+    try:
+        log, changed = git('log', '-1', '--format=%H', '--', path.name), git('status', '--porcelain', '--', path.name)
+    except OSError:
+        return ''
+    return log.stdout.strip() if log.returncode == 0 and not changed.stdout.strip() else ''
+
 def dln_bias_result(source=None, compact_dir=None) -> Path:
     "Write `compact/dln/held-out-stand-in/` (summary and provenance) from the validation set's paper-preset rows."
     source = Path(source or DLN_SOURCE)
@@ -88,7 +99,7 @@ def dln_bias_result(source=None, compact_dir=None) -> Path:
                 preset='held-out', scale=f'stand-in: {DLN_STAND_IN}', llc_nbeta=NBETA_NAMES['paper'],
                 run_seconds=round(float(t.seconds.sum()), 1),
                 session=dict(fracsgd=fracsgd.__version__, source=f'nbs/llc_validation/{source.name}',
-                             source_sha256=digest, device='cpu', git_commit='',
+                             source_sha256=digest, device='cpu', git_commit=source_commit(source),
                              time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')))
     with atomic_path(dest / 'provenance.json') as tmp:
         tmp.write_text(json.dumps(prov, indent=1) + '\n')
@@ -140,10 +151,14 @@ dln
 #   relative to the first estimate; A.1 with the quadratic reference predicts at most `RADIUS_TOLERANCE` = 5%.
 #   The median over the nets whose sweep can be read, with their range widened by two standard errors as its
 #   interval. The row can only agree with A.1 or be inconclusive: a falling excess may be the estimator's pull on
-#   the singular directions, which the quadratic reference leaves out.
+#   the singular directions, which the quadratic reference leaves out. When no sweep can be read the row has no
+#   number: its note says why, and the ledger reads it "not run yet" (the test that could read these nets, with a
+#   reference beyond second order, has not been run), rather than applying the rule to numbers that read nothing.
 #
 # Only the nets whose training had finished when the script ran are in it (the full run was still going), so the
-# result is filed as reduced.
+# result is filed as reduced. Both compact results of this page are made from a committed table, not by the study
+# runner, so each records as its `git_commit` the commit that last changed that table (`source_commit`; empty only
+# when the table differs from every commit).
 
 # %%
 #| export
@@ -181,18 +196,20 @@ def radius_result(source=None, compact_dir=None) -> Path:
     mine = nets[nets.setting == RADIUS_READING]
     counts = mine.reading.value_counts()
     readable = mine[mine.reading != 'no reading']
-    use = readable if len(readable) else mine          # none readable: the numbers are shown, and say so
-    rel, rel_noise = use.rel_fall, use.rel_noise
+    rel, rel_noise = readable.rel_fall, readable.rel_noise      # none readable: no number (NaN), and the note says why
     rows = [('final point near a minimum: share of nets', k / n, *clopper_pearson(k, n),
              f'{k} of {n} nets pass the criticality test at the study setting; Clopper-Pearson 95%; at n_beta = n/ln n '
              f'{int(paper_near)} of {n} pass it at the weakest gamma of the sweep'),
             ('A.1: fall of the excess over the quadratic part, relative',
-             float(rel.median()), float((rel - rel_noise).min()), float((rel + rel_noise).max()),
-             f'n_beta = n/ln n, gamma {mine.gammas.iloc[0]}; median over the {len(use)} of {len(mine)} nets '
-             + ('whose sweep can be read' if len(readable) else
-                'although NO sweep can be read (each estimate lies below its quadratic part, even after the '
-                "gradient's pull): the number reads nothing")
-             + '; interval: their range widened by 2 se; readings: ' + ', '.join(f'{c} {v}' for v, c in counts.items())),
+             *((float(rel.median()), float((rel - rel_noise).min()), float((rel + rel_noise).max())) if len(readable)
+               else (math.nan,) * 3),
+             f'n_beta = n/ln n, gamma {mine.gammas.iloc[0]}; '
+             + (f'median over the {len(readable)} of {len(mine)} nets whose sweep can be read; interval: their range '
+                'widened by 2 se' if len(readable) else
+                f'NO READING: none of the {len(mine)} sweeps can be read (each estimate lies below its quadratic part, '
+                "even after the gradient's pull, so the quadratic reference overstates the estimator's reach); a "
+                'reference that follows the loss beyond second order is not run yet')
+             + '; readings: ' + ', '.join(f'{c} {v}' for v, c in counts.items())),
             ('nets', n, n, n, ', '.join(first.architecture))]
     dest = Path(compact_dir or COMPACT) / 'llc-domain' / 'mnist-architectures'
     write_table(pd.DataFrame(rows, columns=['quantity', 'value', 'ci_low', 'ci_high', 'note']), dest / 'summary.csv')
@@ -204,7 +221,7 @@ def radius_result(source=None, compact_dir=None) -> Path:
                       'the tests are ours, the paper gives no number',
                 run_seconds=round(float(nets.seconds.sum()), 1),
                 session=dict(fracsgd=fracsgd.__version__, source=f'nbs/criticality/{source.name}', source_sha256=digest,
-                             device=meta['machine']['device'], git_commit='', time=meta['date']))
+                             device=meta['machine']['device'], git_commit=source_commit(source), time=meta['date']))
     with atomic_path(dest / 'provenance.json') as tmp:
         tmp.write_text(json.dumps(prov, indent=1) + '\n')
     return dest
@@ -215,6 +232,10 @@ assert np.allclose(clopper_pearson(3, 3), (0.2924, 1.0), atol=1e-4) and clopper_
 scratch = radius_result(compact_dir=Path(tempfile.mkdtemp()))
 committed = COMPACT / 'llc-domain' / 'mnist-architectures'
 assert read_table(scratch / 'summary.csv').equals(read_table(committed / 'summary.csv'))
+a1 = read_ledger().set_index('claim_id').loc['a1-radius']
+assert np.isnan(a1.value) and a1.verdict == 'not run yet' and 'NO READING: none of the 3 sweeps' in a1.note
+assert len(a1.git_commit) == 40 and a1.git_commit == json.loads((committed / 'provenance.json').read_text())[
+    'session']['git_commit']
 radius = read_table(RADIUS_SOURCE)
 radius_nets(radius)
 

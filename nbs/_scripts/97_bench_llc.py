@@ -231,7 +231,6 @@ print(run_llc_benchmark.__doc__)
 columns = ['benchmark', 'baseline', 'baseline_s', 'ours_s', 'ratio', 'goal', 'floor_s', 'ratio_at_floor']
 pd.DataFrame(res['results'])[columns]
 
-
 # %% [markdown]
 # ### Measured here
 #
@@ -276,6 +275,27 @@ pd.DataFrame(res['results'])[columns]
 #   fraction of a step, the goal is plausible but untested: no GPU here.
 # * The MALA diagnostic costs one extra forward+backward every `diag_every` steps (~5% at the default 20);
 #   `diag_every=0` turns it off.
+
+# %% [markdown]
+# ## What one automatic LLC estimate costs
+#
+# Issue 41 replaced the curvature rule (`calibrate_at_curvature`: a Hessian eigenvalue, then one SGLD run) by
+# `estimate_llc_auto` (pilot chains, one run, re-runs and lengthenings until its own checks pass). What that costs
+# on one estimate, measured by `tools/time_auto_llc.py`, one after another in one process on one thread: the MNIST
+# MLP 784-128-64-10 after three epochs of SGD on the paper's MNIST training half (n = 5,000), and the depth-6 deep
+# linear network of the [validation suite](llc_suite.html) on its full data (n = 10,000). devinterp 2.0.1's `llc()`
+# has no automatic setting: it is timed at the settings `auto` ended with, the same number of steps, so its time is
+# that of one run, not of finding the settings.
+
+# %%
+from fracsgd.core import committed_dir
+COST = committed_dir('llc_validation', 'auto_llc_cost.csv')
+cost = pd.read_csv(COST) if COST.exists() else None
+if cost is not None:
+    base = cost[cost.method == 'curvature'].set_index('model').seconds
+    cost['vs_curvature'] = cost.seconds / cost.model.map(base)
+cost.drop(columns=['machine']).round(4) if cost is not None else 'not measured yet: python tools/time_auto_llc.py'
+
 
 # %% [markdown]
 # ## Memory and speed of the LLC on a ResNet

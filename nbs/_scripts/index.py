@@ -108,6 +108,8 @@
 # | [LLC validation](llc_validation.html) | `fracsgd.llc.validation` | 40 random DLNs, a tuning/held-out split, the exact MALA reference, the experiment table (SGLD, RMSprop-SGLD, long chains, MALA), localization sensitivity that flags every estimate off by more than 15% |
 # | [LLC at depth](llc_depth.html) | `fracsgd.llc.depth` | a depth-covering set of resolved DLNs, the default's held-out error and coverage, devinterp beside it |
 # | [An exact truth at finite n](exact_chain.html) | `fracsgd.llc.exact_chain` | the scalar chain's localized-posterior LLC by quadrature: how far below λ an exact sampler lands at depth, our estimator against it, and where the automatic setting goes as n grows (the regular part of λ, not λ) |
+# | [A validation suite with exact targets](llc_suite.html) | `fracsgd.llc.suite` | 39 singular models (chains, matrix chains, DLNs, crossings, RRRs) with exact finite-n targets at the default's γ, split tune/held-out before tuning; `equivalent_data`: the same loss on a few rows |
+# | [When the target is not λ](llc_temperature.html) | `fracsgd.llc.temperature` | `temperature_slope`: the estimate at nβ and 10 nβ, a flag when the finite-n target has not reached λ; the suite at nβ × 1, 10, 100 |
 # | [Ensembles](ensemble.html) | `fracsgd.train.ensemble` | many nets of one architecture trained at once, recorded per member |
 # | [One net's numbers](net_analysis.html) | `fracsgd.diffusion.net_analysis` | a trajectory table read per net: the eq.-17 slope and $d_s$, crossover and late slope, λ̄, the explored volume's $d_s$; what the ledger keeps |
 # | [Sweeps](sweep.html) | `fracsgd.experiment.sweep` | resumable sweeps of run configurations on a process pool or Ray |
@@ -134,6 +136,9 @@
 # | [Claims ledger](ledger.html) | `fracsgd.ledger.claims` | every quantitative claim of the paper, our number, its configuration and a verdict |
 # | [λ ≤ d/2](half_d.html) | `fracsgd.ledger.bound` | the bound of app. D.3 on every LLC the ledger reports |
 # | [The ledger table](ledger_table.html) | `fracsgd.ledger.table` | one row per claim as the pages show it; verdicts counted by scale |
+# | [The decade rule](decade_rule.html) | `fracsgd.ledger.decades` | a late-phase exponent decides only when read over at least a decade after the crossover |
+# | [One verdict per question](ledger_questions.html) | `fracsgd.ledger.questions` | questions asked by several claims: one verdict from a stated estimator, the rest as support; no decisive disagreement; totals that count each question once |
+# | [A number against a prediction](ledger_differences.html) | `fracsgd.ledger.differences` | where the paper predicts one of our numbers from another (eq. 4's ageing exponent from the late slope): the distance between the two, with an interval from both |
 # | [Benchmarks](bench.html) | `fracsgd.bench.timing` | displacement-recording overhead, as a ratio to a bare step; where a full mnist-seeds run spends its time; what the lent GPUs measured |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench.llc` | LLC speed against devinterp and against loops |
 # | [Ensemble benchmarks](bench_ensemble.html) | `fracsgd.bench.ensemble` | ensemble training against a loop and the floor |
