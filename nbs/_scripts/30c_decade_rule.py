@@ -75,7 +75,7 @@ def last_decade_slopes(t, y, t_c: float, decades: float = MIN_DECADES) -> pd.Dat
 
 
 # %% [markdown]
-# `decade_rule` is what the ledger calls for every row (`_gate` of the [claims ledger](ledger.html)), with the
+# `decade_rule` is what the ledger calls for every row (through the verdict gate of the [claims ledger](ledger.html)), with the
 # rule's verdict on the row's numbers. It returns why the row cannot decide, or '' when it can (or when the row is
 # not a late-phase exponent, or the rule itself decides nothing).
 
