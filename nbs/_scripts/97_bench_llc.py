@@ -301,8 +301,8 @@ cost.drop(columns=['machine']).round(4) if cost is not None else 'not measured y
 # %% [markdown]
 # Measured 2026-11-29 on the 2-core development CPU, one thread. Other jobs shared the CPU during the run (the
 # fresh-clone CI, other estimates), so read the seconds as upper bounds and the ratios as rough. **Only the MNIST
-# MLP is in the table.** The depth-6 network's timing did not finish in the session. In an earlier run, interrupted
-# before it was written, its automatic estimate took 411 s on the full data.
+# MLP is in the table.** The depth-6 network's timing did not finish in the session; `tools/time_auto_llc.py` runs
+# it after the MLP.
 #
 # * **The new default costs about 5 times the old rule's run here: 2,376 s against 487 s.**
 #   * Most of the difference is the run's length. The default ends with 8 chains × (10,000 + 10,000) steps, the
