@@ -6,6 +6,7 @@
 from __future__ import annotations
 import math
 
+import numpy as np
 from torch import nn
 
 from .calibrate import estimate_llc_auto
@@ -13,11 +14,21 @@ from .settings import default_n_beta
 from ..nets.stack import as_data
 
 # %% auto #0
-__all__ = ['SLOPE_TOLERANCE', 'COLDER', 'temperature_slope']
+__all__ = ['SLOPE_TOLERANCE', 'COLDER', 'slope_moves', 'temperature_slope']
 
 # %% ../../nbs/11e_llc_temperature.ipynb #2dce7eac
 SLOPE_TOLERANCE = 0.05      # flag when slope x ln(n_beta) exceeds this fraction of the estimate (issue 41's rule)
 COLDER = 10.0               # the second estimate is at this many times n_beta
+
+def slope_moves(llc, llc_se, llc_colder, llc_colder_se, n_beta, factor: float = COLDER) -> tuple:
+    """The slope per e-fold of n_beta between an estimate and one at `factor` x n_beta, its s.e., and `moves`
+    (slope x ln n_beta / estimate) with its s.e.; numbers or arrays alike (inf where the estimate is 0)."""
+    per_efold = math.log(factor)
+    slope = (np.asarray(llc_colder, float) - np.asarray(llc, float)) / per_efold
+    slope_se = np.hypot(llc_se, llc_colder_se) / per_efold
+    with np.errstate(divide='ignore', invalid='ignore'):
+        scale = np.log(n_beta) / np.asarray(llc, float)
+    return slope, slope_se, slope * scale, slope_se * np.abs(scale)
 
 def temperature_slope(model: nn.Module, data, loss='classification', *, n_beta: float | None = None,
                       factor: float = COLDER, tolerance: float = SLOPE_TOLERANCE, device=None, **auto) -> dict:
@@ -31,10 +42,8 @@ def temperature_slope(model: nn.Module, data, loss='classification', *, n_beta: 
     nb = default_n_beta(len(as_data(data)[0])) if n_beta is None else float(n_beta)
     runs = [estimate_llc_auto(model, data, loss, n_beta=b, device=device, **auto) for b in (nb, factor * nb)]
     (hot, hot_done), (cold, cold_done) = runs
-    per_efold = math.log(factor)
-    slope, slope_se = (cold.llc - hot.llc) / per_efold, math.hypot(hot.llc_se, cold.llc_se) / per_efold
-    scale = math.log(nb) / hot.llc if hot.llc else math.inf
-    moves, moves_se = slope * scale, slope_se * abs(scale)
+    slope, slope_se, moves, moves_se = (float(v) for v in slope_moves(hot.llc, hot.llc_se, cold.llc, cold.llc_se,
+                                                                      nb, factor))
     return dict(llc=hot.llc, llc_se=hot.llc_se, llc_colder=cold.llc, llc_colder_se=cold.llc_se, n_beta=nb,
                 factor=factor, slope=slope, slope_se=slope_se, moves=moves, moves_se=moves_se,
                 not_lambda=bool(abs(moves) > tolerance), result=hot, colder=cold, done=hot_done,

@@ -15,6 +15,7 @@ from nbdev.showdoc import *
 from __future__ import annotations
 import math
 
+import numpy as np
 from torch import nn
 
 from fracsgd.llc.calibrate import estimate_llc_auto
@@ -46,6 +47,16 @@ from fracsgd.nets.stack import as_data
 SLOPE_TOLERANCE = 0.05      # flag when slope x ln(n_beta) exceeds this fraction of the estimate (issue 41's rule)
 COLDER = 10.0               # the second estimate is at this many times n_beta
 
+def slope_moves(llc, llc_se, llc_colder, llc_colder_se, n_beta, factor: float = COLDER) -> tuple:
+    """The slope per e-fold of n_beta between an estimate and one at `factor` x n_beta, its s.e., and `moves`
+    (slope x ln n_beta / estimate) with its s.e.; numbers or arrays alike (inf where the estimate is 0)."""
+    per_efold = math.log(factor)
+    slope = (np.asarray(llc_colder, float) - np.asarray(llc, float)) / per_efold
+    slope_se = np.hypot(llc_se, llc_colder_se) / per_efold
+    with np.errstate(divide='ignore', invalid='ignore'):
+        scale = np.log(n_beta) / np.asarray(llc, float)
+    return slope, slope_se, slope * scale, slope_se * np.abs(scale)
+
 def temperature_slope(model: nn.Module, data, loss='classification', *, n_beta: float | None = None,
                       factor: float = COLDER, tolerance: float = SLOPE_TOLERANCE, device=None, **auto) -> dict:
     """`estimate_llc_auto` at `n_beta` (default n/log n) and at `factor` x `n_beta` on the same data and weights.
@@ -58,10 +69,8 @@ def temperature_slope(model: nn.Module, data, loss='classification', *, n_beta: 
     nb = default_n_beta(len(as_data(data)[0])) if n_beta is None else float(n_beta)
     runs = [estimate_llc_auto(model, data, loss, n_beta=b, device=device, **auto) for b in (nb, factor * nb)]
     (hot, hot_done), (cold, cold_done) = runs
-    per_efold = math.log(factor)
-    slope, slope_se = (cold.llc - hot.llc) / per_efold, math.hypot(hot.llc_se, cold.llc_se) / per_efold
-    scale = math.log(nb) / hot.llc if hot.llc else math.inf
-    moves, moves_se = slope * scale, slope_se * abs(scale)
+    slope, slope_se, moves, moves_se = (float(v) for v in slope_moves(hot.llc, hot.llc_se, cold.llc, cold.llc_se,
+                                                                      nb, factor))
     return dict(llc=hot.llc, llc_se=hot.llc_se, llc_colder=cold.llc, llc_colder_se=cold.llc_se, n_beta=nb,
                 factor=factor, slope=slope, slope_se=slope_se, moves=moves, moves_se=moves_se,
                 not_lambda=bool(abs(moves) > tolerance), result=hot, colder=cold, done=hot_done,
@@ -139,10 +148,9 @@ if TEMPERATURE.exists():
                             values=['llc', 'se', 'seconds'])
     wide.columns = [f'{v}_x{f:g}' for v, f in wide.columns]
     wide = wide.reset_index().merge(x1[['case', 'target']], on='case')
-    ln_nb = np.log(wide.n / np.log(wide.n))
-    wide['slope'] = (wide.llc_x10 - wide.llc_x1) / math.log(10)
-    wide['moves'] = wide.slope * ln_nb / wide.llc_x1
-    wide['moves_se'] = np.hypot(wide.se_x1, wide.se_x10) / math.log(10) * ln_nb / wide.llc_x1
+    n_beta = wide.n / np.log(wide.n)                              # default_n_beta, per row
+    wide['slope'], _, wide['moves'], wide['moves_se'] = slope_moves(wide.llc_x1, wide.se_x1, wide.llc_x10,
+                                                                    wide.se_x10, n_beta, 10.0)
     wide['not_lambda'] = wide.moves.abs() > SLOPE_TOLERANCE
     wide['off_lambda'] = wide.llc_x1 / wide.lam - 1
     wide['target_off_lambda'] = wide.target / wide.lam - 1

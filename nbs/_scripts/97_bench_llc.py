@@ -298,6 +298,7 @@ if cost is not None:
     assert set(cost.method) == {'auto', 'curvature', 'devinterp'} and cost.model.str.startswith('MNIST MLP').all()
 cost.drop(columns=['machine']).round(4) if cost is not None else 'not measured yet: python tools/time_auto_llc.py'
 
+
 # %% [markdown]
 # Measured 2026-11-29 on the 2-core development CPU, one thread. Other jobs shared the CPU during the run (the
 # fresh-clone CI, other estimates), so read the seconds as upper bounds and the ratios as rough. **Only the MNIST
@@ -317,7 +318,6 @@ cost.drop(columns=['machine']).round(4) if cost is not None else 'not measured y
 #   with the per-step ratio measured above.
 # * **Both LLCs are negative** (−40.6 and −99.4). Three epochs leave the net short of a minimum, and the chains slide
 #   down the loss. The estimator flags this ("not near a minimum"). The table is a timing, not an estimate to read.
-
 
 # %% [markdown]
 # ## Memory and speed of the LLC on a ResNet
