@@ -40,17 +40,20 @@ _t0 = time.perf_counter()
 #
 # What the paper leaves open, and this chapter has to choose:
 #
-# * **What sets the temperature.** Eq. 13 gives $D_\xi=\xi^{2-2\lambda/d_s}$. In a smooth two-weight landscape every
-#   basin is regular ($\lambda=d/2=1$) and walks in it are Brownian ($d_{\rm walk}=2\lambda/d_s=2$), so eq. 13 gives
-#   $D_\xi=1$ at every scale and, read literally, Cor. 3.2 says SGD samples the Bayes posterior itself ($\beta=1$). That
-#   reading is tested below and fails by more than an order of magnitude in temperature. The paper's $D_\xi$ carries no
-#   learning rate or batch size; the usual diffusion limit of minibatch SGD (step $\eta$, batch $B$, per-sample gradient
-#   covariance $C$) has noise $\eta C/B$ per step, so with $C$ fixed the temperature scales as $\eta/B$. That is the
-#   scaling tested: **fit $\beta$ once at one $(\eta,B)$, predict $\beta\propto B/\eta$ elsewhere.**
+# * **What sets the temperature.** Lemma 3.2 gives $D_\xi=\xi^{2-d_{\rm walk}}$, and a walk in a smooth regular basin is
+#   Brownian ($d_{\rm walk}=2$), so $D_\xi=1$ at every scale; read literally, Cor. 3.2 then says that SGD samples the
+#   Bayes posterior itself ($\beta=1$). (Eq. 13 as printed, $D_\xi=\xi^{2-2\lambda/d_s}$ with $\lambda=1$ and $d_s=2$, gives
+#   $D_\xi=\xi$ instead: the factor of two in eq. 12 that the [known-λ chapter](known_lambda.html) measures. Then
+#   $\beta=1/(m\xi)$, and the fitted β below names the ξ it would take.) The literal reading is tested below and fails
+#   by more than an order of magnitude in temperature. Neither form of $D_\xi$ carries the learning rate or the batch
+#   size. The usual diffusion limit of minibatch SGD does: a step moves $w$ by $-\eta\nabla\mathcal L_m$ plus a noise of
+#   covariance $\eta^2C/B$ ($C$ the covariance of one per-sample gradient), which over the time $t=\eta\cdot$steps is a
+#   diffusion with coefficient $\eta C/(2B)$; with $C$ fixed, the temperature scales as $\eta/B$. That is the scaling
+#   tested: **fit β once at one $(\eta,B)$, predict $\beta\propto B/\eta$ elsewhere.**
 # * **The prior.** Eq. 15 leaves $\rho$ arbitrary. Here $\rho$ is flat on the grid's square and SGD has no weight decay;
-#   the model's loss confines the walkers, and the fraction that ever leaves the square is measured.
-# * **What is compared.** Basin masses (the plane split by steepest descent on the grid), the density on the grid,
-#   and each basin's covariance, all with bootstrap intervals over walkers.
+#   the model's loss confines the walkers, and the fraction of recorded positions outside the square is measured.
+# * **What is compared.** Basin masses (the plane split by steepest descent on the grid), the density on the grid
+#   (its tails), and each basin's covariance, all with bootstrap intervals over walkers.
 
 # %% [markdown]
 # ## A model with three basins
@@ -240,8 +243,12 @@ def split_rhat(chains: np.ndarray) -> float:
 # returns a statistic of the resampled masses. `sgd_covariance` is the stationary covariance of SGD linearised at a
 # minimum with Hessian $H$ and per-sample gradient covariance $C$: the discrete Lyapunov equation of
 # $w_{t+1}=(I-\eta H)w_t+\eta\varepsilon_t$, $\mathrm{Cov}\,\varepsilon=C/B$, or its continuous (Ornstein–Uhlenbeck) limit
-# $H\Sigma+\Sigma H=\eta C/B$. A Boltzmann density at temperature $T$ has covariance $T H^{-1}$ instead; the two agree
-# only when $C\propto H$.
+# $H\Sigma+\Sigma H=\eta C/B$. A Boltzmann density at temperature $T$ has covariance $T H^{-1}$, which solves the
+# continuous equation only when the noise is isotropic, $\eta C/B=2T\,I$; near a well-specified minimum $C\approx H$
+# instead (the Fisher information is the Hessian), and linearised SGD is round where the Boltzmann density is shaped by
+# $H^{-1}$. `bootstrap_basin_covariances` resamples walkers for each basin's covariance (from per-walker sums, so a
+# resample costs no pass over the records); `disc_moments` gives the moments of any grid array (a density, or a histogram
+# of walkers on the same cells) restricted to a disc.
 
 # %%
 #| export
@@ -313,7 +320,11 @@ W = np.stack(np.meshgrid(*axes, indexing='ij'), -1)
 L = model.loss(W)
 labels, roots = steepest_basins(L)
 K = int(labels.max()) + 1
-w_min = W.reshape(-1, 2)[roots]
+w_min = W.reshape(-1, 2)[roots].astype(float)
+for _ in range(20):                         # Newton steps from the grid node to the minimum itself
+    w_min = np.array([w - np.linalg.solve(model.local_noise(w)[0], model.batch_grad(w[None], X[None])[0]) for w in w_min])
+assert max(np.abs(model.batch_grad(w[None], X[None])[0]).max() for w in w_min) < 1e-10
+assert np.all(basin_of(w_min, axes, labels) == np.arange(len(roots)))      # each Newton limit stays in its basin
 depth = L.ravel()[roots] - L.ravel()[roots].min()
 saddle = saddle_heights(L, labels)
 barrier = np.array([saddle[k].min() - L.ravel()[roots[k]] for k in range(K)])
@@ -405,10 +416,10 @@ fit = runs['fit (0.2, 1)']
 beta_fit = fit_beta(fit['occ'].mean(0), L, labels, model.m)
 beta_boot = bootstrap_walkers(fit['occ'], lambda q: fit_beta(q, L, labels, model.m), 200, seed=2)
 beta_ci = np.quantile(beta_boot, [0.025, 0.975])
-mD = 1 / beta_fit                                       # Cor. 3.2 with γ = 1: β = 1/(m D_ξ)
+mD = 1 / beta_fit                                       # Cor. 3.2 with γ = 1: β = 1/(m D_ξ); with eq. 13, D_ξ = ξ
 predicted = {n: beta_fit * (fit['lr'] / fit['B']) / (r['lr'] / r['B']) for n, r in runs.items()}
 print(f"β fitted at (0.2, 1) = {beta_fit:.4f} (95% {beta_ci[0]:.4f}–{beta_ci[1]:.4f}); m·D_ξ = {mD:.1f}; "
-      f"predictions: " + ', '.join(f'{n}: β = {b:.4f}' for n, b in predicted.items()))
+      f"(eq. 13 as printed: ξ = {mD / model.m:.3f}); predictions: " + ', '.join(f'{n}: β = {b:.4f}' for n, b in predicted.items()))
 
 # %% [markdown]
 # ## The tests
@@ -620,7 +631,7 @@ def shape_rows(name, beta):
             row.update({f'{what}: minor var': small, f'{what}: major/minor': big / small, f'{what}: angle': angle})
         row.update({'basin SGD: minor var 95%': tuple(minor_ci.round(4)), 'basin SGD: major/minor 95%': tuple(ratio_ci.round(2)),
                     'T_k linearised': 0.5 * np.trace(H @ lin), 'T = 1/(mβ)': 1 / (model.m * beta),
-                    'C/H (mean eigenvalue of H⁻¹C)': float(np.linalg.eigvals(np.linalg.solve(H, C)).real.mean())})
+                    'tr C': float(np.trace(C))})
         rows.append(row)
     return rows
 
@@ -632,8 +643,8 @@ shapes.round(4).T
 # times more elongated than the tempered posterior's (the major axes agree and point along the valleys towards the other
 # basins; SGD is narrower across them). In the cores the linearised SGD's Gaussian, built from nothing but the local
 # $H$, $C$, η and $B$, predicts SGD's anisotropy better than the tempered posterior in every basin and at both settings.
-# The local temperatures differ by basin (basin 1, whose gradient noise is smallest relative to its curvature, is the
-# coldest), which a single $D_\xi$ cannot express; Lemma 3.3 assumes a scalar diffusion coefficient, and SGD's is a
+# The local temperatures differ by basin (in the continuous limit $T_k=\eta\operatorname{tr}C/(4B)$, so basin 1, whose
+# gradient noise $\operatorname{tr}C$ is the smallest, is the coldest), which a single $D_\xi$ cannot express; Lemma 3.3 assumes a scalar diffusion coefficient, and SGD's is a
 # state-dependent matrix.
 
 # %%
