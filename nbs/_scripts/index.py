@@ -118,6 +118,7 @@
 # | [Results store](store.html) | `fracsgd.experiment.store` | one folder per study; `load_study` reads it back in one call |
 # | [Clusters of solutions](clusters.html) | `fracsgd.posterior.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
 # | [Posterior tempering](tempering.html) | `fracsgd.posterior.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
+# | [Cor. 3.2 where the posterior is exact](exact_posterior.html) | `fracsgd.posterior.exact` | a two-weight, three-basin model: the posterior by quadrature, SGD walkers at stationarity, one temperature fitted at one (lr, B) and tested at others, within-basin shapes against linearised SGD |
 # | [Studies](studies.html) | `fracsgd.studies` | the registry: each study's name and its module, imported on first use |
 # | [What studies share](study_common.html) | `fracsgd.studies.common` | the summary row every study writes and the ledger reads |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
