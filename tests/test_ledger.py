@@ -15,6 +15,7 @@ from fracsgd.ledger.claims import (CLAIMS, VERDICTS, DECISIVE, read_claims, read
 from fracsgd.ledger.table import ledger_table
 from fracsgd.ledger.provenance import COMPACT, save_compact
 from fracsgd.experiment.protocol import protocol_scale, scale_kind
+from fracsgd.ledger.scale import paper_kind
 from fracsgd.experiment.store import open_study, save_plan, save_run
 from fracsgd.experiment.sweep import unique_runs, config_record
 
@@ -88,7 +89,7 @@ def test_record_replaces_rows_of_the_same_configuration(tmp_path):
     second = record_claims(_study(tmp_path / 'b', worse), **kw)
     assert len(first) == len(second) == 2
     assert second.set_index('claim_id').rule.to_dict() == {'fig1-early': 'reproduced', 'fig1-late': 'not reproduced'}
-    assert (second.scale == 'paper scale').all()
+    assert (second.scale == 'paper protocol').all()
     assert stale_rows(tmp_path / 'ledger.csv') == []
     assert oct((tmp_path / 'ledger.csv').stat().st_mode & 0o777) == oct(0o666 & ~_umask())
 
@@ -184,9 +185,9 @@ def test_a_reduced_row_is_never_decisive(tmp_path):
         read_ledger(tmp_path / 'bad.csv')
     # every committed row: scale recorded, and decisive only at paper scale
     led = read_ledger()
-    kinds = led.scale.map(scale_kind)
-    assert not (led.verdict.isin(DECISIVE) & ~kinds.isin(['paper scale', 'extended'])).any()
-    assert set(led[led.source == 'compact/mnist-seeds/full'].scale) == {'paper scale'}
+    kinds = led.scale.map(paper_kind)
+    assert not (led.verdict.isin(DECISIVE) & ~kinds.isin(['paper protocol', 'longer than the paper'])).any()
+    assert set(led[led.source == 'compact/mnist-seeds/full'].scale) == {'paper protocol'}
     assert set(led[led.source == 'compact/mnist-architectures/quick'].scale) == {'reduced: rows: 4 of 17; epochs 15 of 250'}
 
 
@@ -224,13 +225,14 @@ def test_two_sample_rule_on_cases_with_known_answers():
 
 
 def _posterior(tmp_path, rows, flagged):
-    "A compact moons-posterior result at paper scale whose LLC row flags `flagged` of 500 estimates."
+    "A compact moons-posterior result at the paper's protocol (every net converged) whose LLC row flags `flagged` of 500."
     folder = tmp_path / 'compact/moons-posterior/full'
     folder.mkdir(parents=True)
     prov = json.loads((COMPACT / 'moons-posterior/full/provenance.json').read_text())
     (folder / 'provenance.json').write_text(json.dumps(prov))
     summary = read_table(COMPACT / 'moons-posterior/full/summary.csv').set_index('quantity')
     summary.loc['LLC (mean over analysed nets, LLC > 0)', 'note'] = f'0 nets with LLC ≤ 0; {flagged} flagged by the diagnostics'
+    summary.loc['nets passing the convergence criterion', 'value'] = 500            # App. G.4's nets: all converged
     for q, v in rows.items():
         summary.loc[q, ['value', 'ci_low', 'ci_high']] = v
     write_table(summary.reset_index(), folder / 'summary.csv')
@@ -272,17 +274,21 @@ def test_rows_that_cannot_answer_their_claim_are_not_decisive():
     led = read_ledger().set_index(['claim_id', 'source'])
     # fig. 1 at paper scale would hold by construction: t_c is placed where the slope falls below 1/2
     full = led.loc[('fig1-late-1000ep', 'compact/moons-posterior/custom-868ac1f091f488d1')]
-    assert full.scale == 'extended: epochs 1,000 of 200' and full.rule == 'not reproduced'
+    assert full.scale == 'longer than the paper: epochs 1,000 of 200' and full.rule == 'not reproduced'
     # half a decade cannot decide a late exponent (the decade rule)
     assert full.verdict == 'inconclusive' and full.note.startswith('NOT DECISIVE (DECADE RULE: read over 0.50 decades')
     assert round(full.value, 3) == 0.542 and round(full.ci_low, 3) == 0.540 and round(full.ci_high, 3) == 0.545
     assert led.loc[('fig1-late', 'compact/moons-diffusion/quick')].verdict != 'reproduced'
-    # an extended result only answers the claims written about it
-    assert (led.reset_index().query('source.str.contains("custom-868ac")').claim_id == 'fig1-late-1000ep').all()
+    # a result longer than the paper only answers the claims written about it: fig. 1's late phase and, since
+    # App. G.4 keeps converged nets only, the seven posterior claims
+    posterior = {'fig3-xi', 'fig4a-low-llc', 'fig4b-sgd-prefers-c1', 'fig4b-tempered-agrees', 'tab2-kl', 'tab2-wasserstein',
+                 'tab2-js'}
+    assert set(led.reset_index().query('source.str.contains("custom-868ac")').claim_id) == {'fig1-late-1000ep'} | posterior
     # a grid-edge argmin is a bound; tab2's Wasserstein has no stated ground metric; four nets are few points
-    xi = led.loc[('fig3-xi', 'compact/moons-posterior/full')]
-    assert xi.verdict == 'inconclusive' and xi.note.startswith('NOT DECISIVE (≤ 0.05, grid edge')
-    assert ledger_table().set_index('claim').ours['fig3-xi'] == '≤ 0.05, grid edge'
+    xi = led.loc[('fig3-xi', 'compact/moons-posterior/custom-868ac1f091f488d1')]
+    assert xi.verdict == 'inconclusive' and xi.note.startswith('NOT DECISIVE (≥ 2, grid edge')
+    assert ledger_table().set_index('claim').ours['fig3-xi'] == '≥ 2, grid edge'
+    assert led.loc[('fig3-xi', 'compact/moons-posterior/full')].note.startswith('NOT AT PAPER SCALE (reduced; also ≤ 0.05, grid edge')
     assert 'ground metric' in led.loc[('tab2-wasserstein', 'compact/moons-posterior/full')].note
     assert 'FEW POINTS: an interval from 4 points' in led.loc[('fig11-mnist', 'compact/mnist-ablations/quick')].note
     # qualitative rows with a statistic are bounds now, with their caveats
@@ -303,7 +309,7 @@ def test_verdicts_by_scale_counts_every_claim_once():
     counts = verdicts_by_scale()
     assert counts.claims.sum() == len(read_claims())
     decisive = counts.reindex(columns=list(DECISIVE), fill_value=0).sum(axis=1)
-    assert set(decisive[decisive > 0].index) <= {'paper scale', 'extended'}
+    assert set(decisive[decisive > 0].index) <= {'paper protocol', 'longer than the paper'}
     assert (counts.loc['no number'].drop('claims') == 0).drop('not run yet').all()
 
 

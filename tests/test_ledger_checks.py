@@ -10,7 +10,8 @@ import pytest
 from fracsgd.core import read_table, write_table
 from fracsgd.ledger.claims import LEDGER, read_claims, read_ledger, ledger_rows, stale_rows, summary_value
 from fracsgd.ledger.provenance import COMPACT, result_scale
-from fracsgd.experiment.protocol import protocol_scale, scale_kind
+from fracsgd.experiment.protocol import protocol_scale
+from fracsgd.ledger.scale import paper_kind
 from fracsgd.ledger.checks import dln_bias_result, median_ci_ranks, study_verdicts
 from fracsgd.ledger.bound import half_d_table, mlp_parameters, parameter_counts
 
@@ -21,7 +22,8 @@ def test_long_moons_run_is_extended_and_answers_only_its_own_claims():
     assert protocol_scale(moons, moons.config('long')) == 'extended: epochs 1,000 of 200'
     led = read_ledger()
     long = led[led.source == 'compact/moons-diffusion/custom-c9b1d13965315c2d']
-    assert set(long.claim_id) == {'fig1-early-long', 'fig1-late-long'} and (long.scale == 'extended: epochs 1,000 of 200').all()
+    assert set(long.claim_id) == {'fig1-early-long', 'fig1-late-long'}
+    assert (long.scale == 'longer than the paper: epochs 1,000 of 200').all()
     # each fig.-1 row names the rule that placed its t_c
     fig1 = led[led.claim_id.str.startswith('fig1-') & led.source.str.startswith('compact/moons-diffusion/')]
     assert fig1[fig1.config != 'custom'].note.str.contains("t_c by slope: where the local slope last falls below 1/2").all()
@@ -109,14 +111,20 @@ def test_table_3_setting_on_dlns_follows_from_the_validation_table(tmp_path):
     assert np.isclose(s.value, np.median(ratio)) and s.ci_low == ratio[lo] and s.ci_high == ratio[hi]
     row = read_ledger().set_index('claim_id').loc['tab3-llc-settings']
     # the median's interval straddles 1/2, the claim's reading of "sufficient": the rule cannot decide
-    assert scale_kind(row.scale) == 'stand-in' and row.rule == 'inconclusive' and row.verdict == 'not run at paper scale'
+    assert paper_kind(row.scale) == 'stand-in' and row.rule == 'inconclusive' and row.verdict == 'not run at paper scale'
 
 
 def test_study_pages_rows_are_the_ledgers():
     led = read_ledger()
+    derived_from = {s: json.loads((LEDGER.parent / s / 'provenance.json').read_text())['derived_from']
+                    for s in led.source.unique() if s.startswith('compact/derived/')}
     for study in ('moons-diffusion', 'moons-posterior', 'mnist-seeds', 'grokking', 'cifar10'):
         mine = led[led.source.str.startswith(f'compact/{study}/') & led.value.notna()]
+        theirs = [s for s, d in derived_from.items() if d.startswith(f'compact/{study}/')]
         shown = study_verdicts(study)
+        derived = shown.config.str.endswith('(derived)')
+        assert derived.sum() == (led.source.isin(theirs) & led.value.notna()).sum()
+        shown = shown[~derived]
         assert len(shown) == len(mine) and set(shown.claim) == set(mine.claim_id)
         assert (shown.assign(config=shown.config.str.split(' ').str[0]).set_index(['claim', 'config']).verdict.sort_index()
                 == mine.set_index(['claim_id', 'config']).verdict.sort_index().rename_axis(['claim', 'config'])).all()
@@ -127,8 +135,10 @@ def test_study_pages_rows_are_the_ledgers():
     assert seeds.loc['tab8-llc-mean', 'why'] == 'interval widened by the LLC readings at the final weights'
     assert seeds.loc['fig18-r2', 'why'] == ''
     post = study_verdicts('moons-posterior').set_index(['claim', 'config'])
-    assert post.why[('fig4b-tempered-agrees', 'full')].startswith('NOT DECISIVE (all 500 LLC estimates flagged')
+    assert post.why[('fig4b-tempered-agrees', 'full')].startswith('NOT AT PAPER SCALE (reduced; also all 500 LLC')
     assert post.rule[('fig4b-tempered-agrees', 'full')] == 'not reproduced'
+    conv = ('fig4b-tempered-agrees', 'custom (full-converged)')
+    assert post.why[conv].startswith('NOT DECISIVE (all 464 LLC estimates flagged') and post.rule[conv] == 'reproduced'
 
 
 def test_a_result_without_parameter_counts_gets_no_bound_row_and_keep_results_copies_tables_first(tmp_path):

@@ -1,11 +1,11 @@
-"The runner plans its workers by memory as well as cores (issue 44): a run that cannot fit is refused in one line before anything is written, and fewer workers start as the budget shrinks."
+"The runner plans its workers by memory as well as cores (issue 44): a run that cannot fit is refused in one line before anything is written, fewer workers start as the budget shrinks, and a plan beyond a laptop's share is said before it starts."
 import subprocess, sys
 from pathlib import Path
 
 import pytest
 
 from fracsgd.core import available_memory, parse_memory
-from fracsgd.experiment.runner import NotEnoughMemory, plan_workers, run_study
+from fracsgd.experiment.runner import DRIVER_MEMORY, NotEnoughMemory, memory_notice, plan_workers, run_study
 from fracsgd.studies import get_study
 
 
@@ -34,13 +34,14 @@ def test_fewer_workers_as_the_budget_goes_down():
     study = get_study('tiny-imagenet')
     runs = study.runs(study.with_stand_in(study.config('quick')))
     need = max(study.memory(r) for r in runs)
-    picked = [plan_workers(map(study.memory, runs), cores=8, available=k * need) for k in (8, 4, 3, 2, 1)]
+    picked = [plan_workers(map(study.memory, runs), cores=8, available=k * need + DRIVER_MEMORY) for k in (8, 4, 3, 2, 1)]
     assert picked == [4, 4, 3, 2, 1]                                           # at most one worker per run (4 archs)
     with pytest.raises(NotEnoughMemory):
         plan_workers(map(study.memory, runs), cores=8, available=0.5 * need)
     assert plan_workers(map(study.memory, runs), cores=8, available=8 * need, workers=2) == 2   # --workers decides
     with pytest.raises(NotEnoughMemory, match='4 workers'):
         plan_workers(map(study.memory, runs), cores=8, available=2 * need, workers=4)
+    assert plan_workers(map(study.memory, runs), cores=8, available=2 * need) == 1         # the runner's own counts too
 
 
 def test_memory_sizes_and_the_override(monkeypatch):
@@ -50,3 +51,21 @@ def test_memory_sizes_and_the_override(monkeypatch):
     monkeypatch.setenv('FRACSGD_MEMORY', 'lots')
     with pytest.raises(ValueError, match='FRACSGD_MEMORY'):
         available_memory()
+
+
+def test_a_plan_beyond_a_laptops_share_is_said_before_it_starts(tmp_path, monkeypatch, capsys):
+    study = get_study('tiny-imagenet')
+    monkeypatch.setenv('FRACSGD_MEMORY', '64G')
+    class Stop(Exception):
+        "Raised where the runner would look for the data: after the plan, before anything runs."
+    def stop(cfg):
+        raise Stop
+    monkeypatch.setattr(study, 'check_data', stop)
+    with pytest.raises(Stop):
+        run_study(study, 'quick', tmp_path / 'run', stand_in=True, device='cpu', progress=False)
+    said = capsys.readouterr().out
+    assert said.count('\n') == 1 and said.startswith('tiny-imagenet quick needs about'), said
+    assert 'a laptop spares' in said and 'of the 64.0 GB available' in said
+    assert not (tmp_path / 'run').exists()
+    smoke = study.runs(study.with_stand_in(study.config('smoke')))
+    assert memory_notice(map(study.memory, smoke), 1, 64 * 2 ** 30) == ''     # the smoke preset fits a laptop

@@ -23,7 +23,7 @@ import torch
 from fracsgd.core import committed_dir, write_table
 from fracsgd.llc.calibrate import estimate_llc_auto
 from fracsgd.llc.settings import default_n_beta
-from fracsgd.llc.suite import SUITE_TARGETS, equivalent_data, suite_cases, suite_problem
+from fracsgd.llc.suite import FRESH_TARGETS, SUITE_TARGETS, equivalent_data, fresh_cases, suite_cases, suite_problem
 
 OUT = committed_dir('llc_validation', 'suite_estimates.csv')
 LOSS = 'regression'
@@ -57,7 +57,7 @@ def run_case(row, target, sampler, rows='equivalent', n_beta_factor=1.0, **rules
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--part', default='held-out', choices=['held-out', 'tune', 'all'])
+    ap.add_argument('--part', default='held-out', choices=['held-out', 'tune', 'fresh', 'all'])
     ap.add_argument('--sampler', default=None, choices=[None, 'mala', 'sgld'])
     ap.add_argument('--shard', default='0/1')
     ap.add_argument('--data', default='equivalent', choices=['equivalent', 'full'])
@@ -77,12 +77,13 @@ def main():
         return
     i, k = (int(x) for x in a.shard.split('/'))
     shard_out = out.parent / f'suite_estimates.{tag}.shard{i}.csv'
-    cases = suite_cases().merge(pd.read_csv(SUITE_TARGETS)[['case', 'target', 'target_se', 'gamma']], on='case')
+    targets = pd.concat([pd.read_csv(p) for p in (SUITE_TARGETS, FRESH_TARGETS) if p.exists()])
+    cases = pd.concat([suite_cases(), fresh_cases()]).merge(targets[['case', 'target', 'target_se', 'gamma']], on='case')
     if a.part != 'all':
         cases = cases[cases.part == a.part]
     cases = cases.assign(work=cases.n * cases.d).sort_values('work').iloc[i::k]
     rows = pd.read_csv(shard_out).to_dict('records') if shard_out.exists() else []
-    done = {r['case'] for r in rows}
+    done = {c for p in out.parent.glob(f'suite_estimates.{tag}.shard*.csv') for c in pd.read_csv(p).case}  # any shard's
     for _, row in cases.iterrows():
         if row.case in done:
             continue

@@ -6,17 +6,18 @@ regressions, to a standard error of at most 0.5%), and a second, independent val
 Writes nbs/llc_validation/suite_targets.csv whole after each case and skips cases already in it, so it can be
 stopped and restarted. Single-threaded. Prints a summary.
 
-    python tools/suite_targets.py
+    python tools/suite_targets.py            # the 39 cases of the tuning and held-out parts
+    python tools/suite_targets.py --fresh    # the fresh part, into nbs/llc_validation/suite_targets_fresh.csv
 """
 import os
 os.environ.setdefault('OMP_NUM_THREADS', '1')
-import time
+import argparse, time
 
 import numpy as np
 import pandas as pd
 import torch
 
-from fracsgd.llc.suite import SUITE_TARGETS, suite_targets
+from fracsgd.llc.suite import FRESH_TARGETS, SUITE_TARGETS, fresh_cases, suite_targets
 
 
 def summary(df: pd.DataFrame) -> str:
@@ -33,12 +34,16 @@ def summary(df: pd.DataFrame) -> str:
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--fresh', action='store_true', help='the fresh part instead of the tuning and held-out parts')
+    a = ap.parse_args()
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    df = suite_targets()
+    out = FRESH_TARGETS if a.fresh else SUITE_TARGETS
+    df = suite_targets(out, fresh_cases()) if a.fresh else suite_targets()
     with pd.option_context('display.width', 250):
         print(summary(df))
-    print(f"wall {time.perf_counter() - t0:.0f} s; wrote {SUITE_TARGETS}")
+    print(f"wall {time.perf_counter() - t0:.0f} s; wrote {out}")
 
 
 if __name__ == '__main__':

@@ -13,10 +13,13 @@ The MLP is trained first (SGD, lr 0.05, batch 64, 3 epochs) on the MNIST trainin
 (n = 5,000; a labelled random stand-in without MNIST). Writes nbs/llc_validation/auto_llc_cost.csv.
 
     FRACSGD_DATA=/path/to/mnist python tools/time_auto_llc.py
+    python tools/time_auto_llc.py --only dln --dln-n 3000      # one model; rows of the other are kept
+
+`--dln-n` takes the network's first rows only (the case's n is 10,000); the row's label says which n ran.
 """
 import os
 os.environ.setdefault('OMP_NUM_THREADS', '1')
-import platform, time, warnings
+import argparse, platform, time, warnings
 from datetime import date
 
 import pandas as pd
@@ -49,10 +52,11 @@ def mnist_mlp():
     return net, (X, y), 'classification', f'MNIST MLP 784-128-64-10, n = {len(X)} ({source})'
 
 
-def depth6_dln():
+def depth6_dln(n=None):
     row = suite_cases().set_index('case').loc[DLN_CASE]
     model, data = suite_problem(row)
-    return model, data, 'regression', f'DLN {row["shape"]} (depth 6, d = {row.d}), n = {row.n}, full data'
+    n = int(n or row.n)
+    return model, tuple(t[:n] for t in data), 'regression', f'DLN {row["shape"]} (depth 6, d = {row.d}), n = {n}, full data'
 
 
 def timed(fn):
@@ -64,13 +68,21 @@ def timed(fn):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--only', choices=['mnist', 'dln'], default=None, help='time one model; keep the rows of the other')
+    ap.add_argument('--dln-n', type=int, default=None, help="the network's first N rows (default: all 10,000)")
+    a = ap.parse_args()
     torch.set_num_threads(1)
-    rows = []
+    builds = dict(mnist=mnist_mlp, dln=lambda: depth6_dln(a.dln_n))
+    keep = pd.read_csv(OUT) if a.only and OUT.exists() else pd.DataFrame(columns=['model'])
+    rows = keep[~keep.model.str.startswith('MNIST' if a.only == 'mnist' else 'DLN')].to_dict('records')
     def save(row):
         rows.append(row)
         write_table(pd.DataFrame(rows), OUT)
         print({k: row.get(k) for k in ('model', 'method', 'seconds', 'llc', 'failed')}, flush=True)
-    for build in (mnist_mlp, depth6_dln):
+    for name, build in builds.items():
+        if a.only and name != a.only:
+            continue
         model, data, loss, label = build()
         base = dict(model=label, machine=f'{platform.machine()} {os.cpu_count()} cores, 1 thread',
                     date=date.today().isoformat())

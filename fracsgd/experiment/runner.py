@@ -20,9 +20,10 @@ from ..placement import Placement, check_placed, place, placed, placement
 from .sweep import PROGRESS_DIR, Sweep, run_sweep, run_key, config_record
 
 # %% auto #0
-__all__ = ['RESUMED_LOG', 'PROGRESS_EVERY', 'Study', 'trained_path', 'checkpoint_dir', 'checkpoint_every', 'progress_writer',
-           'with_threads', 'run_one', 'default_folder', 'data_identity', 'check_same_data', 'NotEnoughMemory',
-           'plan_workers', 'run_study', 'StudyFailed', 'study_config', 'report_study']
+__all__ = ['RESUMED_LOG', 'PROGRESS_EVERY', 'DRIVER_MEMORY', 'LAPTOP_SHARE', 'Study', 'trained_path', 'checkpoint_dir',
+           'checkpoint_every', 'progress_writer', 'with_threads', 'run_one', 'default_folder', 'data_identity',
+           'check_same_data', 'NotEnoughMemory', 'plan_workers', 'memory_notice', 'run_study', 'StudyFailed',
+           'study_config', 'report_study']
 
 # %% ../../nbs/13a_runner.ipynb #d6cbca1d
 class Study:
@@ -182,26 +183,45 @@ def check_same_data(folder, source: str):
 class NotEnoughMemory(MemoryError):
     "A run would need more memory than there is; raised before anything starts."
 
-def plan_workers(needs, cores: int, available: float, workers: int | None = None, what: str = 'a run') -> int | None:
+DRIVER_MEMORY = 2 ** 30        # the runner's own process beside its workers (its peak: <= 0.98 GB in every preset measured)
+
+def plan_workers(needs, cores: int, available: float, workers: int | None = None, what: str = 'a run',
+                 driver: float = DRIVER_MEMORY) -> int | None:
     """Local workers for runs whose per-worker needs are `needs` (bytes; None: undeclared): `workers` when given,
-    else as many as the cores and the `available` memory both allow (at most one per run; None, the pool's own
-    default of one per core, when no need is declared). `NotEnoughMemory`, in one line that names the need and the
-    memory available, when even those workers would not fit."""
+    else as many as the cores and the `available` memory less the runner's own (`driver`) both allow (at most one
+    per run; None, the pool's own default of one per core, when no need is declared). `NotEnoughMemory`, in one
+    line that names the need and the memory available, when even those workers would not fit."""
     needs = list(needs)
     declared = [n for n in needs if n]
     if not declared:
         return workers
     limit = int(workers or max(1, min(cores, len(needs))))
-    need = max(declared)
-    fit = int(available // need)
+    need, usable = max(declared), available - driver
+    fit = int(usable // need)
     if workers is None:
         limit = min(limit, max(fit, 1))
-    if limit * need > available:
+    if limit * need > usable:
         total = f', {limit} workers {format_memory(limit * need)},' if limit > 1 else ''
         raise NotEnoughMemory(
-            f"{what} needs about {format_memory(need)} per worker{total} and {format_memory(available)} is available: "
-            "free memory, run fewer workers (--workers), or set FRACSGD_MEMORY if more is truly free")
+            f"{what} needs about {format_memory(need)} per worker{total} and {format_memory(available)} is available "
+            f"({format_memory(driver)} of it for the runner itself): free memory, run fewer workers (--workers), or "
+            "set FRACSGD_MEMORY if more is truly free")
     return limit
+
+LAPTOP_SHARE = 4 * 2 ** 30     # what a laptop of 8 GB spares for a run beside a browser (issue 44's bound)
+
+def memory_notice(needs, workers: int, available: float, what: str = 'a run') -> str:
+    """One line, said before a start that plans more than `LAPTOP_SHARE` in all (`workers` times the largest of the
+    declared `needs`, in bytes): the need, the workers and the memory available; '' when the plan stays within it."""
+    declared = [n for n in needs if n]
+    if not declared:
+        return ''
+    need, k = max(declared), max(1, min(int(workers), len(declared)))
+    if k * need <= LAPTOP_SHARE:
+        return ''
+    return (f"{what} needs about {format_memory(need)} per worker (its largest run), more than the "
+            f"{format_memory(LAPTOP_SHARE)} a laptop spares: {k} worker{'s' if k > 1 else ''}, "
+            f"{format_memory(k * need)} of the {format_memory(available)} available")
 
 def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_in: bool = False, device=None,
               dtype: str = 'float32', threads: int | None = None, backend: str = 'local',
@@ -222,8 +242,11 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     label = study.preset_of(cfg) if config is not None else preset
     runs = study.runs(cfg)
     if backend == 'local':                                       # before anything is written: refuse what won't fit
-        workers = plan_workers(map(study.memory, runs), cpu_cores(), available_memory(), workers,
-                               f'{study.name} {label}')
+        needs, free = [study.memory(r) for r in runs], available_memory()
+        workers = plan_workers(needs, cpu_cores(), free, workers, f'{study.name} {label}')
+        notice = memory_notice(needs, workers or cpu_cores(), free, f'{study.name} {label}')
+        if notice:                                               # said before it starts, with the plan
+            print(notice, flush=True)
     if threads is None and backend == 'local':
         threads = max(1, cpu_cores() // (workers or cpu_cores()))
     p = placement(device, dtype, threads)                        # refuses an unusable device, writes nothing

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/31_ledger_checks.ipynb #955cd125
 from __future__ import annotations
-import datetime, hashlib, json, math, re, subprocess
+import datetime, hashlib, io, json, math, re, subprocess
 from pathlib import Path
 
 import numpy as np
@@ -13,14 +13,17 @@ import pandas as pd
 import fracsgd
 from ..core import atomic_path, read_table, write_table
 from ..llc.radius import radius_reading
-from .claims import read_claims, read_ledger
+from .claims import paper_interval, read_claims, read_ledger
 from .table import ours_text, paper_text
 from .provenance import COMPACT, LEDGER_DIR
-from ..experiment.protocol import NBETA_NAMES, scale_kind
+from ..experiment.protocol import NBETA_NAMES
+from .scale import paper_kind
 
 # %% auto #0
-__all__ = ['DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'RADIUS_READING', 'median_ci_ranks', 'source_commit', 'dln_bias_result',
-           'clopper_pearson', 'radius_nets', 'radius_result', 'study_verdicts', 'study_nbeta']
+__all__ = ['DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'RADIUS_READING', 'DERIVED', 'PRINTED', 'TABLE_OF_FAMILY',
+           'DERIVED_FROM', 'median_ci_ranks', 'source_commit', 'dln_bias_result', 'clopper_pearson', 'radius_nets',
+           'radius_result', 'slope_rows', 'family_bound_rows', 'timescale_rows', 'printed_bound_rows', 'printed_values',
+           'printed_commit', 'derived_results', 'study_verdicts', 'study_nbeta', 'study_table']
 
 # %% ../../nbs/31_ledger_checks.ipynb #1ec2b0ee
 DLN_SOURCE = LEDGER_DIR.parent / 'llc_validation' / 'depth_paper_preset.csv'
@@ -132,14 +135,145 @@ def radius_result(source=None, compact_dir=None) -> Path:
     meta = json.loads(source.with_suffix('.json').read_text())
     prov = dict(study='llc-domain', config='mnist-architectures', config_hash=digest, run_keys=[], stand_in='',
                 preset='mnist-architectures', llc_nbeta=NBETA_NAMES['paper-devinterp-nbeta'],
-                scale=f'reduced: {n} of the 17 table-7 nets of the full run (trained by the paper\'s protocol); '
-                      'the tests are ours, the paper gives no number',
+                scale=f'reduced: table-7 nets {n} of 17; the nets of the full run, trained by the paper\'s protocol, '
+                      'and tests of ours: the paper gives no number',
                 run_seconds=round(float(nets.seconds.sum()), 1),
                 session=dict(fracsgd=fracsgd.__version__, source=f'nbs/criticality/{source.name}', source_sha256=digest,
                              device=meta['machine']['device'], git_commit=source_commit(source), time=meta['date']))
     with atomic_path(dest / 'provenance.json') as tmp:
         tmp.write_text(json.dumps(prov, indent=1) + '\n')
     return dest
+
+# %% ../../nbs/31_ledger_checks.ipynb #29b31660
+DERIVED = COMPACT / 'derived'
+PRINTED = COMPACT / 'paper' / 'printed'
+TABLE_OF_FAMILY = {'conv': 5, 'residual': 6}           # the CIFAR-10 families of tables 5 and 6
+
+def _interval_of_max(values, lows, highs) -> tuple[float, float, float]:
+    "(max, and the interval of a maximum of intervals: the largest low end and the largest high end)."
+    v = float(np.nanmax(values))
+    return v, min(float(np.nanmax(lows)), v), max(float(np.nanmax(highs)), v)
+
+def slope_rows(per_run: pd.DataFrame, name: str = 'architecture') -> list[tuple]:
+    "One summary row per run: its whole-run eq.-17 log-log slope with the interval the study fitted."
+    return [(f'eq.-17 slope, {r[name]}', r.slope, r.slope_ci_low, r.slope_ci_high,
+             f'whole-run log-log slope of R(t), r² {r.r2:.4f}; no LLC enters') for _, r in per_run.iterrows()]
+
+def family_bound_rows(per_arch: pd.DataFrame) -> list[tuple]:
+    "Per CIFAR-10 family (table 5: conv, table 6: residual): the largest d_s / final LLC, interval from each d_s's."
+    rows = []
+    for family, table in TABLE_OF_FAMILY.items():
+        nets = per_arch[per_arch.family == family]
+        ratio = nets.d_s / nets.llc_final
+        ends = np.sort(np.vstack([nets.d_s_ci_low / nets.llc_final, nets.d_s_ci_high / nets.llc_final]), axis=0)
+        top = nets.run[ratio.idxmax()]
+        rows.append((f'table {table}: max d_s / final LLC', *_interval_of_max(ratio, ends[0], ends[1]),
+                     f'Lemma 3.4; the largest of the {family} family ({top}); = 2 × slope × λ̄/λ_final'))
+    return rows
+
+def timescale_rows(traj: pd.DataFrame, n_boot: int = 2000) -> list[tuple]:
+    """§3.3.1 on a trajectory table (run, step, R, llc): per run, eq. 17 on the two halves (in log time) of the
+    stretch where the LLC is measured, and the ratios of the later half to the earlier; medians over runs with a
+    bootstrap interval (seeded)."""
+    t0 = float(traj.step[traj.llc.notna()].min())
+    out = []
+    for _, g in traj[traj.step >= t0].groupby('run'):
+        mid = math.sqrt(t0 * g.step.max())
+        halves = [g[g.step <= mid], g[g.step >= mid]]
+        slope = [np.polyfit(np.log(h.step), np.log(h.R), 1)[0] for h in halves]
+        lam = [h.llc.mean() for h in halves]
+        out.append(dict(ds=[2 * s * l for s, l in zip(slope, lam)], slope=slope, mid=mid))
+    rng = np.random.default_rng(0)
+    def med(x):
+        x = np.asarray(x, float)
+        boot = np.median(x[rng.integers(0, len(x), (n_boot, len(x)))], axis=1)
+        return float(np.median(x)), *np.quantile(boot, [0.025, 0.975]).tolist()
+    ds = np.array([o['ds'] for o in out]); sl = np.array([o['slope'] for o in out])
+    mids = np.array([o['mid'] for o in out])
+    split = f'{mids.min():.0f}' + (f'–{mids.max():.0f}' if round(mids.max()) != round(mids.min()) else '')
+    where = (f'{len(out)} nets; t ≥ {t0:.0f} (where the LLC is measured), halves split at t = {split} (log scale); '
+             f'interval: bootstrap over nets, {n_boot} resamples')
+    r = ds[:, 1] / ds[:, 0]
+    return [('d_s later half / earlier half (eq. 17 per timescale), median over nets', *med(r),
+             f'{where}; per net d_s = 2 × mean LLC × log-log slope of R in each half; median d_s '
+             f'{np.median(ds[:, 0]):.1f} then {np.median(ds[:, 1]):.1f}; ratios {r.min():.2f}–{r.max():.2f} over nets; '
+             'one constant gives 1'),
+            ('eq.-17 slope later half / earlier half, median over nets', *med(sl[:, 1] / sl[:, 0]),
+             f'{where}; median slope {np.median(sl[:, 0]):.3f} then {np.median(sl[:, 1]):.3f}; no LLC enters')]
+
+def printed_bound_rows(claims: pd.DataFrame, table: str = 'tab4') -> list[tuple]:
+    "The largest printed d_s/λ of a table of the paper, with the interval its printed digits allow (`paper_interval`)."
+    ds = [c for c in claims.claim_id if c.startswith(f'{table}-') and c.endswith('-ds')]
+    rows = []
+    for c in ds:
+        (dl, dh), (ll, lh) = paper_interval(claims.loc[c]), paper_interval(claims.loc[c.removesuffix('-ds') + '-llc'])
+        rows.append((c.removeprefix(f'{table}-').removesuffix('-ds'),
+                     float(claims.loc[c, 'paper_value']) / float(claims.loc[c.removesuffix('-ds') + '-llc', 'paper_value']),
+                     dl / lh, dh / ll))
+    t = pd.DataFrame(rows, columns=['model', 'ratio', 'low', 'high'])
+    top = t.model[t.ratio.idxmax()]
+    return [(f'table {table.removeprefix("tab")}: max printed d_s / λ', *_interval_of_max(t.ratio, t.low, t.high),
+             f"the paper's printed d_s and λ ({top} the largest); interval: the ends its printed digits allow")]
+
+def printed_values(claims: pd.DataFrame, table: str = 'tab4') -> dict[str, str]:
+    "{claim id: printed value} of the d_s and λ rows of a table of the paper, as `printed_bound_rows` reads them."
+    ids = [c for c in claims.claim_id if c.startswith(f'{table}-') and c.endswith('-ds')]
+    return {c: claims.loc[c, 'paper_value'] for c in ids + [c.removesuffix('-ds') + '-llc' for c in ids]}
+
+def printed_commit(used: dict[str, str]) -> str:
+    """The commit checked out (HEAD) when its `claims.csv` holds the printed values `used` as they are now; ''
+    otherwise (the values made here are then not in any commit yet)."""
+    try:
+        head = subprocess.run(['git', 'show', 'HEAD:nbs/ledger/claims.csv'], cwd=LEDGER_DIR, capture_output=True,
+                              text=True)
+        rev = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=LEDGER_DIR, capture_output=True, text=True)
+    except OSError:
+        return ''
+    if head.returncode or rev.returncode:
+        return ''
+    old = pd.read_csv(io.StringIO(head.stdout), dtype=str, keep_default_na=False).set_index('claim_id').paper_value
+    return rev.stdout.strip() if all(old.get(c) == v for c, v in used.items()) else ''
+
+def _write_derived(dest: Path, rows: list[tuple], prov: dict) -> Path:
+    write_table(pd.DataFrame([tuple(r) + ('',) * (5 - len(r)) for r in rows],
+                             columns=['quantity', 'value', 'ci_low', 'ci_high', 'note']), dest / 'summary.csv')
+    with atomic_path(dest / 'provenance.json') as tmp:
+        tmp.write_text(json.dumps(prov, indent=1) + '\n')
+    return dest
+
+def _derived_from(source: Path, tables: list[Path]) -> dict:
+    "The provenance of a result derived from the compact result `source` through its files `tables`."
+    src = json.loads((source / 'provenance.json').read_text())
+    label = f"{src['study']}-{src.get('preset', src['config'])}" + ('-stand-in' if src.get('stand_in') else '')
+    digest = hashlib.sha256(b''.join(t.read_bytes() for t in tables)).hexdigest()[:16]
+    rel = source.resolve().relative_to(LEDGER_DIR.resolve()).as_posix()
+    session = dict(src['session'], source=', '.join(f'{rel}/{t.name}' for t in tables), source_sha256=digest,
+                   run_commit=src['session'].get('git_commit', ''), git_commit=source_commit(tables[0]))
+    return dict(study='derived', config=label, config_hash=digest, run_keys=[], stand_in=src.get('stand_in', ''),
+                preset=label, scale=src['scale'], llc_nbeta=src.get('llc_nbeta', ''), run_seconds=src['run_seconds'],
+                derived_from=rel, session=session)
+
+DERIVED_FROM = {'mnist-architectures/full': ('per_architecture.csv', slope_rows),
+                'cifar10/quick-stand-in': ('per_arch.csv', family_bound_rows),
+                'cifar10/custom-52ad72a298096514-stand-in': ('per_arch.csv', family_bound_rows),
+                'mnist-seeds/full': ('trajectory_compact.parquet', timescale_rows)}
+
+def derived_results(compact_dir=None, claims=None) -> list[Path]:
+    "Write every derived compact result (`DERIVED_FROM`, and the paper's printed table 4) from the committed files."
+    compact = Path(compact_dir or COMPACT)
+    out = []
+    for source, (name, rows_of) in DERIVED_FROM.items():
+        prov = _derived_from(COMPACT / source, [COMPACT / source / name])
+        out.append(_write_derived(compact / 'derived' / prov['config'], rows_of(read_table(COMPACT / source / name)), prov))
+    claims_table = read_claims(claims)
+    used = printed_values(claims_table)
+    digest = hashlib.sha256(json.dumps(used, sort_keys=True).encode()).hexdigest()[:16]
+    prov = dict(study='paper', config='printed', config_hash=digest, run_keys=[], stand_in='', preset='printed',
+                scale="paper protocol: the paper's own run, as its table prints it", llc_nbeta='', run_seconds=0.0,
+                session=dict(fracsgd=fracsgd.__version__, source='nbs/ledger/claims.csv: ' + ', '.join(used),
+                             source_sha256=digest, git_commit=printed_commit(used), device='', time=''))
+    out.append(_write_derived(compact / 'paper' / 'printed', printed_bound_rows(claims_table), prov))
+    return out
 
 # %% ../../nbs/31_ledger_checks.ipynb #20f13683
 def _why(note: str) -> str:
@@ -154,15 +288,19 @@ def study_verdicts(study: str, ledger=None, claims=None) -> pd.DataFrame:
     configuration, in the claims' order, for the study's page."""
     claims_table = read_claims(claims)
     rows = read_ledger(ledger, claims_table)
-    rows = rows[rows.source.str.startswith(f'compact/{study}/') & rows.value.notna()]
     ledger_dir = Path(ledger).parent if ledger else LEDGER_DIR
-    prov = {src: json.loads((ledger_dir / src / 'provenance.json').read_text()) for src in rows.source.unique()}
+    read = lambda src: json.loads((ledger_dir / src / 'provenance.json').read_text())
+    derived = {src for src in rows.source.unique() if src.startswith('compact/derived/')
+               and read(src).get('derived_from', '').startswith(f'compact/{study}/')}
+    rows = rows[(rows.source.str.startswith(f'compact/{study}/') | rows.source.isin(derived)) & rows.value.notna()]
+    prov = {src: read(src) for src in rows.source.unique()}
     nbeta = {src: p.get('llc_nbeta') or '' for src, p in prov.items()}
-    label = lambda r: r.config + (f" ({prov[r.source]['preset']})" if r.config.startswith('custom')
-                                  and prov[r.source].get('preset') not in (None, 'custom') else '')
+    label = lambda r: (prov[r.source]['derived_from'].split('/')[-1] + ' (derived)' if r.source in derived else
+                       r.config + (f" ({prov[r.source]['preset']})" if r.config.startswith('custom')
+                                   and prov[r.source].get('preset') not in (None, 'custom') else ''))
     out = [dict(claim=r.claim_id, what=claims_table.loc[r.claim_id, 'claim'],
                 paper=paper_text(claims_table.loc[r.claim_id]), ours=ours_text(r), config=label(r),
-                scale=scale_kind(r.scale) + ('' if scale_kind(r.scale) in ('paper scale', 'stand-in') else
+                scale=paper_kind(r.scale) + ('' if paper_kind(r.scale) in ('paper protocol', 'stand-in') else
                                              ': ' + r.scale.split(': ', 1)[1]),
                 rule=r.rule, verdict=r.verdict, why=_why(r.note),
                 nbeta=nbeta[r.source] if claims_table.loc[r.claim_id, 'llc'] else '')
@@ -178,3 +316,21 @@ def study_nbeta(study: str, compact_dir=None) -> dict[str, str]:
         if prov.get('llc_nbeta'):
             out[prov_file.parent.name] = prov['llc_nbeta']
     return out
+
+def study_table(study: str, ledger=None, claims=None):
+    """A study page's verdict table (HTML): `study_verdicts` in five columns, with the notes in a collapsed
+    `<details>` block after it."""
+    from html import escape
+    from IPython.display import HTML
+    found = study_verdicts(study, ledger, claims)
+    run = found.config.str.replace(r'^custom\S* \((.+)\)$', r'\1', regex=True).str.replace('-stand-in', '')
+    brief = found.assign(scale=found.scale.str.split(':').str[0] + ', ' + run)[['claim', 'paper', 'ours', 'scale', 'verdict']]
+    compact_dir = Path(ledger).parent / 'compact' if ledger else None
+    notes = [f'<li>LLC estimates, {escape(k)}: {escape(v)}</li>' for k, v in study_nbeta(study, compact_dir).items()] + [
+        f'<li><b>{escape(claim)}</b>: {escape(rows.what.iloc[0])}<ul>' + ''.join(
+            f'<li>{escape(r.config)}: {escape(r.scale)}; the rule on these numbers: {r.rule}'
+            + ''.join(f'; {escape(x)}' for x in (r.why, r.nβ) if x) + '</li>' for r in rows.itertuples()) + '</ul></li>'
+        for claim, rows in found.groupby('claim', sort=False)]
+    return HTML(brief.to_html(index=False, classes='verdicts') + '<details><summary>Notes: each claim in words, and for '
+                'each row its configuration, its scale in full, the rule on these numbers, what keeps it from being '
+                'decisive, and the nβ of its LLC estimates</summary><ul>' + ''.join(notes) + '</ul></details>')

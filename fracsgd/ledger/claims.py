@@ -16,9 +16,8 @@ from ..experiment.store import runs_table
 from .bound import half_d_row
 from .decades import decade_rule
 from .differences import ABS_DIFF, abs_difference
-from fracsgd.ledger.provenance import (COMPACT, LEDGER_DIR, STAND_IN, compact_label, result_scale, save_compact,
-    study_configuration)
-from ..experiment.protocol import scale_kind
+from .provenance import COMPACT, LEDGER_DIR, STAND_IN, compact_label, save_compact, study_configuration
+from .scale import paper_kind, paper_scale
 
 # %% auto #0
 __all__ = ['CLAIMS', 'LEDGER', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS', 'LEDGER_COLUMNS', 'SYSTEMATIC',
@@ -239,7 +238,7 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
     why = '; '.join(hold)
     if prov.get(STAND_IN) and v != 'not run yet':  # a stand-in's numbers are never a reproduction, whatever they say
         lead, v = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {rule}", 'not run at paper scale'
-    elif v != 'not run yet' and not (kind == 'paper scale' or (kind == 'extended' and named)):
+    elif v != 'not run yet' and not (kind == 'paper protocol' or (kind == 'longer than the paper' and named)):
         lead = f'NOT AT PAPER SCALE ({kind}' + (f'; also {why}' if why else '') + f'); the rule on these numbers: {rule}'
         v = 'not run at paper scale'
     elif why and v != 'not run yet':
@@ -255,11 +254,11 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
     prov = json.loads((compact / 'provenance.json').read_text())
     summary = read_table(compact / 'summary.csv').set_index('quantity')
     claims = read_claims() if claims is None else claims
-    scale = result_scale(prov)
-    kind, made_by = scale_kind(scale), f"{prov['study']}/{prov.get('preset', prov['config'])}"
+    scale = paper_scale(prov, summary)                # against the paper's protocol (scale chapter)
+    kind, made_by = paper_kind(scale), f"{prov['study']}/{prov.get('preset', prov['config'])}"
     named = claims.configs.str.split().map(lambda c: made_by in c)
     mine = claims[(claims.quantity != '') & (((claims.study == prov['study']) & (claims.configs == '')) | named)]
-    if kind == 'extended':                       # a longer run than the paper's counts only where a claim names it
+    if kind == 'longer than the paper':          # a longer run than the paper's counts only where a claim names it
         mine = mine[named[mine.index]]
     if mine.empty:
         raise ValueError(f'no claim in the claims table is tested by {made_by!r} (none names a quantity)')
@@ -299,11 +298,10 @@ def read_ledger(path=None, claims: pd.DataFrame | None = None) -> pd.DataFrame:
     wrong = sorted((set(ledger.verdict) | set(ledger.rule)) - set(VERDICTS))
     if wrong:
         raise ValueError(f'{path}: verdict(s) {wrong} are not one of {VERDICTS}')
-    kinds = ledger.scale.map(scale_kind)                # also refuses a scale of no known kind
-    decisive = ledger.verdict.isin(DECISIVE)
-    if (decisive & ~kinds.isin(['paper scale', 'extended'])).any():
-        raise ValueError(f'{path}: decisive verdicts on rows not at paper scale: '
-                         f'{ledger.claim_id[decisive & ~kinds.isin(["paper scale", "extended"])].tolist()}')
+    kinds = ledger.scale.map(paper_kind)                # also refuses a scale of no known kind
+    off = ledger.verdict.isin(DECISIVE) & ~kinds.isin(['paper protocol', 'longer than the paper'])
+    if off.any():
+        raise ValueError(f'{path}: decisive verdicts on rows not at paper scale: {ledger.claim_id[off].tolist()}')
     for r in ledger.itertuples():                       # re-applies the interval checks of the rule
         verdict(claims.loc[r.claim_id], r.value, r.ci_low, r.ci_high)
     return ledger[list(LEDGER_COLUMNS)]

@@ -12,7 +12,7 @@ import pandas as pd
 from .claims import DECISIVE, VERDICTS, read_claims, read_ledger
 from .provenance import LEDGER_DIR
 from .table import ledger_table, ours_text
-from ..experiment.protocol import SCALES, scale_kind
+from .scale import PAPER_SCALES, paper_kind
 
 # %% auto #0
 __all__ = ['QUESTIONS', 'QUESTION_COLUMNS', 'read_questions', 'question_of', 'disagreements', 'question_support',
@@ -132,14 +132,14 @@ def question_verdicts(ledger=None, claims=None, questions=None) -> pd.DataFrame:
     claims_table = read_claims(claims)
     every = question_table(ledger, claims, questions, every=True)
     shown = ledger_table(ledger, claims).set_index('claim')
-    kind = [scale_kind(shown.scale[p]) if shown.ours[p] != '' else 'no number' for p in every.primary]
+    kind = [paper_kind(shown.scale[p]) if shown.ours[p] != '' else 'no number' for p in every.primary]
     return every[['question', 'primary']].assign(study=every.primary.map(claims_table.study).to_numpy(), scale=kind,
                                                  verdict=every.verdict.to_numpy())
 
 def verdicts_by_question(ledger=None, claims=None, questions=None) -> pd.DataFrame:
     "Questions counted once each, by the scale of the number shown for the primary claim and the verdict."
     q = question_verdicts(ledger, claims, questions)
-    counts = pd.crosstab(q.scale, q.verdict).reindex(index=[*SCALES, 'no number'], columns=list(VERDICTS), fill_value=0)
+    counts = pd.crosstab(q.scale, q.verdict).reindex(index=[*PAPER_SCALES, 'no number'], columns=list(VERDICTS), fill_value=0)
     counts = counts.loc[counts.sum(axis=1) > 0, counts.sum(axis=0) > 0]
     counts['questions'] = counts.sum(axis=1)
     return counts.rename_axis(index='scale', columns=None)

@@ -9,7 +9,7 @@ import math, re
 import pandas as pd
 
 from .claims import VERDICTS, _fmt, read_claims, read_ledger
-from ..experiment.protocol import SCALES, scale_kind
+from .scale import PAPER_SCALES, paper_kind
 
 # %% auto #0
 __all__ = ['ledger_table', 'paper_text', 'ours_text', 'verdicts_by_scale']
@@ -19,7 +19,7 @@ def ledger_table(ledger=None, claims=None) -> pd.DataFrame:
     "The ledger as one row per claim, joined with the claims; claims without a recorded number are not run yet."
     claims_table = read_claims(claims)
     rows = read_ledger(ledger, claims_table)
-    rank = rows.scale.map(lambda x: SCALES.index(scale_kind(x))) * 10 + rows.config.map({'full': 0, 'quick': 1}).fillna(2)
+    rank = rows.scale.map(lambda x: PAPER_SCALES.index(paper_kind(x))) * 10 + rows.config.map({'full': 0, 'quick': 1}).fillna(2)
     decisive = rows.verdict.isin(['reproduced', 'not reproduced']).astype(int)     # among equals: undecided first
     best = (rows.assign(rank=rank, decisive=decisive).sort_values(['rank', 'decisive', 'source'], kind='stable')
             .drop_duplicates('claim_id').set_index('claim_id'))
@@ -53,8 +53,8 @@ def verdicts_by_scale(ledger=None, claims=None) -> pd.DataFrame:
     no number counts under 'no number'."""
     table = ledger_table(ledger, claims)
     has = table.ours != ''
-    kind = table.scale.where(has, '').map(lambda x: scale_kind(x) if x else 'no number')
-    counts = pd.crosstab(kind, table.verdict).reindex(index=[*SCALES, 'no number'], columns=list(VERDICTS),
+    kind = table.scale.where(has, '').map(lambda x: paper_kind(x) if x else 'no number')
+    counts = pd.crosstab(kind, table.verdict).reindex(index=[*PAPER_SCALES, 'no number'], columns=list(VERDICTS),
                                                       fill_value=0)
     counts = counts.loc[counts.sum(axis=1) > 0, counts.sum(axis=0) > 0]
     counts['claims'] = counts.sum(axis=1)

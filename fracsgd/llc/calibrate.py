@@ -20,8 +20,8 @@ from ..nets.stack import as_data, where_to_compute
 __all__ = ['ACCEPTANCE_TARGET', 'RUN_ACCEPTANCE_MIN', 'MALA_ACCEPTANCE', 'MALA_RUN_MIN', 'START_STIFFNESS', 'MAX_HALVINGS',
            'PILOT_CHAINS', 'PILOT_STEPS', 'BURNIN_RELAXATIONS', 'DRAW_RELAXATIONS', 'MAIN_STEPS', 'MAX_RETRIES',
            'PRECISION', 'MAX_DRAWS', 'FULL_BATCH_WORK', 'PILOT_RULES', 'weight_scale_localization', 'choose_sampler',
-           'with_lengths', 'pilot_acceptance', 'honest_se', 'calibrate', 'estimate_llc_auto', 'NormalCrossing',
-           'crossing_lambda', 'crossing_target', 'crossing_data']
+           'with_lengths', 'pilot_acceptance', 'honest_se', 'interval_multiplier', 'calibrate', 'estimate_llc_auto',
+           'NormalCrossing', 'crossing_lambda', 'crossing_target', 'crossing_data']
 
 # %% ../../nbs/10c_calibrate.ipynb #4dcaad8c
 def weight_scale_localization(model: nn.Module) -> float:
@@ -83,6 +83,13 @@ def honest_se(res: LLCResult) -> float:
     spread = per_chain.std(ddof=1) / math.sqrt(per_chain.size) if per_chain.size > 1 else float('nan')
     return float(np.nanmax([res.llc_se, spread]))
 
+def interval_multiplier(n_chains: int) -> float:
+    """Half-width of the reported interval in `honest_se` units: Student's t with n_chains − 1 degrees of freedom
+    at the coverage of ±`Z_INTERVAL` normal s.e. (95.4%). The s.e. is itself estimated, from few chains: 2.43 for 8."""
+    from scipy import stats
+    level = stats.norm.cdf(Z_INTERVAL)
+    return float(stats.t.ppf(level, n_chains - 1)) if n_chains > 1 else float('inf')
+
 # %% ../../nbs/10c_calibrate.ipynb #587aa568
 def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
               details: bool = False, **rules):
@@ -137,8 +144,8 @@ def estimate_llc_auto(model: nn.Module, data, loss='classification', *, n_beta: 
     lengthened (another seed, more draws) until its s.e. (`honest_se`) is at most `precision` times the estimate or
     `MAX_DRAWS` is reached. An SGLD run that backed off
     from a divergence, or whose MALA acceptance is below `RUN_ACCEPTANCE_MIN`, is repeated at half the step it ended
-    with. At most `MAX_RETRIES` halvings and `MAX_RETRIES` lengthenings. The reported s.e. and interval are
-    `honest_se`'s. Returns the result and what was done."""
+    with. At most `MAX_RETRIES` halvings and `MAX_RETRIES` lengthenings. The reported s.e. is `honest_se`'s, the
+    interval ± `interval_multiplier` of it. Returns the result and what was done."""
     s, done = calibrate(model, data, loss, n_beta=n_beta, device=device, details=True, **rules)
     halvings = longer = 0
     while True:
@@ -159,7 +166,8 @@ def estimate_llc_auto(model: nn.Module, data, loss='classification', *, n_beta: 
         longer += 1
     for w in caught:                                       # the reported run's warnings reach the user
         warnings.warn(w.message, w.category, stacklevel=2)
-    res = dataclasses.replace(res, llc_se=se, llc_low=res.llc - Z_INTERVAL * se, llc_high=res.llc + Z_INTERVAL * se)
+    half = interval_multiplier(s.n_chains) * se
+    res = dataclasses.replace(res, llc_se=se, llc_low=res.llc - half, llc_high=res.llc + half)
     return res, {**done, 'retries': halvings, 'lengthened': longer, 'final_step_size': s.step_size, 'run_acceptance': float(d.mala_acceptance),
                  'batch_means_se': float(d.llc_se), 'n_draws': s.n_draws, 'settings': s}
 

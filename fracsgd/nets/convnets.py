@@ -17,7 +17,8 @@ from ..core import require
 # %% auto #0
 __all__ = ['ARCHITECTURES', 'IMAGENET_MEAN', 'IMAGENET_STD', 'ARCHS', 'xavier_init_', 'conv_net', 'ResidualBlock', 'residual_net',
            'arch_name', 'make_net', 'n_params', 'parameter_table', 'arch_weights', 'ImageNetInput', 'FineTuneNet',
-           'PretrainedWeightsMissing', 'build_net', 'pretrain_from_scratch', 'head_features', 'evaluate']
+           'PretrainedWeightsMissing', 'build_net', 'pretrain_from_scratch', 'head_features', 'evaluate',
+           'activation_bytes', 'fine_tune_bytes']
 
 # %% ../../nbs/03a_convnets.ipynb #8afd8a68
 def xavier_init_(net: nn.Module) -> nn.Module:
@@ -150,6 +151,11 @@ class FineTuneNet(nn.Module):
         return self.net(self.input(x))
 
     @property
+    def head_name(self) -> str:
+        "The prefix of the output layer's parameters: 'net.fc.' or 'net.classifier.6.'."
+        return 'net.fc.' if hasattr(self.net, 'fc') else f'net.classifier.{len(self.net.classifier) - 1}.'
+
+    @property
     def head(self) -> nn.Linear:
         "The output layer: `fc` of a ResNet, the last layer of a VGG's `classifier`."
         return self.net.fc if hasattr(self.net, 'fc') else self.net.classifier[-1]
@@ -224,3 +230,34 @@ def evaluate(model: nn.Module, data, batch: int = 256) -> tuple[float, float]:
     model.eval()
     out = torch.cat([model(data.X[s:s + batch]) for s in range(0, len(data.y), batch)])
     return float(F.cross_entropy(out, data.y)), float((out.argmax(1) == data.y).double().mean())
+
+
+def activation_bytes(model: nn.Module, sample: torch.Tensor) -> int:
+    """Bytes of the outputs of `model`'s leaf modules per sample of the batch `sample` (eval mode): about what a
+    training step keeps for its backward pass, per sample. On the meta device (`model` and `sample` there) it
+    allocates nothing; an in-place layer returns its input, which counts once."""
+    seen = {}
+    def keep(module, args, out):
+        seen.update({id(o): o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o)})
+    hooks = [m.register_forward_hook(keep) for m in model.modules() if not list(m.children())]
+    was = model.training
+    try:
+        with torch.no_grad():
+            model.eval()(sample)
+    finally:
+        model.train(was)
+        for h in hooks:
+            h.remove()
+    return sum(o.numel() * o.element_size() for o in seen.values()) // len(sample)
+
+def fine_tune_bytes(run) -> dict[str, int]:
+    """What fine-tuning `run` holds beside its weights' copies, counted on the meta device: the layer outputs of its
+    largest pass with gradients (a batch, or eval_batch / 4 images; twice, forward and backward), its images (uint8)
+    and the head's input features (float32). `run`: anything with arch, image_size, store_size, batch_size,
+    eval_batch, n_classes, per_class and test_per_class (None: Tiny ImageNet's 500 and 50), as a TinyRun has."""
+    train, test = run.n_classes * (run.per_class or 500), run.n_classes * (run.test_per_class or 50)
+    with torch.device('meta'):
+        net = build_net(run.arch, 'scratch', run.image_size)
+        per_image = activation_bytes(net, torch.zeros(2, 3, run.store_size, run.store_size, dtype=torch.uint8))
+    return dict(activations=2 * per_image * max(run.batch_size, run.eval_batch // 4),
+                images=(train + test) * 3 * run.store_size ** 2, features=train * net.head.in_features * 4)

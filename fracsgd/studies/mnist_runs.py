@@ -24,6 +24,7 @@ from ..diffusion.return_probability import ProjectedPath, path_returns, projecte
 from ..llc.sgld import SGLDSettings
 from ..llc.settings import PAPER_PRESET
 from ..llc.estimate import calibrate_at_curvature, estimate_llc
+from ..llc.calibrate import calibrate
 from ..experiment.runner import Study, data_identity
 from ..experiment.store import record_meta, runs_table
 
@@ -47,7 +48,11 @@ def llc_setting(name: str) -> SGLDSettings:
 # %% ../../nbs/22_mnist_runs.ipynb #5e2ef949
 # systematic=False: the committed results were computed before `calibrate_at_curvature` measured the localization's systematic
 # error with every estimate (see the LLC chapter); these names keep the rule they were made with
-CALIBRATED_SETTINGS = {'full': dict(systematic=False),
+CALIBRATED_SETTINGS = {'10nets-auto': dict(rule='auto', n_nets=10, n_chains=4),
+                       '1net-auto-2x1000': dict(rule='auto', n_nets=1, n_chains=2, n_burnin=1000, n_draws=1000),
+                       # smoke: the step is given, so the pilots (a minute or more) are skipped; gamma and the rest as 'auto'
+                       'smoke-auto': dict(rule='auto', n_chains=1, n_burnin=20, n_draws=20, step_size=1e-5),
+                       'full': dict(systematic=False),
                        '10nets-1x5000': dict(n_nets=10, n_chains=1, systematic=False),
                        '2nets-1x200': dict(n_nets=2, n_chains=1, n_burnin=200, n_draws=200, systematic=False),
                        'smoke': dict(n_chains=1, n_burnin=20, n_draws=20, systematic=False)}
@@ -225,16 +230,22 @@ def _evaluate(net: nn.Module, X, y) -> tuple[float, float]:
     return float(nn.functional.cross_entropy(out, y)), float((out.argmax(1) == y).double().mean())
 
 def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
-    """Our calibrated LLC (`calibrate_at_curvature` with the reduction `CALIBRATED_SETTINGS[name]`) of each net at its current
-    weights, one row per net; the step size and localization follow each net's own top Hessian eigenvalue, and
-    all nets are sampled in one vectorized pass (before 2026-11-27: one net at a time, each with the seeds of
-    model 0, so the committed values differ from a re-run within the Monte-Carlo error)."""
+    """Our calibrated LLC of each net at its current weights, one row per net, under `CALIBRATED_SETTINGS[name]`:
+    `calibrate` (rule 'auto', the default since issue 41; its burn-in and draws overridden where the name says) or
+    `calibrate_at_curvature` (the rule of the results committed before). The settings are found net by net, then
+    all nets are sampled in one vectorized pass (before 2026-11-27: one net at a time, each with the seeds of model
+    0, so the committed values differ from a re-run within the Monte-Carlo error)."""
     rule = dict(CALIBRATED_SETTINGS[name])
     nets = nets[:rule.pop('n_nets', len(nets))]
+    auto = rule.pop('rule', 'curvature') == 'auto'
+    lengths = {k: rule.pop(k) for k in ('n_burnin', 'n_draws') if auto and k in rule}
     t0, what = time.perf_counter(), 'calibrated LLC at the final weights: nets calibrated'
     report_progress(0, len(nets), what)
-    settings = [calibrate_at_curvature(n, train, **rule).replace(seed=seed) for n in nets]
-    report_progress(len(nets), len(nets), what)
+    settings = []
+    for i, net in enumerate(nets):
+        s = calibrate(net, train, 'classification', **rule) if auto else calibrate_at_curvature(net, train, **rule)
+        settings.append(s.replace(seed=seed, **lengths))
+        report_progress(i + 1, len(nets), what)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                          # flags are in the rows
         res = estimate_llc(list(nets), train, 'classification', settings)   # one pass, each net its own setting
@@ -242,7 +253,8 @@ def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
     out = pd.DataFrame(dict(llc_calibrated=d.llc.to_numpy(float), llc_calibrated_se=d.llc_se.to_numpy(float),
                             calibrated_flagged=d.flagged.astype(bool).to_numpy(),
                             calibrated_localization=d.localization.to_numpy(float),
-                            calibrated_step_size=d.step_size.to_numpy(float)))
+                            calibrated_step_size=d.step_size.to_numpy(float),
+                            calibrated_rule='auto' if auto else 'curvature'))
     out.attrs['seconds'] = time.perf_counter() - t0
     return out
 

@@ -38,7 +38,7 @@ class MNISTSeedsConfig:
     epochs: int = 20
     nets_per_run: int = analysis_field(50)                  # nets trained together in one run (one ensemble)
     llc: str = 'paper-devinterp-nbeta'      # LLC setting along the run (mnist_runs.LLC_SETTINGS)
-    calibrated: str = analysis_field('2nets-1x200')         # our setting at the final weights (mnist_runs.CALIBRATED_SETTINGS)
+    calibrated: str = analysis_field('1net-auto-2x1000')         # our setting at the final weights (mnist_runs.CALIBRATED_SETTINGS)
     volume_eps: tuple = analysis_field((0.003, 0.03))       # cell sizes of the explored-volume d_s
     ds_llc: str = 'mean'                    # which λ enters eq. 17 (net_analysis.DS_READINGS)
     n_boot: int = analysis_field(100)
@@ -53,7 +53,7 @@ class MNISTSeedsConfig:
 
 QUICK = MNISTSeedsConfig()
 FULL = replace(QUICK, n_models=50, epochs=100, calibrated='10nets-1x5000', n_boot=200)
-SMOKE = replace(QUICK, n_models=3, nets_per_run=2, hidden=(16,), epochs=3, llc='smoke', calibrated='smoke',
+SMOKE = replace(QUICK, n_models=3, nets_per_run=2, hidden=(16,), epochs=3, llc='smoke', calibrated='smoke-auto',
                 volume_eps=(0.01,), n_boot=20, llc_every=4, batch_size=16, n_images=100)
 CONTROL_AGES = (25, 50, 100, 200, 400, 800, 1600)          # ages s of the increment MSD (steps); 1.2 × 1600 < 2,000
 CONTROLS = replace(FULL, n_models=10, nets_per_run=10, calibrated='', volume_eps=(), controls=True,

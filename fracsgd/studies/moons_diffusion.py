@@ -23,7 +23,7 @@ from ..experiment.runner import Study
 from ..experiment.store import load_study
 from .common import plot_ageing, plot_noise, run_fields, summary_row, write_report
 from ..diffusion.spectral import fit_power_law, compare_growth_laws, diffusion_regime
-from ..diffusion.crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS
+from ..diffusion.crossover import detect_crossover, fit_late_exponent, LATE_ESTIMATORS, local_slope
 from ..diffusion.ageing import IncrementRecorder, sgd_gd_controls, plot_sgd_gd
 from ..diffusion.return_probability import ProjectedPath, path_returns, projected_paths, returns_summary
 
@@ -31,7 +31,8 @@ from ..diffusion.return_probability import ProjectedPath, path_returns, projecte
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'LONG', 'CONTROLS', 'RETURNS', 'LOG_POINTS', 'CONTROL_AGES', 'CONTROL_LAGS', 'AGEING_LAG',
            'NOISE_LAGS', 'RETURNS_DIM', 'RETURNS_START', 'LLC_EVERY', 'STUDY', 'PLACED_BY', 'MoonsDiffusionConfig',
            'MoonsRun', 'MoonsDiffusion', 'record_steps', 'analyse', 'crossover_readings', 'mean_curve',
-           'plot_displacement', 'plot_layers', 'analyse_controls', 'plot_controls', 'analyse_returns', 'plot_returns']
+           'plot_displacement', 'plot_layers', 'analyse_controls', 'plot_controls', 'analyse_returns', 'plot_returns',
+           'plot_long']
 
 # %% ../../nbs/20_moons_diffusion.ipynb #bb7cd3cc
 @dataclass(frozen=True)
@@ -356,3 +357,32 @@ def report(self: MoonsDiffusion, folder, cfg: MoonsDiffusionConfig) -> dict:
     written = write_report(out, files, figures, dpi=120)
     res.update({f'fig_{name}': fig for name, fig in written['figures'].items()})
     return dict(res, table=table, out=out)
+
+# %% ../../nbs/20_moons_diffusion.ipynb #41ffc856
+def plot_long(curve: pd.DataFrame, s: pd.DataFrame, paper_steps: int = 800):
+    "Mean R(t) of the long run with t_c, its interval and the late window; its local slope below, against ½."
+    t, m = curve.t.to_numpy(), curve['mean'].to_numpy()
+    t_c, (c_lo, c_hi) = s.value['crossover time t_c (steps)'], s.loc['crossover time t_c (steps)', ['ci_low', 'ci_high']]
+    late = fit_power_law(t, m, t_min=t_c, n_boot=0)
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(6.5, 6.5), sharex=True, height_ratios=[3, 2])
+    for a in (ax, bx):
+        a.axvspan(t_c, t[-1], color='C2', alpha=.08)
+        a.axvspan(c_lo, c_hi, color='gray', alpha=.25)
+        a.axvline(paper_steps, color='k', lw=.8, ls=':')
+    ax.fill_between(t, curve.q10, curve.q90, alpha=.25, color='C0', label='10–90% of nets')
+    ax.loglog(t, m, 'C0', lw=2, label=f'mean over {int(s.value["nets"])} nets')
+    ax.loglog(t, np.interp(t_c, t, m) * np.sqrt(t / t_c), 'k--', lw=1, label='Brownian reference ∝ $t^{1/2}$')
+    tl = t[t >= t_c]
+    ax.loglog(tl, late.predict(tl), 'C2-.', lw=2,
+              label=f'late log-log slope {late.slope:.3f}, {np.log10(t[-1] / t_c):.2f} decades (shaded)')
+    ax.set_ylabel('R(t) (weight units)')
+    ax.set_title(f'Long run: 4,000 steps; $t_c$ ≈ {t_c:.0f} (bend break, grey: its 95% interval)')
+    ax.legend(fontsize=8, loc='lower right')
+    ls = local_slope(t, m)
+    bx.semilogx(ls.t, ls.slope, 'C0.-', label='local slope (0.3-decade windows)')
+    bx.axhline(0.5, color='k', ls='--', lw=1, label='½: diffusion')
+    bx.axhline(late.slope, color='C2', ls='-.', lw=1.5, label='late log-log slope (one number for the window)')
+    bx.set(xlabel='t (SGD steps); dotted: the paper\'s 800', ylabel='d log R / d log t')
+    bx.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from .common import summary_row, write_report
-from ..nets.convnets import (ARCHS, FineTuneNet, _batches, arch_weights, build_net, evaluate, head_features,
-    pretrain_from_scratch)
+from ..nets.convnets import (ARCHS, FineTuneNet, _batches, arch_weights, build_net, evaluate, fine_tune_bytes,
+    head_features, pretrain_from_scratch)
 from ..core import analysis_field
 from ..datasets.tiny_imagenet import (ImageSet, check_class_count, find_tiny_imagenet, load_tiny_imagenet,
                                             stand_in_images)
@@ -30,7 +30,7 @@ from ..diffusion.spectral import fit_power_law
 from ..experiment.store import load_study
 
 # %% auto #0
-__all__ = ['STUDY', 'FULL', 'QUICK', 'SMOKE', 'MEMORY_BASE', 'MEMORY_PER_WEIGHT', 'PAPER_TABLE1', 'TinyRun', 'TinyImageNetStudy',
+__all__ = ['MEMORY_BASE', 'MEMORY_PER_WEIGHT', 'STUDY', 'FULL', 'QUICK', 'SMOKE', 'PAPER_TABLE1', 'TinyRun', 'TinyImageNetStudy',
            'stop_now', 'llc_settings', 'TinyConfig', 'analyse_run', 'summarize', 'plot_fig19', 'per_layer_end',
            'table1', 'per_run']
 
@@ -87,6 +87,7 @@ class TinyRun:
         return '; '.join(parts)
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #36b4e8fe
+MEMORY_BASE, MEMORY_PER_WEIGHT = 1.06e9, 84.0      # bytes: a worker's own, and per weight of its net ("Memory" below)
 class TinyImageNetStudy(Study):
     "The Tiny ImageNet fine-tuning study (appendix G.2), for the runner."
     name = 'tiny-imagenet'                                # its presets come with the configurations, below
@@ -107,8 +108,8 @@ class TinyImageNetStudy(Study):
     def evaluate(self, run, data, model, trained):
         loss, acc = evaluate(model, data['test'], run.eval_batch)
         return dict(test_accuracy=acc, test_loss=loss)
-    def memory(self, run):          # one worker's peak bytes, measured (see "Memory" below)
-        return MEMORY_BASE + MEMORY_PER_WEIGHT * arch_weights(run.arch, run.n_classes)
+    def memory(self, run):          # one worker's peak bytes: its weights' copies (measured), the rest (counted)
+        return MEMORY_BASE + MEMORY_PER_WEIGHT * arch_weights(run.arch, run.n_classes) + sum(fine_tune_bytes(run).values())
 
 STUDY = TinyImageNetStudy()
 
@@ -183,9 +184,9 @@ def _sgd_phase(model, train, run, recs, switch, llc_data, gen) -> tuple[list[dic
         model.train()
         idx = next(batches).to(train.X.device)
         loss = F.cross_entropy(model(train.X[idx]), train.y[idx])
-        opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        opt.zero_grad(set_to_none=True)              # freed at once: no gradient is held through the LLC
         recs[0].record(switch + s, loss)
         recs[1].record(s, loss)
         if run.llc_every and s % run.llc_every == 0:
@@ -217,7 +218,9 @@ def train(self: TinyImageNetStudy, run: TinyRun, data: dict[str, ImageSet], mode
         rec._due = lambda s: True
         rec.record(switch)
     rec._due = {switch + s for s in sgd_steps}.__contains__         # from here on, the SGD phase's schedule
-    rec2 = Recorder(model, every=sgd_steps, groups=None)            # R from the weights at the switch
+    rec2 = Recorder(model, every=sgd_steps, groups=None)            # R from the weights at the switch: as only the
+    rec2._w0 = [a if n.startswith(model.head_name) else b for n, a, b in zip(rec.names, rec2._w0, rec._w0)]  # head moved,
+    rec2._diff = rec._diff                                          # it shares rec's copy of the rest, and its scratch
     head_loss, head_acc = evaluate(model, data['test'], run.eval_batch)
     n = len(train.y)
     pick = torch.randperm(n, generator=torch.Generator().manual_seed(run.seed))[:run.llc_images or n].to(train.X.device)
@@ -276,9 +279,6 @@ def runs(self: TinyImageNetStudy, cfg: TinyConfig) -> list[TinyRun]:
     if cfg.stand_in:
         shared.update(data='mnist', weights='scratch', pretrain_steps=cfg.pretrain_steps, pretrain_lr=cfg.pretrain_lr)
     return [TinyRun(arch=a, **shared) for a in cfg.archs]
-
-# %% ../../nbs/25_tiny_imagenet_study.ipynb #a0caf1cd
-MEMORY_BASE, MEMORY_PER_WEIGHT = 1.15e9, 85.0         # bytes: a worker's own, and per weight of its net (measured)
 
 # %% ../../nbs/25_tiny_imagenet_study.ipynb #52fae357
 def _llc_summary(traj: pd.DataFrame, last: int = 10) -> tuple[float, float, float, int]:

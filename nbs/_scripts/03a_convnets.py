@@ -234,6 +234,11 @@ class FineTuneNet(nn.Module):
         return self.net(self.input(x))
 
     @property
+    def head_name(self) -> str:
+        "The prefix of the output layer's parameters: 'net.fc.' or 'net.classifier.6.'."
+        return 'net.fc.' if hasattr(self.net, 'fc') else f'net.classifier.{len(self.net.classifier) - 1}.'
+
+    @property
     def head(self) -> nn.Linear:
         "The output layer: `fc` of a ResNet, the last layer of a VGG's `classifier`."
         return self.net.fc if hasattr(self.net, 'fc') else self.net.classifier[-1]
@@ -288,13 +293,17 @@ assert net(torch.zeros(2, 3, 32, 32, dtype=torch.uint8)).dtype == torch.float64
 vgg = build_net('vgg11', 'scratch', size=32)
 vgg.new_head(200)
 assert vgg.head is vgg.net.classifier[6] and vgg.head.out_features == 200
+assert {n for n, _ in vgg.named_parameters() if n.startswith(vgg.head_name)} == {'net.classifier.6.weight', 'net.classifier.6.bias'}
 del vgg, net
 
 
 # %% [markdown]
-# Three helpers for fine-tuning such a net: `head_features` computes what its head sees for each image (in eval
+# Helpers for fine-tuning such a net: `head_features` computes what its head sees for each image (in eval
 # mode, so batch norm's statistics are frozen and dropout is off), `evaluate` gives a classifier's mean loss and
-# accuracy on a set of images, and `pretrain_from_scratch` makes the stand-in for pretrained weights when
+# accuracy on a set of images, `activation_bytes` counts a net's layer outputs per image (what a training step
+# holds for its backward pass, about; on the meta device, without allocating them) and `fine_tune_bytes` adds up
+# what fine-tuning holds beside the weights (a pass's layer outputs, the stored images, the head's features), and
+# `pretrain_from_scratch` makes the stand-in for pretrained weights when
 # torchvision's cannot be had: `steps` Adam steps (PyTorch's fused implementation) on all weights, from scratch,
 # on images that the fine-tuning never sees. Data are anything with images `X` and labels `y` (a
 # `fracsgd.datasets.tiny_imagenet.ImageSet`); everything follows the net's and the data's device.
@@ -340,6 +349,37 @@ def evaluate(model: nn.Module, data, batch: int = 256) -> tuple[float, float]:
     return float(F.cross_entropy(out, data.y)), float((out.argmax(1) == data.y).double().mean())
 
 
+def activation_bytes(model: nn.Module, sample: torch.Tensor) -> int:
+    """Bytes of the outputs of `model`'s leaf modules per sample of the batch `sample` (eval mode): about what a
+    training step keeps for its backward pass, per sample. On the meta device (`model` and `sample` there) it
+    allocates nothing; an in-place layer returns its input, which counts once."""
+    seen = {}
+    def keep(module, args, out):
+        seen.update({id(o): o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o)})
+    hooks = [m.register_forward_hook(keep) for m in model.modules() if not list(m.children())]
+    was = model.training
+    try:
+        with torch.no_grad():
+            model.eval()(sample)
+    finally:
+        model.train(was)
+        for h in hooks:
+            h.remove()
+    return sum(o.numel() * o.element_size() for o in seen.values()) // len(sample)
+
+def fine_tune_bytes(run) -> dict[str, int]:
+    """What fine-tuning `run` holds beside its weights' copies, counted on the meta device: the layer outputs of its
+    largest pass with gradients (a batch, or eval_batch / 4 images; twice, forward and backward), its images (uint8)
+    and the head's input features (float32). `run`: anything with arch, image_size, store_size, batch_size,
+    eval_batch, n_classes, per_class and test_per_class (None: Tiny ImageNet's 500 and 50), as a TinyRun has."""
+    train, test = run.n_classes * (run.per_class or 500), run.n_classes * (run.test_per_class or 50)
+    with torch.device('meta'):
+        net = build_net(run.arch, 'scratch', run.image_size)
+        per_image = activation_bytes(net, torch.zeros(2, 3, run.store_size, run.store_size, dtype=torch.uint8))
+    return dict(activations=2 * per_image * max(run.batch_size, run.eval_batch // 4),
+                images=(train + test) * 3 * run.store_size ** 2, features=train * net.head.in_features * 4)
+
+
 # %%
 from types import SimpleNamespace
 net = build_net('resnet18', 'scratch', size=32)
@@ -348,6 +388,15 @@ toy = SimpleNamespace(X=torch.randint(0, 256, (6, 3, 32, 32), dtype=torch.uint8)
 assert head_features(net, toy.X, batch=4).shape == (6, net.head.in_features)
 assert math.isfinite(pretrain_from_scratch(net, toy, steps=2, batch=4)) and 0 <= evaluate(net, toy)[1] <= 1
 del net
+with torch.device('meta'):                          # nothing allocated: a conv (8 x 8 x 8 floats), its ReLU, the head
+    assert activation_bytes(conv_net((8,)), torch.zeros(2, 3, 8, 8)) == 4 * (512 + 512 + 10)
+    vgg = build_net('vgg16', 'scratch', size=224)      # in-place ReLUs count once
+    print(f"VGG-16 at 224 pixels: {activation_bytes(vgg, torch.zeros(2, 3, 64, 64, dtype=torch.uint8)) / 2 ** 20:.0f} MB "
+          "of layer outputs per image")
+run = SimpleNamespace(arch='resnet18', image_size=32, store_size=32, batch_size=16, eval_batch=64, n_classes=10,
+                      per_class=5, test_per_class=2)
+small = fine_tune_bytes(run)
+assert small['images'] == 70 * 3 * 32 * 32 and small['features'] == 50 * 512 * 4 and small['activations'] > 0
 
 # %%
 #| hide

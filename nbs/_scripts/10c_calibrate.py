@@ -161,6 +161,13 @@ def honest_se(res: LLCResult) -> float:
     spread = per_chain.std(ddof=1) / math.sqrt(per_chain.size) if per_chain.size > 1 else float('nan')
     return float(np.nanmax([res.llc_se, spread]))
 
+def interval_multiplier(n_chains: int) -> float:
+    """Half-width of the reported interval in `honest_se` units: Student's t with n_chains − 1 degrees of freedom
+    at the coverage of ±`Z_INTERVAL` normal s.e. (95.4%). The s.e. is itself estimated, from few chains: 2.43 for 8."""
+    from scipy import stats
+    level = stats.norm.cdf(Z_INTERVAL)
+    return float(stats.t.ppf(level, n_chains - 1)) if n_chains > 1 else float('inf')
+
 
 # %%
 #| export
@@ -217,8 +224,8 @@ def estimate_llc_auto(model: nn.Module, data, loss='classification', *, n_beta: 
     lengthened (another seed, more draws) until its s.e. (`honest_se`) is at most `precision` times the estimate or
     `MAX_DRAWS` is reached. An SGLD run that backed off
     from a divergence, or whose MALA acceptance is below `RUN_ACCEPTANCE_MIN`, is repeated at half the step it ended
-    with. At most `MAX_RETRIES` halvings and `MAX_RETRIES` lengthenings. The reported s.e. and interval are
-    `honest_se`'s. Returns the result and what was done."""
+    with. At most `MAX_RETRIES` halvings and `MAX_RETRIES` lengthenings. The reported s.e. is `honest_se`'s, the
+    interval ± `interval_multiplier` of it. Returns the result and what was done."""
     s, done = calibrate(model, data, loss, n_beta=n_beta, device=device, details=True, **rules)
     halvings = longer = 0
     while True:
@@ -239,7 +246,8 @@ def estimate_llc_auto(model: nn.Module, data, loss='classification', *, n_beta: 
         longer += 1
     for w in caught:                                       # the reported run's warnings reach the user
         warnings.warn(w.message, w.category, stacklevel=2)
-    res = dataclasses.replace(res, llc_se=se, llc_low=res.llc - Z_INTERVAL * se, llc_high=res.llc + Z_INTERVAL * se)
+    half = interval_multiplier(s.n_chains) * se
+    res = dataclasses.replace(res, llc_se=se, llc_low=res.llc - half, llc_high=res.llc + half)
     return res, {**done, 'retries': halvings, 'lengthened': longer, 'final_step_size': s.step_size, 'run_acceptance': float(d.mala_acceptance),
                  'batch_means_se': float(d.llc_se), 'n_draws': s.n_draws, 'settings': s}
 
@@ -408,39 +416,47 @@ held[cols].round(4)
 # 2026-11-28 (full data) and 2026-11-29 (equivalent data) on this 2-core machine, one thread per process.
 
 # %%
-from fracsgd.llc.suite import suite_cases
+from fracsgd.llc.suite import suite_cases, fresh_cases
 est = pd.read_csv(committed_dir('llc_validation', 'suite_estimates.csv'))
-eq = est[est.data == 'equivalent']
+eq = est[est.data == 'equivalent'].copy()
+# every row judged by today's interval, +- interval_multiplier(chains) x s.e. (rows written before 2026-11-29
+# carry `covered` at +-2 s.e., the first rule: kept as covered_2se)
+eq['covered_2se'] = (eq.llc - eq.target).abs() <= 2 * eq.se
+eq['half_width'] = [interval_multiplier(int(c)) * se for c, se in zip(eq.n_chains, eq.se)]
+eq['covered'] = (eq.llc - eq.target).abs() <= eq.half_width
+eq['rel_width'] = 2 * eq.half_width / eq.target
 
 def suite_score(t):
     return pd.Series(dict(rows=len(t), mean_abs_error=t.rel_error.abs().mean(), worst=t.rel_error.abs().max(),
-                          covered=t.covered.mean(), median_full_width=t.rel_width.median(),
-                          flagged=int(t.flagged.sum()), cpu_minutes=t.seconds.sum() / 60))
-scores = eq.groupby('part').apply(suite_score).T
+                          covered=t.covered.mean(), covered_2se=t.covered_2se.mean(),
+                          median_full_width=t.rel_width.median(), flagged=int(t.flagged.sum()),
+                          cpu_minutes=t.seconds.sum() / 60))
+scores = eq.groupby('part').apply(suite_score).T[['tune', 'held-out', 'fresh']]
 held_eq = eq[eq.part == 'held-out']
 assert set(held_eq.case) == set(suite_cases().query("part == 'held-out'").case)      # every held-out row ran
+assert set(eq[eq.part == 'fresh'].case) == set(fresh_cases().case)                    # every fresh row ran
 h = scores['held-out']
-assert h.rows == 18 and h.mean_abs_error < 0.03 and h.worst < 0.08 and round(h.covered * 18) == 15 and h.median_full_width < 0.12
+assert h.rows == 18 and h.mean_abs_error < 0.03 and h.worst < 0.08 and round(h.covered_2se * 18) == 15 and h.median_full_width < 0.12
 scores.round(4)
 
 # %% [markdown]
-# Every row, held out and tuning, as the estimate's error against its exact target with the reported interval
-# (± 2 s.e., the larger of the batch-means error and the chains' spread):
+# Every row as the estimate's error against its exact target, with the reported interval:
 
 # %%
 import matplotlib.pyplot as plt
-fig, ax = plt.subplots(figsize=(9, 4.5))
+fig, ax = plt.subplots(figsize=(10, 4.5))
 order = eq.sort_values(['part', 'kind', 'n']).reset_index(drop=True)
+colours = {'tune': 'C7', 'held-out': 'C0', 'fresh': 'C1'}
 for i, r in order.iterrows():
-    colour = 'C0' if r.part == 'held-out' else 'C7'
-    ax.errorbar(i, 100 * r.rel_error, yerr=200 * r.se / r.target, fmt='o', color=colour,
-                mfc=colour if r.covered else 'white', ms=4, capsize=2)
+    c = colours[r.part]
+    ax.errorbar(i, 100 * r.rel_error, yerr=100 * r.half_width / r.target, fmt='o', color=c,
+                mfc=c if r.covered else 'white', ms=4, capsize=2)
 ax.axhline(0, color='k', lw=0.8)
 for lim in (-8, 8):
     ax.axhline(lim, color='C3', lw=0.6, ls=':')
-ax.set_xticks(range(len(order)), order.case, rotation=90, fontsize=6)
+ax.set_xticks(range(len(order)), order.case, rotation=90, fontsize=5)
 ax.set(ylabel='estimate / exact target − 1 (%)',
-       title='Automatic LLC on the suite: held out (blue) and tuning (grey); open: interval misses')
+       title='Automatic LLC on the suite: tuning (grey), held out (blue), fresh (orange); open: interval misses')
 plt.tight_layout()
 
 # %% [markdown]
@@ -457,30 +473,44 @@ assert len(both) == 13 and (both.z.abs() < 3).all()
 both.round(3)
 
 # %% [markdown]
-# **What the held-out part says** (18 rows, every one run; 37 CPU-minutes on equivalent data):
-#
-# * **Error: the goal is met.** The mean |error| against the exact target is 2.2% (goal ≤ 3%) and the worst is 7.6%
-#   (goal ≤ 8%). The worst is the depth-7 scalar-width network `dln-2-2-2-2-2-2-2-2-r1` at n = 30,000, at −7.6%.
-#   No estimate raised an exception.
-# * **Coverage: the goal is not met.** The interval covers the target on 15 of 18 rows, 83% against the goal of
-#   ≥ 90%, at a median full width of 8.6% (goal ≤ 12%). The three misses are all low: the depth-4 chain (−4.7%,
-#   z = −2.2), `dln-3-4-3-3-3-3-r1` (−4.0%, z = −2.0) and the depth-7 network (−7.6%, z = −2.0). Each is just
-#   outside ±2 s.e. Two of the three had their step halved twice.
-# * **Lean: low.** Errors below the target outnumber those above on both parts: 10 of 18 held out, 14 of 21
-#   tuning. On the tuning part (mean |error| 2.9%, worst −12.2% on the depth-6 `dln-3-2-3-3-3-3-3-r1`, coverage
-#   16 of 21), four of the five misses are low, and three of the five ran at an acceptance between the 0.85 re-run
-#   threshold and the 0.9 the pilots aim at. On the tuning part, runs below 0.9 are covered 4 times in 7, and runs
-#   above it 12 times in 14.
-#
-# The low lean is the signature of a Metropolis chain that sticks where the curvature is high and under-samples
-# the regions of high loss. The interval carries only Monte-Carlo error, not that bias. The next step, judged on the
-# tuning part first, is a re-run threshold at the pilots' own 0.9, or a bias term from the halving's own shift.
-# After such a change the held-out part must be run again, and that will be its second look.
-#
 # The 13 rows run both ways agree within |z| ≤ 2.05 (all under 3). The larger differences are where the two runs'
 # re-runs and lengthenings diverged, e.g. `dln-2-2-4-4-5-r1`: −3.5% on full data, +2.2% on equivalent. The two
 # sets of timings were taken under different loads, so the speed-up column is indicative only. It is largest
 # where n × weights is largest (15× at n = 10,000 with 48 weights).
+
+# %% [markdown]
+# **What the suite says**, part by part (the scores at the start of this section; their CPU minutes were taken under very different loads):
+#
+# * **First look at the held-out part, at ±2 s.e.: coverage failed.** Mean |error| 2.2% (goal ≤ 3%), worst 7.6%
+#   (goal ≤ 8%, the depth-7 scalar-width network `dln-2-2-2-2-2-2-2-2-r1` at n = 30,000), median width 8.6%, but
+#   the interval covered the target on 15 of 18 rows (83%, goal ≥ 90%). All three misses were low, just outside
+#   ±2 s.e. (z ≈ −2.0 to −2.2). No estimate raised an exception.
+# * **The rule changed: Student's t.** The s.e. is itself estimated from 8 chains (the larger of the batch-means
+#   error and the chains' spread), so a ±2 s.e. interval is too narrow by the t factor. `interval_multiplier` uses
+#   t with chains − 1 degrees of freedom at the same 95.4%, which is 2.43 for 8 chains. This is a textbook correction, not a fitted
+#   one. On the tuning part it raises coverage from 16 to 18 of 21. On the held-out part, a second look, it covers
+#   18 of 18, but that part can no longer judge it, because its three misses were seen first.
+# * **Judged on a fresh part: coverage met, worst error not.** 26 new cases (new seeds, shapes and noise; targets
+#   as before) were run once with the new rule. Coverage is 24 of 26 (92%) at a median width of 9.2%, and mean |error| is 2.6%.
+#   The worst is −10.1% (`fresh-dln-2-3-2-3-2-3-r1`, depth 5, n = 10,000), beyond the 8% goal, and the depth-5 scalar
+#   chain reads −7.3%. Both misses are low, at z = −5.1 and −4.1, and both runs are flagged.
+# * **The lean is low, and it is a bias, not noise.** 18 of 26 fresh errors, 10 of 18 held out and 14 of 21 tuning
+#   are below the target. A probe on the tuning case `chain-d6` (table below) shows where it comes from. At the
+#   default burn-in its 8 chains read 0.126–0.153 (estimate −4.0%, s.e. 2.6%). At 10× the burn-in, one chain reads
+#   0.263 and the others 0.119–0.144 (estimate +1.9%, s.e. 12%). The energy makes rare, large excursions, and
+#   short runs from w* under-sample them. The typical estimate then falls below the mean, and its interval is
+#   too narrow on the low side. The relaxation time the lengths are counted in, 1/(εγ), is not the slowest time
+#   of these posteriors. The next step is a burn-in judged by the chains themselves, e.g. started over-dispersed
+#   and run until R-hat falls. That would be tuned on the tuning part and judged on yet another fresh part.
+
+# %%
+probe = pd.read_csv(committed_dir('llc_validation', 'burnin_probe.csv'))
+assert list(probe.burnin_factor) == [1, 10] and probe.rel_error.iloc[0] < -0.03 and abs(probe.rel_error.iloc[1]) < 0.03
+assert probe.se.iloc[1] > 4 * probe.se.iloc[0]
+fr = eq[eq.part == 'fresh']
+assert len(fr) == 26 and fr.covered.sum() == 24 and fr.rel_error.abs().mean() < 0.03 and fr.rel_error.abs().max() > 0.08
+assert (fr.rel_error < 0).sum() == 18 and scores.loc['covered', 'tune'] * 21 == 18 and held_eq.covered.all()
+probe[['case', 'n_burnin', 'n_draws', 'llc', 'se', 'target', 'rel_error', 'chain_means', 'seconds']].round(4)
 
 # %% [markdown]
 # ## devinterp on the same rows

@@ -143,6 +143,7 @@ ESTIMATES = committed_dir('llc_validation', 'suite_estimates.csv')
 cols = ['case', 'kind', 'part', 'n', 'lam', 'mult', 'factor', 'llc', 'se', 'n_burnin', 'n_draws', 'flagged', 'seconds']
 if TEMPERATURE.exists():
     x1 = pd.read_csv(ESTIMATES).query("data == 'equivalent' and noise == 0").assign(factor=1.0)
+    x1 = x1[x1.part != 'fresh']                                   # the fresh part was not run at 10 nβ
     runs = pd.concat([x1[cols], pd.read_csv(TEMPERATURE)[cols]], ignore_index=True)
     wide = runs.pivot_table(index=['case', 'kind', 'part', 'n', 'lam', 'mult'], columns='factor',
                             values=['llc', 'se', 'seconds'])

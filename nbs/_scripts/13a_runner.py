@@ -266,26 +266,45 @@ def check_same_data(folder, source: str):
 class NotEnoughMemory(MemoryError):
     "A run would need more memory than there is; raised before anything starts."
 
-def plan_workers(needs, cores: int, available: float, workers: int | None = None, what: str = 'a run') -> int | None:
+DRIVER_MEMORY = 2 ** 30        # the runner's own process beside its workers (its peak: <= 0.98 GB in every preset measured)
+
+def plan_workers(needs, cores: int, available: float, workers: int | None = None, what: str = 'a run',
+                 driver: float = DRIVER_MEMORY) -> int | None:
     """Local workers for runs whose per-worker needs are `needs` (bytes; None: undeclared): `workers` when given,
-    else as many as the cores and the `available` memory both allow (at most one per run; None, the pool's own
-    default of one per core, when no need is declared). `NotEnoughMemory`, in one line that names the need and the
-    memory available, when even those workers would not fit."""
+    else as many as the cores and the `available` memory less the runner's own (`driver`) both allow (at most one
+    per run; None, the pool's own default of one per core, when no need is declared). `NotEnoughMemory`, in one
+    line that names the need and the memory available, when even those workers would not fit."""
     needs = list(needs)
     declared = [n for n in needs if n]
     if not declared:
         return workers
     limit = int(workers or max(1, min(cores, len(needs))))
-    need = max(declared)
-    fit = int(available // need)
+    need, usable = max(declared), available - driver
+    fit = int(usable // need)
     if workers is None:
         limit = min(limit, max(fit, 1))
-    if limit * need > available:
+    if limit * need > usable:
         total = f', {limit} workers {format_memory(limit * need)},' if limit > 1 else ''
         raise NotEnoughMemory(
-            f"{what} needs about {format_memory(need)} per worker{total} and {format_memory(available)} is available: "
-            "free memory, run fewer workers (--workers), or set FRACSGD_MEMORY if more is truly free")
+            f"{what} needs about {format_memory(need)} per worker{total} and {format_memory(available)} is available "
+            f"({format_memory(driver)} of it for the runner itself): free memory, run fewer workers (--workers), or "
+            "set FRACSGD_MEMORY if more is truly free")
     return limit
+
+LAPTOP_SHARE = 4 * 2 ** 30     # what a laptop of 8 GB spares for a run beside a browser (issue 44's bound)
+
+def memory_notice(needs, workers: int, available: float, what: str = 'a run') -> str:
+    """One line, said before a start that plans more than `LAPTOP_SHARE` in all (`workers` times the largest of the
+    declared `needs`, in bytes): the need, the workers and the memory available; '' when the plan stays within it."""
+    declared = [n for n in needs if n]
+    if not declared:
+        return ''
+    need, k = max(declared), max(1, min(int(workers), len(declared)))
+    if k * need <= LAPTOP_SHARE:
+        return ''
+    return (f"{what} needs about {format_memory(need)} per worker (its largest run), more than the "
+            f"{format_memory(LAPTOP_SHARE)} a laptop spares: {k} worker{'s' if k > 1 else ''}, "
+            f"{format_memory(k * need)} of the {format_memory(available)} available")
 
 def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_in: bool = False, device=None,
               dtype: str = 'float32', threads: int | None = None, backend: str = 'local',
@@ -306,8 +325,11 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
     label = study.preset_of(cfg) if config is not None else preset
     runs = study.runs(cfg)
     if backend == 'local':                                       # before anything is written: refuse what won't fit
-        workers = plan_workers(map(study.memory, runs), cpu_cores(), available_memory(), workers,
-                               f'{study.name} {label}')
+        needs, free = [study.memory(r) for r in runs], available_memory()
+        workers = plan_workers(needs, cpu_cores(), free, workers, f'{study.name} {label}')
+        notice = memory_notice(needs, workers or cpu_cores(), free, f'{study.name} {label}')
+        if notice:                                               # said before it starts, with the plan
+            print(notice, flush=True)
     if threads is None and backend == 'local':
         threads = max(1, cpu_cores() // (workers or cpu_cores()))
     p = placement(device, dtype, threads)                        # refuses an unusable device, writes nothing
@@ -342,9 +364,11 @@ def run_study(study, preset: str = 'quick', folder=None, *, config=None, stand_i
 # method, in bytes: measured with `tools/measure_memory.py`, table on the [benchmarks page](bench.html)); the
 # runner then starts no more workers than `available_memory()` holds, and refuses in one line, before anything is
 # written, a run that would not fit even alone, rather than start what the kernel would kill. `--workers` sets the
-# count (it is refused too when that many would not fit), and `FRACSGD_MEMORY` says how much memory there is when
+# count (it is refused too when that many would not fit; the runner's own process, `DRIVER_MEMORY`, is counted
+# beside them), and `FRACSGD_MEMORY` says how much memory there is when
 # the kernel's figure is not the right one (a container, a shared machine). A study that declares nothing is
-# planned by its cores alone, as before.
+# planned by its cores alone, as before. A plan that needs more than a laptop spares (`LAPTOP_SHARE`, 4 GB in all)
+# is said before it starts, in one line (`memory_notice`) with the need, the workers and the memory available.
 
 # %%
 GB = 2 ** 30
@@ -360,6 +384,11 @@ for bad in (dict(available=2 * GB), dict(available=8 * GB, workers=3)):
     except NotEnoughMemory as e:
         assert str(e).startswith('toy quick needs about 3.0 GB per worker') and '\n' not in str(e)
         print(e)
+assert memory_notice([3 * GB] * 4, workers=1, available=8 * GB) == ''                 # within a laptop's share
+assert memory_notice([None, None], workers=2, available=8 * GB) == ''                  # nothing declared
+note = memory_notice([1 * GB, 5 * GB], workers=2, available=16 * GB, what='toy quick')
+assert note.startswith('toy quick needs about 5.0 GB per worker') and '2 workers, 10.0 GB of the 16.0 GB' in note
+note
 
 # %% [markdown]
 # ### On a machine with several GPUs

@@ -33,6 +33,7 @@ from fracsgd.diffusion.return_probability import ProjectedPath, path_returns, pr
 from fracsgd.llc.sgld import SGLDSettings
 from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc
+from fracsgd.llc.calibrate import calibrate
 from fracsgd.experiment.runner import Study, data_identity
 from fracsgd.experiment.store import record_meta, runs_table
 
@@ -106,18 +107,23 @@ def llc_setting(name: str) -> SGLDSettings:
 
 
 # %% [markdown]
-# Our own calibrated setting (`calibrate_at_curvature`, [LLC chapter](llc.html)) is 4 chains × (5,000 burn-in + 5,000
-# draws) per net, 25 times the SGLD steps of the paper's whole LLC trajectory. It runs once, at the final
-# weights only, and `CALIBRATED_SETTINGS` names reduced versions of it (on the first `n_nets` nets of a run, with
-# fewer chains or steps; the step-size and localization rule unchanged) so that the cost fits; a study states
-# which it ran. One chain of 5,000 + 5,000 steps is the least that passes the estimator's relaxation check
-# (ε γ × steps ≥ 2.5, with ε γ ≈ 3·10⁻⁴ under this rule); shorter chains are flagged as not relaxed.
+# Our own calibrated setting is the LLC chapter's automatic one, `calibrate`: γ from the weights' scale, the step
+# from pilot chains' acceptance (on these nets, many weights and n = 5,000, the unadjusted SGLD path), burn-in and
+# draws in relaxation times (up to 10,000 + 10,000). It runs once, at the final weights only, and
+# `CALIBRATED_SETTINGS` names reduced versions of it (on the first `n_nets` nets, with fewer chains or steps; the
+# step-size and localization rules unchanged), so that the cost fits; a study states which it ran. Names without
+# `auto` keep the rule the results committed before issue 41 were made with, `calibrate_at_curvature` (the step
+# and γ from the top Hessian eigenvalue, 4 chains × (5,000 + 5,000) steps), so those results can be re-made.
 
 # %%
 #| export
 # systematic=False: the committed results were computed before `calibrate_at_curvature` measured the localization's systematic
 # error with every estimate (see the LLC chapter); these names keep the rule they were made with
-CALIBRATED_SETTINGS = {'full': dict(systematic=False),
+CALIBRATED_SETTINGS = {'10nets-auto': dict(rule='auto', n_nets=10, n_chains=4),
+                       '1net-auto-2x1000': dict(rule='auto', n_nets=1, n_chains=2, n_burnin=1000, n_draws=1000),
+                       # smoke: the step is given, so the pilots (a minute or more) are skipped; gamma and the rest as 'auto'
+                       'smoke-auto': dict(rule='auto', n_chains=1, n_burnin=20, n_draws=20, step_size=1e-5),
+                       'full': dict(systematic=False),
                        '10nets-1x5000': dict(n_nets=10, n_chains=1, systematic=False),
                        '2nets-1x200': dict(n_nets=2, n_chains=1, n_burnin=200, n_draws=200, systematic=False),
                        'smoke': dict(n_chains=1, n_burnin=20, n_draws=20, systematic=False)}
@@ -364,16 +370,22 @@ def _evaluate(net: nn.Module, X, y) -> tuple[float, float]:
     return float(nn.functional.cross_entropy(out, y)), float((out.argmax(1) == y).double().mean())
 
 def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
-    """Our calibrated LLC (`calibrate_at_curvature` with the reduction `CALIBRATED_SETTINGS[name]`) of each net at its current
-    weights, one row per net; the step size and localization follow each net's own top Hessian eigenvalue, and
-    all nets are sampled in one vectorized pass (before 2026-11-27: one net at a time, each with the seeds of
-    model 0, so the committed values differ from a re-run within the Monte-Carlo error)."""
+    """Our calibrated LLC of each net at its current weights, one row per net, under `CALIBRATED_SETTINGS[name]`:
+    `calibrate` (rule 'auto', the default since issue 41; its burn-in and draws overridden where the name says) or
+    `calibrate_at_curvature` (the rule of the results committed before). The settings are found net by net, then
+    all nets are sampled in one vectorized pass (before 2026-11-27: one net at a time, each with the seeds of model
+    0, so the committed values differ from a re-run within the Monte-Carlo error)."""
     rule = dict(CALIBRATED_SETTINGS[name])
     nets = nets[:rule.pop('n_nets', len(nets))]
+    auto = rule.pop('rule', 'curvature') == 'auto'
+    lengths = {k: rule.pop(k) for k in ('n_burnin', 'n_draws') if auto and k in rule}
     t0, what = time.perf_counter(), 'calibrated LLC at the final weights: nets calibrated'
     report_progress(0, len(nets), what)
-    settings = [calibrate_at_curvature(n, train, **rule).replace(seed=seed) for n in nets]
-    report_progress(len(nets), len(nets), what)
+    settings = []
+    for i, net in enumerate(nets):
+        s = calibrate(net, train, 'classification', **rule) if auto else calibrate_at_curvature(net, train, **rule)
+        settings.append(s.replace(seed=seed, **lengths))
+        report_progress(i + 1, len(nets), what)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                          # flags are in the rows
         res = estimate_llc(list(nets), train, 'classification', settings)   # one pass, each net its own setting
@@ -381,7 +393,8 @@ def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
     out = pd.DataFrame(dict(llc_calibrated=d.llc.to_numpy(float), llc_calibrated_se=d.llc_se.to_numpy(float),
                             calibrated_flagged=d.flagged.astype(bool).to_numpy(),
                             calibrated_localization=d.localization.to_numpy(float),
-                            calibrated_step_size=d.step_size.to_numpy(float)))
+                            calibrated_step_size=d.step_size.to_numpy(float),
+                            calibrated_rule='auto' if auto else 'curvature'))
     out.attrs['seconds'] = time.perf_counter() - t0
     return out
 
@@ -483,7 +496,7 @@ class MNISTStudy(Study):
 import tempfile
 from fracsgd.experiment.runner import run_one
 from fracsgd.placement import Placement
-tiny = MNISTRun(hidden=(16,), epochs=3, n_nets=2, llc_every=20, llc='smoke', calibrated='smoke', record_every=5,
+tiny = MNISTRun(hidden=(16,), epochs=3, n_nets=2, llc_every=20, llc='smoke', calibrated='smoke-auto', record_every=5,
                 volume_eps=(1e-3,), first_seed=7)
 out = run_one(MNISTStudy(), Placement('cpu'), tempfile.mkdtemp(), tiny)
 traj = out['trajectory']
@@ -492,7 +505,7 @@ assert {'R', 'R/layer1.0', 'R/layer1.1', 'R/out', 'llc', 'loss', 'volume/0.001'}
 assert sorted(traj.dropna(subset=['llc']).step.unique()) == [20, 40, 60]
 assert (traj.groupby('run')['volume/0.001'].apply(lambda v: v.is_monotonic_increasing)).all()
 assert out['nets'].test_accuracy.between(0, 1).all()
-assert 'llc_calibrated' in out['nets']
+assert 'llc_calibrated' in out['nets'] and (out['nets'].calibrated_rule == 'auto').all()
 phases = {k: v for k, v in out.items() if k.startswith('seconds_train_')}
 assert set(phases) == {f'seconds_train_{p}' for p in ('steps', 'record', 'llc', 'volume')}
 assert sum(phases.values()) <= out['seconds_train']                  # the phases partition the training loop

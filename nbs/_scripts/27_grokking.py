@@ -3,6 +3,43 @@
 #
 # > ICLR appendix F (fig. 5–6), arXiv 2503.22478 appendix D–E: with small batches, weights, LLC and accuracy jump together while the network groks modular division.
 
+# %% [markdown]
+# **What was found.** Only the quick configuration has run: 3,000 steps and one seed where the paper trains up to
+# 10,000 epochs, so every row reads "not run at paper scale", whatever the rule says on its numbers. On them: no
+# sudden jumps of $R$, the LLC or test accuracy in any of the six runs (figure: the reference run), the LLC's steepest
+# fall precedes the steepest rise of test accuracy by some 700 steps, and the rate relation of appendix F has no
+# support. The optimizer is AdamW, as in the arXiv version; fig. 5a's caption says SGD (ledger claim
+# `fig5a-optimizer`). Every LLC estimate (table 3's setting) is flagged by its diagnostics.
+
+# %%
+#| echo: false
+import matplotlib.pyplot as plt
+from fracsgd.core import read_table
+from fracsgd.ledger.provenance import COMPACT
+from fracsgd.studies.grokking import QUICK, compact_analysis, plot_run
+_dir = COMPACT / 'grokking' / 'quick'
+_runs, _traj = read_table(_dir / 'per_run.csv'), read_table(_dir / 'trajectory_compact.parquet')
+_b, _w = QUICK.reference
+_at = (_traj.batch_size == _b) & (_traj.weight_decay == _w)
+plot_run(_traj[_at].drop(columns=['batch_size', 'weight_decay', 'run']),
+         compact_analysis(_runs[(_runs.batch_size == _b) & (_runs.weight_decay == _w)].iloc[0]),
+         f'QUICK reference run: division mod 53, batch {_b}, weight decay {_w:g}')
+plt.show()
+
+# %%
+#| echo: false
+from fracsgd.ledger.checks import study_table
+study_table('grokking')                # this study's rows of the claims ledger, read from it
+
+# %%
+#| hide
+from fracsgd.ledger.checks import study_verdicts
+found = study_verdicts('grokking')
+assert (found.verdict == 'not run at paper scale').all() and (found.rule == 'inconclusive').all()
+assert set(found.claim) == {'fig5-jumps', 'fig6-accuracy-jumps', 'appF-llc-rate'}
+_ours = found.set_index('claim').ours
+assert _ours['fig5-jumps'] == '0 [0, 0]' and _ours['fig6-accuracy-jumps'] == '685 [510, 860]', _ours
+
 # %%
 #| default_exp studies.grokking
 
@@ -44,27 +81,6 @@ from fracsgd.studies.grokking_models import Accuracy, StepProjections, make_mode
 from fracsgd.core import read_table
 import torch
 torch.set_num_threads(1)   # two cores shared with other work
-
-# %% [markdown]
-# **What this study found**, as the [claims ledger](ledger.html) records it (read from the committed ledger, so it
-# cannot drift from it; the numbers are discussed under *What the quick run shows* below). Only the quick
-# configuration has run: 3,000 steps and one seed where the paper trains up to 10,000 epochs, so every row reads
-# "not run at paper scale", whatever the rule says on its numbers. On them: no sudden jumps of R, the LLC or test
-# accuracy in any of the six runs, the LLC's steepest fall precedes the steepest rise of test accuracy by some 700
-# steps, and the rate relation of appendix F has no support (the rule: inconclusive for all three). The optimizer
-# is AdamW, as in the arXiv version; fig. 5a's caption says SGD (ledger claim `fig5a-optimizer`). The LLCs on this
-# page (table 3's setting) use the $n\beta$ printed first; every one of them is flagged by its diagnostics.
-
-# %%
-from fracsgd.ledger.checks import study_verdicts, study_nbeta
-for label, nbeta in study_nbeta('grokking').items():
-    print(f'LLC estimates, {label}: {nbeta}')
-found = study_verdicts('grokking')
-assert (found.verdict == 'not run at paper scale').all() and (found.rule == 'inconclusive').all()
-assert set(found.claim) == {'fig5-jumps', 'fig6-accuracy-jumps', 'appF-llc-rate'}
-_ours = found.set_index('claim').ours
-assert _ours['fig5-jumps'] == '0 [0, 0]' and _ours['fig6-accuracy-jumps'] == '685 [510, 860]', _ours
-found.drop(columns='what')
 
 
 # %% [markdown]

@@ -164,7 +164,8 @@ except ValueError as e:
 # ## Scale: how a configuration compares with the paper's protocol
 #
 # A verdict is about the paper's experiment, so the ledger must know how far the configuration that made a number
-# is from it. Each compact result records its **scale** in `provenance.json`, and every ledger row repeats it:
+# is from it. Each compact result records its **scale** against our `full` preset in `provenance.json`, and the
+# ledger judges that record against the paper ([scale against the paper](paper_scale.html)):
 #
 # * `paper scale`: the study's `full` preset, which follows the paper's protocol wherever the paper states it;
 # * `reduced: <what differs>`: another preset, with each protocol field that differs from the full preset
@@ -197,9 +198,11 @@ except ValueError as e:
 # | grokking (App. F) | training length, the runs' batch sizes and weight decays | 3,000 steps, one seed |
 # | cifar10, tiny-imagenet, tinystories | data and weights | stand-ins |
 #
-# A decisive verdict (reproduced, not reproduced) needs `paper scale`; an `extended` result counts only for a
-# claim written about it (its `configs` names it). Any other row reads **not run at paper scale**, and its note
-# keeps what the rule says on its numbers.
+# In the ledger `paper scale` becomes "paper protocol" unless the result's summary shows a step of the paper's
+# protocol it did not meet (then "reduced"), and `extended` becomes "longer than the paper". A decisive verdict
+# (reproduced, not reproduced) needs "paper protocol"; a "longer than the paper" result counts only for a claim
+# written about it (its `configs` names it). Any other row reads **not run at paper scale**, and its note keeps
+# what the rule says on its numbers.
 
 # %%
 #| export

@@ -24,7 +24,7 @@ from fracsgd.ledger.provenance import study_presets
 # %%
 from fracsgd.ledger.claims import read_claims, read_ledger
 from fracsgd.ledger.provenance import COMPACT, LEDGER_DIR
-from fracsgd.experiment.protocol import scale_kind
+from fracsgd.ledger.scale import paper_kind
 
 # %% [markdown]
 #
@@ -123,7 +123,7 @@ assert model_of('final LLC, 784-128-64-128', parameter_counts(COMPACT / 'mnist-a
 from fracsgd.ledger.claims import LEDGER
 claims, ledger = read_claims(), read_ledger()
 half_d = pd.concat([half_d_table(g, LEDGER_DIR / src, claims) for src, g in ledger.groupby('source')], ignore_index=True)
-half_d['scale'] = [scale_kind(ledger.set_index(['claim_id', 'config']).scale[(r.claim_id, r.config)])
+half_d['scale'] = [paper_kind(ledger.set_index(['claim_id', 'config']).scale[(r.claim_id, r.config)])
                    for r in half_d.itertuples()]
 assert len(half_d) == ledger.claim_id.map(claims.llc).eq('llc').mul(ledger.value.notna()).sum()
 assert half_d.d.notna().all() and (half_d.ratio_high < 1).all() and half_d.ratio_high.max() < 0.01   # none near d/2

@@ -139,6 +139,7 @@
 # | [The decade rule](decade_rule.html) | `fracsgd.ledger.decades` | a late-phase exponent decides only when read over at least a decade after the crossover |
 # | [One verdict per question](ledger_questions.html) | `fracsgd.ledger.questions` | questions asked by several claims: one verdict from a stated estimator, the rest as support; no decisive disagreement; totals that count each question once |
 # | [A number against a prediction](ledger_differences.html) | `fracsgd.ledger.differences` | where the paper predicts one of our numbers from another (eq. 4's ageing exponent from the late slope): the distance between the two, with an interval from both |
+# | [Scale against the paper](paper_scale.html) | `fracsgd.ledger.scale` | how a run compares with what the paper states: the paper's protocol, longer than the paper, reduced (what is smaller), a stand-in, or assumed |
 # | [Benchmarks](bench.html) | `fracsgd.bench.timing` | displacement-recording overhead, as a ratio to a bare step; where a full mnist-seeds run spends its time; what the lent GPUs measured |
 # | [LLC benchmarks](bench_llc.html) | `fracsgd.bench.llc` | LLC speed against devinterp and against loops |
 # | [Ensemble benchmarks](bench_ensemble.html) | `fracsgd.bench.ensemble` | ensemble training against a loop and the floor |
