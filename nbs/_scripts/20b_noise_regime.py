@@ -34,6 +34,7 @@ from fracsgd.diffusion.ageing import (brownian_walks, ou_walks, ou_aged_msd, pai
                                       paired_late_slopes, ageing_exponent, aged_msd)
 from fracsgd.diffusion.return_probability import (ProjectedPath, gaussian_walks, return_curves, curves_from_table,
                                                   returns_summary)
+from IPython.display import display
 torch.set_num_threads(1)
 
 
@@ -411,11 +412,11 @@ assert np.sqrt(end(twin)) > end(R_sgd)                          # the twins end 
 # [1.20, 1.26], faster than a free walk.
 
 # %%
-fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(15, 4))
+fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
 for R, label, c in ((R_sgd, f'SGD, lr {cfg.lr}, batch {cfg.batch_size}', 'C0'),
                     (R_gd, f'full-batch GD, lr {cfg.lr}', 'C3'), (np.sqrt(twin), 'twin distance Δ(t)', 'k')):
     ax.fill_between(t, np.quantile(R, .1, 0), np.quantile(R, .9, 0), color=c, alpha=.15)
-    ax.loglog(t, R.mean(0), color=c, lw=2, label=label)
+    ax.loglog(t, R.mean(0), color=c, lw=2, ls='--' if c == 'k' else '-', label=label)
 ax.axvline(late_window, color='gray', ls=':', label='last decade')
 ax.set(xlabel='t (steps from the converged weights)', ylabel='R(t), Δ(t): mean, 10–90% of nets',
        title='from the same converged weights')
@@ -499,8 +500,18 @@ def returns_of(path: str, dims: int) -> pd.DataFrame:
     g = ret[(ret.path == path) & (ret.dims == dims)].drop(columns=['path', 'dims']).rename(columns={'member': 'unit'})
     return returns_summary(g).assign(path=path, dims=dims)
 ret_summary = pd.concat([returns_of(p, k) for p in ('sgd', 'noise', 'gd') for k in (2, 32)], ignore_index=True)
-ret_summary[['path', 'dims', 'eps_factor', 'd_s', 'ci_low', 'ci_high', 'returns_far', 'pairs_far',
-             'gaussian_equivalent_d', 'reason']].round(3)
+def halves(path: str) -> pd.DataFrame:
+    "The 2-D return fit at the three smallest ε: d_s on the whole window and on each half of it, r²."
+    g = ret[(ret.path == path) & (ret.dims == 2)].drop(columns=['path', 'dims', 'eps_factor'])
+    cv = curves_from_table(g.rename(columns={'member': 'unit'}))
+    fits = [spectral_dimension_from_returns(cv, e, n_boot=2) for e in cv.eps[:3]]
+    return pd.DataFrame([dict(path=path, eps_factor=f, d_s=x.d_s, first_half=x.d_s_first_half,
+                              second_half=x.d_s_second_half, r2=x.r2, tau_min=x.tau_min, tau_max=x.tau_max)
+                         for f, x in zip((0.25, 0.5, 1.0), fits)])
+shape = pd.concat([halves(p) for p in ('sgd', 'noise', 'gd')], ignore_index=True)
+display(ret_summary[['path', 'dims', 'eps_factor', 'd_s', 'ci_low', 'ci_high', 'returns_far', 'pairs_far',
+                     'gaussian_equivalent_d', 'reason']].round(3))
+shape.round(2)
 
 # %%
 rs = ret_summary.set_index(['path', 'dims', 'eps_factor']).sort_index()
@@ -510,19 +521,26 @@ for p in ('sgd', 'noise'):
     assert small.d_s.between(1.2, 1.6).all() and (small.ci_high < 2.1).all(), small
     assert rs.loc[(p, 2, 1.0), 'd_s'] > rs.loc[(p, 2, 0.25), 'ci_high'] + 0.5        # not one power law in ε
 assert rs.loc[('gd', 2), 'd_s'].between(2.3, 3.6).all() and rs.loc[('gd', 32), 'd_s'].isna().all()
+sh = shape.set_index(['path', 'eps_factor'])
+for p in ('sgd', 'noise'):
+    assert sh.second_half[p, 0.5] - sh.first_half[p, 0.5] > 1.5 and sh.r2[p, 0.5] < 0.9    # no single power law
+    assert sh.r2[p, 0.25] < 0.95 and sh.d_s[p, 0.25] < min(sh.first_half[p, 0.25], sh.second_half[p, 0.25]) - 0.3
 
 # %% [markdown]
-# In two dimensions both paths return, and at the two smallest ε their return probability falls as
-# $\tau^{-d_s/2}$ with $d_s \approx 1.3$ (SGD) and 1.4–1.5 (noise walk), below the free walk's 2. At ε of one step
-# it falls faster ($d_s$ 2.9 and 4.4, on lags from about 600–900 on), so the return probability is not one power law
-# and the number depends on ε. In 32 dimensions there is no $d_s$ to read: no returns where the fit is allowed,
+# In two dimensions both paths return, but not as a power law. The figure below shows three regimes at ε = ¼ step:
+# a fast fall over the first ten steps, a plateau from about 10 to 300 steps (the projected position is held, as a
+# fluctuation in a well is), and a fall that steepens as the drift carries the path away. A line fitted through all
+# of it gives "$d_s$" = 1.3 (SGD) and 1.4 (noise walk) at ε = ¼ step, with r² of 0.91; at ε = ½ step its two
+# halves give 0.5 and 2.5 (SGD), 0.5 and 3.1 (noise walk); at ε of one step the window starts at lags of 600–900
+# and the slope is 2.9 and 4.4. So no return exponent exists here in the sense of Theorem 3.1: each number is the
+# mean slope of a bent curve over a window the data choose. In 32 dimensions there is no $d_s$ to read: no returns where the fit is allowed,
 # and a Gaussian walk with the same MSD would have needed at least 5.6 dimensions not to return. GD's path, which
 # has no noise, has a 2-D return exponent as well (2.4–3.5 across ε): returns in a projection do not by themselves
 # show a walk.
 #
 # **Theorem 3.1 on these numbers.** $d_{walk}$ from the late slope of $R(t)$ (for the noise walk, of $\Delta(t)$),
-# $d_s$ from the 2-D returns at ε = ¼ step, and λ̄ the mean LLC at the converged weights (the paper's table-3
-# setting), all resampled together over the 24 nets:
+# "$d_s$" the fitted slope of the 2-D returns at ε = ¼ step (with the warning above), and λ̄ the mean LLC at the
+# converged weights (the paper's table-3 setting), all resampled together over the 24 nets:
 
 # %%
 lam = nets_t.llc_converged.to_numpy()
@@ -544,12 +562,13 @@ assert np.isclose(T31.value['sgd', 'd_walk = 1 / late slope of R'], 1 / slopes.v
 nets_t[['llc_converged', 'llc_sgd_end', 'llc_gd_end']].describe().loc[['mean', 'std', 'min', 'max']].round(3)
 
 # %% [markdown]
-# As measured, Theorem 3.1 does not hold here, and its premise does not either. $d_{walk}$ is 1.73 for SGD and 1.63
-# for the noise walk, below 2: the late motion is faster than diffusion, where the theorem is about sub-diffusion
-# ($d_{walk} > 2$). With the 2-D $d_s$ and λ̄ = 0.81, $2\bar\lambda/d_s$ is 1.2 and the difference
-# $d_{walk} - 2\bar\lambda/d_s$ is above 0 with its interval; the λ the theorem would need, $d_{walk}d_s/2 \approx
-# 1.1$, is above the measured λ̄. Three things make this weaker than it reads: the 2-D $d_s$ is the observable's,
-# not the landscape's (above); it depends on ε; and λ̄ is one paper-preset estimate per net, whose chains the
+# As measured, the premise of Theorem 3.1 does not hold here. $d_{walk}$ is 1.73 [1.70, 1.78] for SGD and 1.63
+# [1.59, 1.66] for the noise walk, below 2: the late motion is faster than diffusion, where the theorem is about
+# sub-diffusion ($d_{walk} > 2$); and the returns have no power law to give $d_s$. Taking the fitted slope anyway,
+# with λ̄ = 0.81, $2\bar\lambda/d_s$ is 1.2 and $d_{walk} - 2\bar\lambda/d_s$ is 0.51 [0.28, 0.75] (SGD) and 0.46
+# [0.27, 0.66] (noise walk), above 0; the λ the relation would need, $d_{walk}d_s/2 \approx 1.1$, is above the
+# measured λ̄. That is a failure of the relation on numbers that do not mean what the theorem's do: the 2-D "$d_s$"
+# is the observable's, not the landscape's, and no power law's; and λ̄ is one paper-preset estimate per net, whose chains the
 # estimator flags as drifting and not stationary, and which moves along the run (mean 0.81 at the converged
 # weights, 0.53 at the end of the SGD continuation with some estimates below 0, 1.43 at the end of GD's).
 
@@ -575,10 +594,11 @@ plt.show()
 # * **Eq. 4** is not borne out: the late growth is faster than diffusion (slope 0.58, so $\alpha > 1$), and SGD's
 #   increments and the noise part age as $s^{-0.25}$ where eq. 4 with the measured slopes asks for $s^{+0.15}$
 #   (SGD) or $s^{+0.23}$ (noise walk). GD does not age.
-# * **Returns** exist only in a 2-D projection ($d_s \approx 1.3$–1.5 at small ε, larger at ε of one step); in 32
-#   dimensions none where a power law may be read.
-# * **Theorem 3.1**: $d_{walk} < 2$ (no sub-diffusion), and $d_{walk} - 2\bar\lambda/d_s > 0$ with its interval, with
-#   the caveats on $d_s$ and λ̄ above.
+# * **Returns** exist only in a 2-D projection, and there not as a power law (a fall, a plateau from about 10 to 300
+#   steps, a steeper fall; fitted slopes from 0.5 to 4.4 by ε and window); in 32 dimensions none where a power law
+#   may be read. GD's noiseless path also returns in 2-D.
+# * **Theorem 3.1**: its premise fails ($d_{walk}$ = 1.73 < 2, no return power law). Forced through the fitted 2-D
+#   slope and the paper-preset λ̄, $d_{walk} - 2\bar\lambda/d_s$ = 0.51 [0.28, 0.75], not 0.
 #
 # Not done here: a second learning rate or batch (so no scan of how the noise part grows with lr/B), more than 24
 # nets, and an LLC beyond one paper-preset estimate per net.
