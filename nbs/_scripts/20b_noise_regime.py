@@ -59,7 +59,7 @@ torch.set_num_threads(1)
 #    8,000 ([ageing chapter](ageing.html)), a 32-dimensional random projection of $w_t - w_0$ at every step (the
 #    same directions for both, [return probability](return_probability.html)), and the full weights at 60
 #    log-spaced steps, from which the distance between each SGD net and its GD twin is exact.
-# 3. The LLC of every net (the paper's table-3 SGLD setting) at the converged weights and at the end of the SGD
+# 3. The LLC of every net (the paper's table-3 SGLD setting) at the converged weights and at the end of each
 #    continuation: one estimate each, for Theorem 3.1's λ.
 #
 # The experiment is `tools/noise_regime.py`; it writes the small tables under `nbs/noise_regime/`, which this page
@@ -281,7 +281,7 @@ assert abs(g_ou['value']) < 0.05
 # %% [markdown]
 # ## Theorem 3.1 on one ensemble, each quantity measured apart
 #
-# Theorem 3.1 states $d_{walk} = 2\lambda/d_s$. Eq. 17 of the paper *computes* $d_s$ from it, so it cannot test it;
+# Theorem 3.1 (eq. 12) states $d_{walk} = 2\lambda/d_s$ near critical points. Eq. 17 of the paper *computes* $d_s$ from it, so it cannot test it;
 # here the three are measured separately: $d_{walk} = 1/s$ from the late log-log slope $s$ of the mean $R(t)$;
 # $d_s$ from the return probability $P_\varepsilon(\tau) \sim \tau^{-d_s/2}$ of a path
 # ([return probability](return_probability.html)); λ from the LLC. `theorem31` resamples nets once for all three,
@@ -345,7 +345,9 @@ th[['value', 'ci_low', 'ci_high']]
 # ## The run
 #
 # Read from the committed tables (`tools/noise_regime.py` wrote them; the page never trains). Its date, machine and
-# CPU seconds:
+# CPU seconds, single-threaded on a shared 2-core machine. The seconds of convergence and of the first LLC are
+# those of a first run, killed for memory during GD's continuation (above) after it had saved the converged
+# weights; the run that wrote the tables started from them.
 
 # %%
 folder = committed_dir('noise_regime')
@@ -408,7 +410,7 @@ assert np.sqrt(end(twin)) > end(R_sgd)                          # the twins end 
 # **The noise part is not GD plus a small jitter.** The twins separate: $\Delta(t) = \lVert w^{SGD}_t -
 # w^{GD}_t\rVert$ ends at 4.7, larger than either's own distance from the start, so the two end in different
 # places, about as far from each other as from where they began. Early (t ≤ 100) $\Delta^2$ grows as
-# $t^{0.44}$, below the free walk's 1 (a fluctuation filling a well); over the last decade as $t^{1.23}$
+# $t^{0.44}$ [0.33, 0.62], below the free walk's 1 (a fluctuation filling a well); over the last decade as $t^{1.23}$
 # [1.20, 1.26], faster than a free walk.
 
 # %%
@@ -473,14 +475,14 @@ assert (sgd_r.xs(10, level='lag').martingale_ratio > 1).all()
 # **SGD's increments age; GD's do not; neither as eq. 4 says.** At $\tau = 10$, SGD's increment MSD falls with the
 # age as $s^{-0.25}$ [−0.33, −0.15]; GD's, a steady drift, stays flat (−0.04 [−0.09, 0.01]); the paired
 # difference is −0.20 [−0.30, −0.09]. The part the noise adds, $M_{SGD} - M_{GD}$, is positive at every age and lag
-# and ages the same way (−0.25 [−0.33, −0.15]). Eq. 4 asks for $\beta = \alpha - 1$; from SGD's late slope that is
+# and, GD's increments being about 2,000–3,000 times smaller at these ages (figure), ages the same way (−0.25 [−0.33, −0.15]). Eq. 4 asks for $\beta = \alpha - 1$; from SGD's late slope that is
 # $2s - 1 = +0.15$ [0.12, 0.18], and from the noise walk's own exponent $+0.23$ [0.20, 0.26]: the late growth
 # is faster than diffusion ($\alpha > 1$), outside eq. 4's range $0 < \alpha < 1$, and the measured ageing has the
 # other sign. So the premise and the prediction of eq. 4 both fail here, as measured.
 #
 # What the ageing is instead, from the martingale ratio: at $\tau = 10$ SGD's ratio is above 1 at every late age
 # (its short increments are pulled back: a fluctuation in a well), at $\tau = 1{,}000$ well below 1 (the long ones
-# keep their direction: drift), and GD's is below 0.5 everywhere. The noise's lag exponent at $\tau$ = 1–10 is
+# keep their direction: drift), and GD's is below 0.5 at these ages and lags. The noise's lag exponent at $\tau$ = 1–10 is
 # 0.69 [0.63, 0.73], between a held fluctuation (0) and a free walk (1). A noise that shrinks as the loss and its
 # gradient noise fall along the run would age this way without any memory; this page does not separate the two.
 
