@@ -122,6 +122,7 @@
 # | [Studies](studies.html) | `fracsgd.studies` | the registry: each study's name and its module, imported on first use |
 # | [What studies share](study_common.html) | `fracsgd.studies.common` | the summary row every study writes and the ledger reads |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
+# | [A regime where SGD and GD differ](noise_regime.html) | `fracsgd.diffusion.noise_regime` | converged moons nets continued by SGD at lr 0.05, batch 8, beside full-batch GD from the same weights: the noise part, eq. 4's ageing, 2-D returns, Theorem 3.1 measured apart |
 # | [Comparing SGD with the posterior](posterior_comparison.html) | `fracsgd.studies.posterior_comparison` | the moons posterior study's analysis from its stored tables: clusters, exponents, $D_\xi$, ξ scan, table 2, figures |
 # | [Figures of the posterior comparison](posterior_figures.html) | `fracsgd.studies.posterior_figures` | fig. 3, fig. 4 and the clusters, drawn from a report's tables |
 # | [Study: moons posterior](moons_posterior.html) | `fracsgd.studies.moons_posterior` | paper §4.2: fig. 3–4, table 2 |
