@@ -15,11 +15,12 @@ import torch.nn.functional as F
 from ..train.ensemble import EnsembleSettings, PerChunk, train_ensemble
 from .spectral import fit_power_law
 from .ageing import IncrementRecorder
-from .return_probability import ReturnCurves, spectral_dimension_from_returns
+from fracsgd.diffusion.return_probability import (ProjectedPath, ReturnCurves, projected_paths,
+    spectral_dimension_from_returns)
 
 # %% auto #0
 __all__ = ['NOISE_REGIME', 'SMOKE', 'NoiseRegimeConfig', 'log_steps', 'full_batch_loss', 'converge', 'WeightSnapshots',
-           'PathProjection', 'snapshots', 'continue_from', 'paired_difference', 'growth_exponent', 'theorem31']
+           'snapshots', 'continue_from', 'paired_difference', 'growth_exponent', 'theorem31']
 
 # %% ../../nbs/20b_noise_regime.ipynb #02550adc
 @dataclass(frozen=True)
@@ -90,20 +91,6 @@ class WeightSnapshots:
         "[members, recorded steps, params]."
         return torch.stack(self.w, 1).numpy()
 
-class PathProjection:
-    "A recorder for `PerChunk`: w_t − w_0 of each member on `ProjectedPath`'s `dim` directions, every step to `n_steps`."
-    def __init__(self, dim: int, n_steps: int, seed: int = 0):
-        self.dim, self.n_steps, self.seed, self.w0 = int(dim), int(n_steps), seed, None
-    @torch.no_grad()
-    def update(self, step: int, w) -> None:
-        w = w.detach()
-        if step == 0:
-            g = torch.Generator().manual_seed(self.seed)
-            self.w0 = w.clone()
-            self.P = torch.randn(w.shape[1], self.dim, generator=g, dtype=torch.float64).div_(math.sqrt(self.dim)).to(w)
-            self.x = np.zeros((len(w), self.n_steps + 1, self.dim))
-        self.x[:, step] = torch.mm(w - self.w0, self.P).double().cpu().numpy()
-
 def snapshots(observer) -> tuple[np.ndarray, np.ndarray]:
     "The steps and weights [members, steps, params] of a `PerChunk` of `WeightSnapshots`, members in ensemble order."
     recs = sorted(observer.recorders.items())
@@ -120,11 +107,11 @@ def continue_from(models, data, lr: float, batch_size: int, n_steps: int, *, age
     s = EnsembleSettings(optimizer='sgd', lr=lr, batch_size=batch_size, n_steps=n_steps, every=frozenset(record),
                          groups='top', seed=seed)
     inc = PerChunk(lambda: IncrementRecorder(ages, lags, n_steps))
-    proj, snap = PerChunk(lambda: PathProjection(proj_dim, n_steps)), PerChunk(lambda: WeightSnapshots(record))
+    proj, snap = PerChunk(lambda: ProjectedPath(proj_dim)), PerChunk(lambda: WeightSnapshots(record))
     t0 = time.process_time()
     table = train_ensemble(nets, data, 'classification', s, observers=[inc, proj, snap])
     seconds = time.process_time() - t0
-    paths = np.concatenate([r.x for _, r in sorted(proj.recorders.items())])      # [members, steps + 1, dim]
+    paths = projected_paths(proj)[1]                                             # [members, steps + 1, dim]
     snap_steps, snaps = snapshots(snap)
     return dict(trajectory=table, increments=inc.table(), paths=paths, snap_steps=snap_steps, snaps=snaps,
                 models=nets, seconds=seconds)

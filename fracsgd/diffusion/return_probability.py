@@ -207,7 +207,7 @@ class ProjectedPath:
             if int(v) != v or v < low:
                 raise ValueError(f"{name} must be an integer ≥ {low}, got {v!r}")
         self.dim, self.start, self.stride, self.seed = int(dim), int(start), int(stride), seed
-        self.steps, self.points, self.w0 = [], [], None
+        self.steps, self.w0, self._buf = [], None, None
 
     def update(self, step: int, w) -> None:
         "Weights `w` [members, params] after step `step` (step 0 first)."
@@ -222,12 +222,21 @@ class ProjectedPath:
             if self.w0 is None:
                 raise ValueError("feed the initial weights first: update(0, w0)")
             if step >= self.start and (step - self.start) % self.stride == 0:
+                x = ((w - self.w0) @ self.P).double().cpu().numpy()            # [members, dim]
+                n = len(self.steps)
+                if self._buf is None or n == self._buf.shape[1]:            # one buffer, doubled when full
+                    grown = np.empty((len(x), max(64, 2 * n), self.dim))
+                    if n:
+                        grown[:, :n] = self._buf
+                    self._buf = grown
+                self._buf[:, n] = x
                 self.steps.append(step)
-                self.points.append(((w - self.w0) @ self.P).double().cpu().numpy())   # [members, dim]
 
     def paths(self) -> np.ndarray:
         "The recorded projections, [members, recorded steps, dim]."
-        return np.stack(self.points, 1)
+        if self._buf is None:
+            raise ValueError("nothing recorded yet: update(0, w0) first")
+        return self._buf[:, :len(self.steps)].copy()
 
     def table(self):
         "member, step, R_projected = ‖P(w_t − w_0)‖ (an estimate of R(t) at a relative s.d. ≈ 1/√(2 dim))."

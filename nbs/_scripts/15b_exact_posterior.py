@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 _t0 = time.perf_counter()
 
+
 # %% [markdown]
 # Corollary 3.2 of the paper (Hennick & De Baerdemacker, ICLR 2026, §3.4, eqs. 14–15) rests on Lemma 3.3: where the
 # effective diffusion coefficient $D_\xi$ is one scalar, SGD's steady state is a Boltzmann density
@@ -115,6 +116,7 @@ def cluster_data(m: int, centres, weights, spreads, seed: int = 0) -> np.ndarray
     k = rng.choice(len(centres), size=m, p=np.asarray(weights) / np.sum(weights))
     return centres[k] + spreads[k, None] * rng.standard_normal((m, 2))
 
+
 # %% [markdown]
 # ## Basins on a grid and the posterior by quadrature
 #
@@ -187,6 +189,7 @@ def basin_moments(prob, labels, axes) -> list[tuple[np.ndarray, np.ndarray]]:
         out.append((mu, ((W - mu) * q[:, None]).T @ (W - mu)))
     return out
 
+
 # %% [markdown]
 # ## SGD walkers, their basins and their mixing
 #
@@ -233,6 +236,7 @@ def split_rhat(chains: np.ndarray) -> float:
     if W == 0:
         return 1.0 if B == 0 else math.inf
     return float(math.sqrt(((S - 1) / S * W + B / S) / W))
+
 
 # %% [markdown]
 # ## One temperature, distances, intervals, and the linear picture
@@ -305,6 +309,7 @@ def disc_moments(prob, axes, centre, radius: float) -> tuple[np.ndarray, np.ndar
     q = q / q.sum()
     mu = q @ W
     return mu, ((W - mu) * q[:, None]).T @ (W - mu)
+
 
 # %% [markdown]
 # ## The landscape
@@ -421,6 +426,7 @@ predicted = {n: beta_fit * (fit['lr'] / fit['B']) / (r['lr'] / r['B']) for n, r 
 print(f"β fitted at (0.2, 1) = {beta_fit:.4f} (95% {beta_ci[0]:.4f}–{beta_ci[1]:.4f}); m·D_ξ = {mD:.1f}; "
       f"(eq. 13 as printed: ξ = {mD / model.m:.3f}); predictions: " + ', '.join(f'{n}: β = {b:.4f}' for n, b in predicted.items()))
 
+
 # %% [markdown]
 # ## The tests
 #
@@ -464,6 +470,7 @@ pd.DataFrame({n: {'β fitted here': round(b, 4), '95%': tuple(ci.round(4)), 'β 
                   'fitted / predicted': round(b / predicted[n], 3), 'β / β(fit)': round(b / beta_fit, 3),
                   'β / β(fit) 95%': tuple(rci.round(3)), 'predicted β / β(fit)': round(predicted[n] / beta_fit, 3)}
               for n, (b, ci, rci) in refits.items()})
+
 
 # %% [markdown]
 # Does SGD's distribution depend on $\eta/B$ alone, as the diffusion limit says? The pairs with equal $\eta/B$ are
@@ -582,7 +589,6 @@ for n, (sgd_tail, ci, tmp_tail) in tails.items():
     assert ci[1] < 0.3 * tmp_tail, (n, tails[n])           # SGD's tails are much thinner than the tempered posterior's
 assert noise['tail cells'][0] < 0.8 * noise['other cells'][0] and noise['tail cells'][1] > noise['other cells'][1]
 
-
 # %% [markdown]
 # ## Inside the basins: the shape SGD's noise gives
 #
@@ -658,4 +664,3 @@ assert (t_lin > 1.2).all(), t_lin                  # no single temperature in th
 
 # %%
 print(f"notebook body: {time.perf_counter() - _t0:.0f} s")
-

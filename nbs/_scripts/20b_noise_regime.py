@@ -24,7 +24,8 @@ import torch.nn.functional as F
 from fracsgd.train.ensemble import EnsembleSettings, PerChunk, train_ensemble
 from fracsgd.diffusion.spectral import fit_power_law
 from fracsgd.diffusion.ageing import IncrementRecorder
-from fracsgd.diffusion.return_probability import ReturnCurves, spectral_dimension_from_returns
+from fracsgd.diffusion.return_probability import (ProjectedPath, ReturnCurves, projected_paths,
+    spectral_dimension_from_returns)
 
 # %%
 import json
@@ -32,7 +33,7 @@ import matplotlib.pyplot as plt
 from fracsgd.core import committed_dir, read_table
 from fracsgd.diffusion.ageing import (brownian_walks, ou_walks, ou_aged_msd, paired_ageing, paired_excess,
                                       paired_late_slopes, ageing_exponent, aged_msd)
-from fracsgd.diffusion.return_probability import (ProjectedPath, gaussian_walks, return_curves, curves_from_table,
+from fracsgd.diffusion.return_probability import (gaussian_walks, return_curves, curves_from_table,
                                                   returns_summary)
 from IPython.display import display
 torch.set_num_threads(1)
@@ -139,11 +140,10 @@ def converge(models, data, cfg: NoiseRegimeConfig = NOISE_REGIME) -> pd.DataFram
 # ## Two continuations from the same weights
 #
 # `continue_from` trains copies of the nets (the originals stay at the converged weights, so both continuations
-# start there), with the [ensemble trainer](ensemble.html) and three recorders: the increments, `PathProjection`
-# and `WeightSnapshots`, which keeps each net's full weights at a few steps. `PathProjection` projects on the
-# directions of the return-probability chapter's `ProjectedPath` (same seed, same directions) but writes into one
-# array allocated at the start: fed 20,000 full-batch steps, `ProjectedPath`'s list of small arrays grew the
-# process by 0.4–1.5 MB a step here (21 GB when the first run of this experiment was killed for memory).
+# start there), with the [ensemble trainer](ensemble.html) and three recorders: the increments, the
+# return-probability chapter's `ProjectedPath` and `WeightSnapshots`, which keeps each net's full weights at a few
+# steps. (This experiment found that `ProjectedPath`, then a list of small arrays, grew the process by 0.4–1.5 MB a
+# step, 21 GB when its first run was killed for memory; it now writes into one buffer.)
 
 # %%
 #| export
@@ -158,20 +158,6 @@ class WeightSnapshots:
     def weights(self) -> np.ndarray:
         "[members, recorded steps, params]."
         return torch.stack(self.w, 1).numpy()
-
-class PathProjection:
-    "A recorder for `PerChunk`: w_t − w_0 of each member on `ProjectedPath`'s `dim` directions, every step to `n_steps`."
-    def __init__(self, dim: int, n_steps: int, seed: int = 0):
-        self.dim, self.n_steps, self.seed, self.w0 = int(dim), int(n_steps), seed, None
-    @torch.no_grad()
-    def update(self, step: int, w) -> None:
-        w = w.detach()
-        if step == 0:
-            g = torch.Generator().manual_seed(self.seed)
-            self.w0 = w.clone()
-            self.P = torch.randn(w.shape[1], self.dim, generator=g, dtype=torch.float64).div_(math.sqrt(self.dim)).to(w)
-            self.x = np.zeros((len(w), self.n_steps + 1, self.dim))
-        self.x[:, step] = torch.mm(w - self.w0, self.P).double().cpu().numpy()
 
 def snapshots(observer) -> tuple[np.ndarray, np.ndarray]:
     "The steps and weights [members, steps, params] of a `PerChunk` of `WeightSnapshots`, members in ensemble order."
@@ -189,11 +175,11 @@ def continue_from(models, data, lr: float, batch_size: int, n_steps: int, *, age
     s = EnsembleSettings(optimizer='sgd', lr=lr, batch_size=batch_size, n_steps=n_steps, every=frozenset(record),
                          groups='top', seed=seed)
     inc = PerChunk(lambda: IncrementRecorder(ages, lags, n_steps))
-    proj, snap = PerChunk(lambda: PathProjection(proj_dim, n_steps)), PerChunk(lambda: WeightSnapshots(record))
+    proj, snap = PerChunk(lambda: ProjectedPath(proj_dim)), PerChunk(lambda: WeightSnapshots(record))
     t0 = time.process_time()
     table = train_ensemble(nets, data, 'classification', s, observers=[inc, proj, snap])
     seconds = time.process_time() - t0
-    paths = np.concatenate([r.x for _, r in sorted(proj.recorders.items())])      # [members, steps + 1, dim]
+    paths = projected_paths(proj)[1]                                             # [members, steps + 1, dim]
     snap_steps, snaps = snapshots(snap)
     return dict(trajectory=table, increments=inc.table(), paths=paths, snap_steps=snap_steps, snaps=snaps,
                 models=nets, seconds=seconds)
@@ -202,7 +188,7 @@ def continue_from(models, data, lr: float, batch_size: int, n_steps: int, *, age
 # %% [markdown]
 # A check that the pairing is what it claims: with SGD's batch set to the whole data set, SGD *is* full-batch GD
 # (the trainer then feeds every net all the data at every step), so two such continuations must agree, while a
-# real minibatch pulls them apart at once; and the projection is `ProjectedPath`'s.
+# real minibatch pulls them apart at once.
 
 # %%
 from fracsgd.datasets.moons import load_moons
@@ -217,10 +203,6 @@ gd, full, small = run(SMOKE.n_samples), run(SMOKE.n_samples), run(8)
 assert np.allclose(gd['snaps'][:, 0], full['snaps'][:, 0]) and np.allclose(gd['snaps'][:, 0], small['snaps'][:, 0])
 assert np.abs(gd['snaps'] - full['snaps']).max() < 1e-5 < np.abs(gd['snaps'] - small['snaps'])[:, -1].max()
 assert gd['paths'].shape == (2, 51, 4) and list(gd['snap_steps']) == log_steps(50, 5)
-ref, mine = ProjectedPath(4), PathProjection(4, 3)
-for step, w in enumerate(torch.randn(4, 2, 30, generator=torch.Generator().manual_seed(0)).cumsum(0)):
-    ref.update(step, w); mine.update(step, w)
-assert np.allclose(ref.paths(), mine.x)
 
 
 # %% [markdown]
