@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python tools/known_lambda_sgd.py [walks|passage|llc ...]
 
 Writes small CSVs whole (a temporary file, then a rename) under nbs/known_lambda_sgd/, and run.json with the date,
-the machine and the measured seconds of each part. About ten minutes on one core."""
+the machine and the measured seconds of each part. About seven CPU-minutes on one core (run.json)."""
 import datetime, json, math, os, platform, sys, time, warnings
 from pathlib import Path
 
