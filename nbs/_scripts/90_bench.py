@@ -772,9 +772,12 @@ from fracsgd.core import committed_dir
 from fracsgd.studies import STUDIES
 memory = pd.read_csv(committed_dir('bench', 'memory.csv'))
 assert set(memory[memory.preset == 'smoke'].study) == set(STUDIES)                 # every study's smoke preset
-assert set(memory[memory.preset == 'quick'].study) == set(STUDIES) - {'tiny-imagenet'}   # and every quick but one
+assert set(memory[memory.preset == 'quick'].study) == set(STUDIES)                 # and every quick preset
 assert (memory[memory.preset == 'smoke'].peak_total_pss_gb < 2.5).all()
-assert (memory[memory.preset == 'quick'].peak_total_pss_gb <= 3.5).all()
+laptop = memory[(memory.preset == 'quick') & (memory.study != 'tiny-imagenet')]
+assert (laptop.peak_total_pss_gb <= 3.5).all()                                    # tiny-imagenet: see below
+tiny_quick = memory.set_index(['study', 'preset']).loc[('tiny-imagenet', 'quick')]
+assert tiny_quick.workers == 1 and 11 < tiny_quick.peak_worker_rss_gb < 12.5         # one worker, as declared
 memory[['study', 'preset', 'stand_in', 'workers', 'peak_worker_rss_gb', 'peak_driver_rss_gb', 'peak_total_pss_gb',
         'wall_s']].sort_values(['preset', 'peak_total_pss_gb'])
 
@@ -785,8 +788,9 @@ memory[['study', 'preset', 'stand_in', 'workers', 'peak_worker_rss_gb', 'peak_dr
 # time (`LLC_EVAL_BLOCKS` on [its page](tinystories_study.html)), the same preset peaks at 3.4 GB (the row above),
 # with the same science.
 #
-# **Tiny-imagenet's quick preset needs more**, and was not run whole here: its VGG-16 run alone needs about 12 GB,
-# and a run that may take more than 6 GB is not started on this shared machine. Run by run instead
+# **Tiny-imagenet's quick preset needs more.** Run whole on 2026-12-02 (the row above: one worker, as the runner
+# chose from its declared need, 33 min wall beside other jobs), it peaked at 11.7 GB in its worker and 12.1 GB in
+# all, against the 11.67 GB its VGG-16 run declares. Run by run
 # (`tools/measure_run_memory.py`: one run alone in a process, one thread; the table below), the quick preset's
 # ResNet-18 and ResNet-34 and a VGG-16 whose two hidden classifier layers are 1,024 wide instead of 4,096 lie on one
 # line of about 1 GB plus 83 bytes per weight (fitted on [the study's page](tiny_imagenet_study.html), *Memory*),
