@@ -25,7 +25,8 @@ def mlp_parameters(hidden) -> int:
 
 def parameter_counts(compact) -> dict[str, int]:
     """{model label: number of parameters} of the models behind a compact result's rows ('' when the study has one
-    architecture), from its per-model table or, for the MNIST MLPs, from the architecture; {} when unknown."""
+    architecture), from its per-model table, from the `parameters` its provenance records (a result a chapter made), or,
+    for the MNIST MLPs, from the architecture; {} when unknown."""
     compact = Path(compact)
     for name, label, count in (('per_arch.csv', 'run', 'params'), ('per_run.csv', 'model_name', 'n_params'),
                                ('per_run.csv', 'arch', 'n_params')):
@@ -37,6 +38,8 @@ def parameter_counts(compact) -> dict[str, int]:
         t = read_table(compact / 'per_architecture.csv')
         return {a: mlp_parameters([int(h) for h in a.split('-')[1:]]) for a in t.architecture}
     prov = json.loads((compact / 'provenance.json').read_text())
+    if prov.get('parameters'):
+        return {str(k): int(v) for k, v in prov['parameters'].items()}
     try:
         hidden = getattr(study_presets(prov['study']).get(prov.get('preset')), 'hidden', None)
     except KeyError:                                         # not a study of the runner

@@ -20,10 +20,11 @@ from ..experiment.protocol import NBETA_NAMES
 from .scale import paper_kind
 
 # %% auto #0
-__all__ = ['DLN_SOURCE', 'DLN_STAND_IN', 'RADIUS_SOURCE', 'RADIUS_READING', 'DERIVED', 'PRINTED', 'TABLE_OF_FAMILY',
-           'DERIVED_FROM', 'median_ci_ranks', 'source_commit', 'dln_bias_result', 'clopper_pearson', 'radius_nets',
-           'radius_result', 'slope_rows', 'family_bound_rows', 'timescale_rows', 'printed_bound_rows', 'printed_values',
-           'printed_commit', 'derived_results', 'study_verdicts', 'study_nbeta', 'study_table']
+__all__ = ['DLN_SOURCE', 'DLN_STAND_IN', 'SUMMARY_COLUMNS', 'RADIUS_SOURCE', 'RADIUS_READING', 'DERIVED', 'PRINTED',
+           'TABLE_OF_FAMILY', 'DERIVED_FROM', 'median_ci_ranks', 'source_commit', 'dln_bias_result', 'same_summary',
+           'chapter_result', 'clopper_pearson', 'radius_nets', 'radius_result', 'slope_rows', 'family_bound_rows',
+           'timescale_rows', 'printed_bound_rows', 'printed_values', 'printed_commit', 'derived_results',
+           'study_verdicts', 'study_nbeta', 'study_table']
 
 # %% ../../nbs/31_ledger_checks.ipynb #1ec2b0ee
 DLN_SOURCE = LEDGER_DIR.parent / 'llc_validation' / 'depth_paper_preset.csv'
@@ -41,13 +42,14 @@ def median_ci_ranks(n: int, level: float = 0.95) -> tuple[int, int]:
         raise ValueError(f'{n} points are too few for a {level:.0%} interval of the median')
     return k - 1, n - k
 
-def source_commit(path) -> str:
-    """The commit that last changed the committed table `path` (a result made outside the study runner records it as
-    its `git_commit`); '' when git cannot say or the file differs from that commit."""
-    path = Path(path).resolve()
-    git = lambda *a: subprocess.run(['git', *a], cwd=path.parent, capture_output=True, text=True)
+def source_commit(path, *more) -> str:
+    """The commit that last changed the committed table `path` (and the files `more`: the newest commit that changed
+    any; a result made outside the study runner records it as its `git_commit`); '' when git cannot say or a file
+    differs from that commit."""
+    paths = [str(Path(p).resolve()) for p in (path, *more)]
+    git = lambda *a: subprocess.run(['git', *a], cwd=Path(paths[0]).parent, capture_output=True, text=True)
     try:
-        log, changed = git('log', '-1', '--format=%H', '--', path.name), git('status', '--porcelain', '--', path.name)
+        log, changed = git('log', '-1', '--format=%H', '--', *paths), git('status', '--porcelain', '--', *paths)
     except OSError:
         return ''
     return log.stdout.strip() if log.returncode == 0 and not changed.stdout.strip() else ''
@@ -75,6 +77,53 @@ def dln_bias_result(source=None, compact_dir=None) -> Path:
                 session=dict(fracsgd=fracsgd.__version__, source=f'nbs/llc_validation/{source.name}',
                              source_sha256=digest, device='cpu', git_commit=source_commit(source),
                              time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')))
+    with atomic_path(dest / 'provenance.json') as tmp:
+        tmp.write_text(json.dumps(prov, indent=1) + '\n')
+    return dest
+
+# %% ../../nbs/31_ledger_checks.ipynb #c7bc42c0
+SUMMARY_COLUMNS = ['quantity', 'value', 'ci_low', 'ci_high', 'note']
+
+def same_summary(a: pd.DataFrame, b: pd.DataFrame, rtol: float = 1e-6) -> bool:
+    "Whether two compact summaries name the same quantities, in order, with the same notes and numbers (to `rtol`)."
+    a, b = (pd.DataFrame(x)[SUMMARY_COLUMNS].reset_index(drop=True) for x in (a, b))
+    num = lambda x: x[['value', 'ci_low', 'ci_high']].to_numpy(float)
+    return (len(a) == len(b) and a.quantity.tolist() == b.quantity.tolist()
+            and a.note.fillna('').tolist() == b.note.fillna('').tolist()
+            and bool(np.allclose(num(a), num(b), rtol=rtol, atol=0, equal_nan=True)))
+
+def chapter_result(study: str, config: str, summary: pd.DataFrame, sources, scale: str, seconds: float,
+                   device: str = 'cpu', when: str = '', llc_nbeta: str = '', parameters: dict | None = None,
+                   compact_dir=None) -> Path:
+    """Write `compact/<study>/<config>/` (summary.csv and provenance.json) for a result a chapter computed from the
+    committed files `sources`; return the folder. The hash is that of the sources' bytes, the commit the last one
+    that changed them ('' while any differs from it), `when` the date of the measurement, `llc_nbeta` the nβ of
+    its LLC estimates in words (`NBETA_NAMES`), and `parameters` the parameter count of each model behind them
+    ({label: d}, '' for one model), if it has any: the bound λ ≤ d/2 is checked on them."""
+    summary = pd.DataFrame(summary)
+    if list(summary.columns) != SUMMARY_COLUMNS:
+        raise ValueError(f'a compact summary has the columns {SUMMARY_COLUMNS}, not {list(summary.columns)}')
+    if summary.quantity.duplicated().any():
+        raise ValueError(f'quantities named twice: {sorted(set(summary.quantity[summary.quantity.duplicated()]))}')
+    paper_kind(scale)                                    # refuses a scale of no known kind
+    sources = [Path(s) for s in sources]
+    if not sources or not all(s.is_file() for s in sources):
+        raise ValueError(f'chapter_result needs the committed files it was computed from, got {sources}')
+    h = hashlib.sha256()
+    for s in sources:
+        h.update(s.read_bytes())
+    root = LEDGER_DIR.parent
+    names = [s.resolve().relative_to(root.resolve()).as_posix() if s.resolve().is_relative_to(root.resolve())
+             else s.name for s in sources]
+    dest = Path(compact_dir or COMPACT) / study / config
+    write_table(summary, dest / 'summary.csv')
+    prov = dict(study=study, config=config, config_hash=h.hexdigest()[:16], run_keys=[], stand_in='', preset=config,
+                scale=scale, llc_nbeta=llc_nbeta, run_seconds=round(float(seconds), 1),
+                session=dict(fracsgd=fracsgd.__version__, source=', '.join(f'nbs/{n}' for n in names),
+                             source_sha256=h.hexdigest()[:16],
+                             git_commit=source_commit(*sources), device=device, time=when))
+    if parameters:
+        prov['parameters'] = {str(k): int(v) for k, v in parameters.items()}
     with atomic_path(dest / 'provenance.json') as tmp:
         tmp.write_text(json.dumps(prov, indent=1) + '\n')
     return dest
