@@ -1,0 +1,297 @@
+# %% [markdown]
+# # An interval for d_s that carries the fit's choices
+#
+# > The return-probability estimate of d_s with an interval that includes the spread over every admissible fit window and ε, tested on fractals and walks on which nothing was tuned.
+
+# %%
+#| default_exp diffusion.ds_interval
+
+# %%
+#| hide
+from nbdev.showdoc import *
+
+# %%
+#| export
+from __future__ import annotations
+import math
+from dataclasses import dataclass, asdict, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from fracsgd.diffusion.spectral import _interval_quantiles
+from fracsgd.diffusion.walks import Graph, graph_from_edges, _grid_graph
+from fracsgd.diffusion.return_probability import (RETURN_EPS, ReturnCurves, ReturnFit, _as_walks, return_curves,
+                                                  spectral_dimension_from_returns)
+
+# %%
+import json, time
+import matplotlib.pyplot as plt
+import pandas as pd
+from fracsgd.core import committed_dir
+from fracsgd.diffusion.walks import interior_nodes, is_bipartite, propagate_walk, square_lattice
+from fracsgd.diffusion.return_probability import gaussian_walks, graph_walk_positions
+
+# %% [markdown]
+# @@RESULTS@@
+
+# %% [markdown]
+# @@ADMISSIBLE@@
+
+# %%
+#| export
+def interval_curves(paths, eps_factors=RETURN_EPS, n_tau: int = 40) -> ReturnCurves:
+    "`return_curves` of `paths` [walkers, steps, dim] at ε = factor × the root mean squared one-step increment."
+    x = _as_walks(paths)
+    step = math.sqrt(float(((x[:, 1:] - x[:, :-1]) ** 2).sum(-1).mean()))
+    if not step > 0:
+        raise ValueError("the paths do not move: no step length to measure ε in")
+    return return_curves(x, np.asarray(eps_factors, float) * step, n_tau=n_tau)
+
+def admissible_windows(curves: ReturnCurves, max_bias: float = 0.03, min_hits: int = 100, min_decades: float = 0.5,
+                       min_lags: int = 3, tau_min=None, tau_max=None, step_floor: bool = True) -> np.ndarray:
+    """Every admissible (ε index, first lag index, last lag index): a contiguous run of at least `min_lags` lags
+    spanning `min_decades` decades, on every lag of which at least `min_hits` returns were counted and
+    MSD ≥ max(ε, step)²/`max_bias` (step: the root mean squared one-step increment, MSD at τ = 1, when
+    `step_floor`), inside `tau_min`..`tau_max` if given."""
+    for name, v, ok in (('max_bias', max_bias, max_bias > 0), ('min_hits', min_hits, min_hits >= 1),
+                        ('min_decades', min_decades, min_decades >= 0), ('min_lags', min_lags, min_lags >= 3)):
+        if not ok:
+            raise ValueError(f"{name} out of range: {v!r}")
+    tau = curves.tau.astype(float)
+    lt = np.log10(tau)
+    step2 = float(curves.msd[0]) if step_floor and curves.tau[0] == 1 else 0.0
+    inside = (tau >= (tau_min or 0)) & (tau <= (tau_max or np.inf))
+    out = []
+    for j, e in enumerate(curves.eps):
+        ok = (curves.msd >= max(e ** 2, step2) / max_bias) & (curves.hits[:, j].sum(0) >= min_hits) & inside
+        for a in np.flatnonzero(ok):
+            b = a
+            while b + 1 < tau.size and ok[b + 1]:
+                b += 1
+            out += [(j, a, c) for c in range(a + min_lags - 1, b + 1) if lt[c] - lt[a] >= min_decades - 1e-12]
+    return np.array(out, dtype=np.int64).reshape(-1, 3)
+
+def _window_slopes(lt: np.ndarray, ly: np.ndarray, windows: np.ndarray) -> np.ndarray:
+    "OLS slopes of ly[eps, taus] against lt on every window (j, a, b), from prefix sums: [windows]."
+    ly = np.where(np.isfinite(ly), ly, 0.0)        # lags with no return are in no admissible window
+    z = np.zeros((ly.shape[0], 1))
+    cy, cxy = (np.concatenate([z, np.cumsum(v, -1)], -1) for v in (ly, ly * lt))
+    cx, cxx = np.r_[0, np.cumsum(lt)], np.r_[0, np.cumsum(lt ** 2)]
+    j, a, b1 = windows[:, 0], windows[:, 1], windows[:, 2] + 1
+    n = (b1 - a).astype(float)
+    sx, sxx, sy, sxy = cx[b1] - cx[a], cxx[b1] - cxx[a], cy[j, b1] - cy[j, a], cxy[j, b1] - cxy[j, a]
+    return (n * sxy - sx * sy) / (n * sxx - sx ** 2)
+
+# %%
+#| export
+@dataclass
+class DsInterval:
+    "`ds_interval`: the reference fit's d_s, the interval over every admissible fit, and what went into it."
+    d_s: float
+    low: float
+    high: float
+    n_fits: int
+    spread_low: float
+    spread_high: float
+    reference: ReturnFit
+    fits: object = field(default=None, repr=False)
+    reason: str = ''
+    @property
+    def width(self) -> float: return self.high - self.low
+    def covers(self, value: float) -> bool: return bool(self.low <= value <= self.high)
+    def as_dict(self):
+        out = {k: getattr(self, k) for k in ('d_s', 'low', 'high', 'n_fits', 'spread_low', 'spread_high', 'reason')}
+        out.update({f'reference_{k}': v for k, v in self.reference.as_dict().items()})
+        return out
+
+def ds_interval(curves: ReturnCurves, max_bias: float = 0.03, min_hits: int = 100, min_decades: float = 1.0,
+                min_lags: int = 3, tau_min=None, tau_max=None, step_floor: bool = True, n_boot: int = 200,
+                seed: int = 0, level: float = 0.95) -> DsInterval:
+    """d_s with an interval that carries the choice of fit: the union, over every admissible window and ε
+    (`admissible_windows`), of each fit's estimate widened by the reference fit's bootstrap interval (the
+    reference: the longest admissible window at the smallest ε that has one, fitted by
+    `spectral_dimension_from_returns`)."""
+    if not isinstance(curves, ReturnCurves):
+        raise TypeError(f"curves must be ReturnCurves (from return_curves), got {type(curves).__name__}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if isinstance(n_boot, bool) or int(n_boot) != n_boot or n_boot < 20:
+        raise ValueError(f"n_boot must be an integer ≥ 20 (the widening is a bootstrap interval), got {n_boot!r}")
+    windows = admissible_windows(curves, max_bias, min_hits, min_decades, min_lags, tau_min, tau_max, step_floor)
+    nan = math.nan
+    if not len(windows):
+        why = spectral_dimension_from_returns(curves, max_bias=max_bias, min_hits=min_hits, min_decades=min_decades,
+                                              tau_min=tau_min, tau_max=tau_max, n_boot=0).reason
+        none = ReturnFit(nan, nan, nan, float(curves.eps[0]), nan, nan, n_units=curves.hits.shape[0], reason=why)
+        return DsInterval(nan, nan, nan, 0, nan, nan, none, None, 'no admissible window' + (f' ({why})' if why else ''))
+    import pandas as pd
+    tau, lt = curves.tau.astype(float), np.log(curves.tau.astype(float))
+    first = windows[windows[:, 0] == windows[:, 0].min()]
+    j, a, b = first[np.argmax(lt[first[:, 2]] - lt[first[:, 1]])]
+    ref = spectral_dimension_from_returns(curves, curves.eps[j], tau_min=tau[a], tau_max=tau[b], max_bias=max_bias,
+                                          min_hits=min_hits, min_decades=0, n_boot=n_boot, seed=seed, level=level)
+    P = (curves.hits / curves.pairs[:, None, :]).mean(0)                            # [eps, taus], as the fit reads it
+    with np.errstate(divide='ignore'):
+        est = -2 * _window_slopes(lt, np.log(P), windows)
+    below, above = ref.d_s - ref.ci_low, ref.ci_high - ref.d_s
+    fits = pd.DataFrame({'eps': curves.eps[windows[:, 0]], 'tau_min': curves.tau[windows[:, 1]],
+                         'tau_max': curves.tau[windows[:, 2]], 'lags': windows[:, 2] - windows[:, 1] + 1,
+                         'd_s': est, 'ci_low': est - below, 'ci_high': est + above})
+    return DsInterval(ref.d_s, float(est.min() - below), float(est.max() + above), len(windows), float(est.min()),
+                      float(est.max()), ref, fits)
+
+# %% [markdown]
+# @@GRAPHS@@
+
+# %%
+#| export
+VICSEK_DS = 2 * math.log(5) / math.log(15)        # d_f = ln5/ln3, d_w = ln15/ln3
+T_FRACTAL_DS = 2 * math.log(3) / math.log(6)      # d_f = ln3/ln2, d_w = ln6/ln2
+TETRAHEDRON_DS = 2 * math.log(4) / math.log(6)    # d_f = 2, d_w = ln6/ln2
+HANOI_DS = 2 * math.log(3) / math.log(5)          # d_f = ln3/ln2, d_w = ln5/ln2
+
+# %%
+#| export
+def _check_level(level, low: int = 0) -> int:
+    if isinstance(level, bool) or int(level) != level or level < low:
+        raise ValueError(f"level must be an integer ≥ {low}, got {level!r}")
+    return int(level)
+
+def _graph(i, j, coords, corners, name) -> Graph:
+    "`graph_from_edges` for coordinates in any dimension (it checks its own 2-D case)."
+    coords = np.asarray(coords, float)
+    if coords.shape[1] == 2:
+        return graph_from_edges(i, j, coords, corners, name)
+    n = len(coords)
+    a = sp.coo_matrix((np.ones(2 * len(i)), (np.r_[i, j], np.r_[j, i])), shape=(n, n)).tocsr()
+    a.data[:] = 1.0
+    a.sort_indices()
+    return Graph(a, coords, np.asarray(corners, dtype=np.int64), name)
+
+def vicsek_fractal(level: int) -> Graph:
+    "The cross-shaped Vicsek fractal: the sites of a 3^level square grid whose base-3 digits all lie in a plus sign."
+    level = _check_level(level)
+    side = 3 ** level
+    x = np.arange(side)
+    keep = np.ones((side, side), dtype=bool)
+    plus = np.zeros((3, 3), dtype=bool)
+    plus[1, :] = plus[:, 1] = True
+    for k in range(level):
+        d = (x // 3 ** k) % 3
+        keep &= plus[d[:, None], d[None, :]]
+    return _grid_graph(keep, f'vicsek_fractal(level={level})')
+
+def t_fractal(level: int) -> Graph:
+    """The T-fractal: each edge a–b of the previous generation becomes a–m–b with a side branch m–c (3^level edges,
+    all of one length). The plane drawing stacks some nodes on others; each such node is lifted by one unit in a
+    third coordinate per node already there, so no two nodes are closer than one edge."""
+    level = _check_level(level)
+    coords = np.array([[0, 0], [1, 0]], dtype=np.int64)
+    edges = np.array([[0, 1]])
+    for g in range(level):
+        coords = 2 * coords
+        a, b = edges[:, 0], edges[:, 1]
+        n, e = len(coords), len(edges)
+        m, c = n + np.arange(e), n + e + np.arange(e)
+        mid = (coords[a] + coords[b]) // 2
+        v = (coords[b] - coords[a]) // 2
+        side = mid + (-1) ** g * np.stack([-v[:, 1], v[:, 0]], 1)            # a quarter turn, alternating sides
+        coords = np.concatenate([coords, mid, side])
+        edges = np.concatenate([np.stack([a, m], 1), np.stack([m, b], 1), np.stack([m, c], 1)])
+    _, first, where = np.unique(coords, axis=0, return_index=True, return_inverse=True)
+    where = where.ravel()
+    order = np.argsort(where, kind='stable')                              # nodes grouped by point, in index order
+    rank = np.empty(len(coords), dtype=np.int64)
+    rank[order] = np.arange(len(coords)) - np.searchsorted(where[order], where[order])
+    xyz = np.c_[coords, rank].astype(float)
+    return _graph(edges[:, 0], edges[:, 1], xyz, [0, 1], f't_fractal(level={level})')
+
+_TET = np.array([[1, 0, 0], [0.5, math.sqrt(3) / 2, 0], [0.5, math.sqrt(3) / 6, math.sqrt(2 / 3)]])
+
+def sierpinski_tetrahedron(level: int) -> Graph:
+    "The Sierpinski tetrahedron (3-D gasket) of 4^level unit tetrahedra, edge 2^level; nodes are their vertices."
+    level = _check_level(level)
+    corner = np.zeros((1, 3), dtype=np.int64)
+    unit = np.eye(3, dtype=np.int64)
+    for k in range(level):
+        corner = np.concatenate([corner] + [corner + 2 ** k * u for u in unit])
+    tet = np.stack([corner, *(corner + u for u in unit)], axis=1)             # [tetrahedra, 4, 3]
+    side = 2 ** level + 1
+    keys, node = np.unique((tet[..., 0] * side + tet[..., 1]) * side + tet[..., 2], return_inverse=True)
+    node = node.reshape(-1, 4)
+    pairs = np.array([(p, q) for p in range(4) for q in range(p + 1, 4)])
+    ijk = np.stack([keys // side**2, (keys // side) % side, keys % side], 1)
+    corners = np.searchsorted(keys, [0, (side - 1) * side**2, (side - 1) * side, side - 1])
+    return _graph(node[:, pairs[:, 0]].ravel(), node[:, pairs[:, 1]].ravel(), ijk @ _TET, corners,
+                  f'sierpinski_tetrahedron(level={level})')
+
+_TRI = np.array([[0, 0], [1, 0], [0.5, math.sqrt(3) / 2]])
+
+def hanoi_graph(level: int) -> Graph:
+    "The Tower-of-Hanoi graph of `level` discs: three copies of the previous one, joined corner to corner by single edges."
+    level = _check_level(level, 1)
+    coords, i, j = _TRI.copy(), np.array([0, 1, 2]), np.array([1, 2, 0])
+    for n in range(1, level):
+        size = 3 ** n
+        corner = np.arange(3) * (size - 1) // 2                                 # node j…j of each copy: j(3^n − 1)/2
+        bi, bj = zip(*[(a * size + corner[b], b * size + corner[a]) for a in range(3) for b in range(a + 1, 3)])
+        coords = np.concatenate([coords + 2 ** n * v for v in _TRI])
+        i = np.concatenate([i + a * size for a in range(3)] + [np.array(bi)])
+        j = np.concatenate([j + a * size for a in range(3)] + [np.array(bj)])
+    size = 3 ** level
+    return graph_from_edges(i, j, coords, np.arange(3) * (size - 1) // 2, f'hanoi_graph(level={level})')
+
+# %%
+#| export
+def lattice_walks(dim: int, n_walkers: int, n_steps: int, seed: int = 0, lazy: bool = True) -> np.ndarray:
+    "Simple random walks on the infinite lattice Z^`dim` from the origin (lazy: hold with probability ½): [walkers, steps + 1, dim]."
+    for name, v in (('dim', dim), ('n_walkers', n_walkers), ('n_steps', n_steps)):
+        if isinstance(v, bool) or int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    rng = np.random.default_rng(seed)
+    axis = rng.integers(0, dim, (n_walkers, n_steps))
+    sign = rng.integers(0, 2, (n_walkers, n_steps), dtype=np.int8) * 2 - 1
+    if lazy:
+        sign = sign * (rng.random((n_walkers, n_steps)) < 0.5)
+    steps = np.zeros((n_walkers, n_steps, dim), dtype=np.int8)
+    np.put_along_axis(steps, axis[..., None], sign[..., None].astype(np.int8), axis=2)
+    x = np.zeros((n_walkers, n_steps + 1, dim))
+    np.cumsum(steps, axis=1, out=x[:, 1:])
+    return x
+
+def lattice_return_exact(dim: int, tau, lazy: bool = True, n: int = 256) -> np.ndarray:
+    """Exact return probability of the simple walk on Z^`dim` after `tau` steps, as the mean of φ(k)^τ over the
+    Fourier grid of the n-torus (equal to the lattice's value while the walk cannot wrap around: τ ≪ n²)."""
+    k = 2 * np.pi * np.arange(n) / n
+    c = np.cos(k)
+    phi = c
+    for _ in range(dim - 1):
+        phi = np.add.outer(phi, c)
+    phi = phi.ravel() / dim
+    if lazy:
+        phi = 0.5 + 0.5 * phi
+    tau = np.atleast_1d(np.asarray(tau, dtype=np.int64))
+    return np.array([np.mean(phi ** int(t)) for t in tau])
+
+# %%
+#| export
+def trace_return_probability(graph: Graph, tau, lazy: bool = True) -> np.ndarray:
+    """Exact return probability averaged over every node, (1/N) Σ_k μ_k^τ over the eigenvalues μ_k of the walk's
+    transition matrix, with the stationary mode (μ = 1) removed: the heat-kernel trace whose decay defines d_s."""
+    deg = graph.degree.astype(float)
+    if np.any(deg == 0):
+        raise ValueError("the graph has an isolated node")
+    s = 1 / np.sqrt(deg)
+    m = (graph.adjacency.multiply(s[:, None]).multiply(s[None, :])).toarray()   # D^-1/2 A D^-1/2, same spectrum as D^-1 A
+    mu = np.linalg.eigvalsh(m)
+    if lazy:
+        mu = 0.5 + 0.5 * mu
+    mu = np.delete(mu, np.argmax(mu))
+    tau = np.atleast_1d(np.asarray(tau, dtype=np.int64))
+    return np.array([np.sum(mu ** int(t)) for t in tau]) / graph.n_nodes
+
+# %%
+#| hide
+import nbdev
+nbdev.nbdev_export()
