@@ -33,10 +33,105 @@ from fracsgd.diffusion.walks import interior_nodes, is_bipartite, propagate_walk
 from fracsgd.diffusion.return_probability import gaussian_walks, graph_walk_positions
 
 # %% [markdown]
-# @@RESULTS@@
+# The [return-probability chapter](return_probability.html) reads the spectral dimension from how often walks come
+# back, $P_\varepsilon(\tau) \sim \tau^{-d_s/2}$, on one automatic lag window at one ε. Its 95% interval is a bootstrap
+# over walkers: it carries the sampling error and nothing else. Which window and which ε are choices, and on media
+# where the power law holds only on average (log-periodic fractals, finite-time corrections) the choice moves the
+# estimate by more than the bootstrap says. This chapter builds an interval that carries those choices, and tests it
+# on six graphs and walks on which nothing was tuned.
+#
+# ## What it found
+#
+# @@FOUND@@
+
+# %%
+RESULTS = committed_dir('ds_interval')
+test_set = pd.read_csv(RESULTS / 'test_set.csv')
+cov = pd.read_csv(RESULTS / 'coverage.csv')
+run = json.loads((RESULTS / 'run.json').read_text())
+def summary(t):
+    return pd.Series({'ensembles': len(t), 'new: covered': int(t.covered.sum()),
+                      'new: median width / d_s': t.width_rel.median(), 'old: covered': int(t.old_covered.sum()),
+                      'old: median width / d_s': t.old_width_rel.median(),
+                      'old: median (estimate / d_s − 1)': (t.old_estimate / t.known - 1).median()})
+order = list(test_set.graph)
+table = cov.groupby('graph', sort=False).apply(summary).loc[order]
+table.insert(0, 'role', test_set.set_index('graph').role.loc[order])
+table.insert(1, 'known d_s', test_set.set_index('graph').d_s.loc[order])
+roles = cov.assign(group=np.where(cov.role == 'held out', 'all held out',
+                                  np.where(cov.graph == 'percolation', 'percolation', 'tuned on, but percolation')))
+by_role = roles.groupby('group').apply(summary)
+assert cov.reason.isna().all() and len(cov) == 230, cov.reason.unique()
+assert (cov.low <= cov.estimate).all() and (cov.estimate <= cov.high).all()
+assert (cov.low <= cov.old_low + 1e-9).sum() >= 0.9 * len(cov)     # the union nearly always holds the old interval
+print(f"{run['coverage']['date']}, {run['coverage']['machine']}: {run['coverage']['seconds'] / 60:.0f} min for "
+      f"{len(cov)} ensembles; exact checks {run['exact']['seconds']:.0f} s")
+pd.concat([table, by_role.assign(role='')]).round(3)
+
+# %%
+fig, ax = plt.subplots(figsize=(10, 4.2))
+for k, g in enumerate(order):
+    t = cov[cov.graph == g]
+    x = k + np.linspace(-0.38, 0.38, len(t))
+    ax.vlines(x - 0.008, t.old_low / t.known, t.old_high / t.known, color='C3', lw=1.4,
+              label='old: automatic window, bootstrap' if k == 0 else None)
+    ax.vlines(x + 0.008, t.low / t.known, t.high / t.known, color='C0', lw=0.9, alpha=0.8,
+              label='new: union over admissible windows and ε' if k == 0 else None)
+ax.axhline(1, color='k', lw=0.8)
+ax.axvline(5.5, color='grey', lw=0.6, ls=':')
+ax.text(2.5, 1.33, 'held out', ha='center')
+ax.text(8.5, 1.33, 'tuned on (old default)', ha='center')
+ax.set_xticks(range(len(order)), [g.replace('sierpinski_', 'S. ') for g in order], rotation=20)
+ax.set(ylabel='interval / known $d_s$', ylim=(0.6, 1.4),
+       title='95% intervals of 230 walk ensembles, relative to the known $d_s$')
+ax.legend(loc='lower left', fontsize=8)
+plt.tight_layout()
+plt.show()
 
 # %% [markdown]
-# @@ADMISSIBLE@@
+# ## The rule
+#
+# The paper reads $d_s$ from the displacement slope and the LLC (its eq. 17), so its walk relation
+# $d_\text{walk} = 2\lambda/d_s$ and the bound $d_s \le \bar\lambda$ are built into every number computed that way.
+# The return probability needs no λ: on a medium of spectral dimension $d_s$ the chance of being back within ε after
+# a lag τ falls as $\tau^{-d_s/2}$ once τ is long enough for ε and the step to be small against the distance walked.
+# "Long enough" is where the choices enter: `spectral_dimension_from_returns` fits the first contiguous run of lags
+# where MSD(τ) ≥ ε²/`max_bias` and at least `min_hits` returns were counted, at the smallest ε, and reports a
+# bootstrap interval over walkers. Other runs of lags and other ε satisfy the same conditions and read other slopes.
+#
+# **Admissible.** A fit (ε, lag window) is admissible when (`admissible_windows`):
+# - ε is one of the curves' ε (here ¼, ½, 1, 2 and 4 times the walk's root mean squared step, `interval_curves`);
+# - the window is a contiguous run of at least `min_lags` = 3 lags of the log-spaced grid spanning at least
+#   `min_decades` = 1 decade;
+# - on every lag of it at least `min_hits` = 100 returns were counted (pooled over walkers), and
+#   MSD(τ) ≥ max(ε, step)²/`max_bias` with `max_bias` = 3%. The ε half of this is the old rule's condition: for
+#   Gaussian increments the local slope is off by a relative $\tfrac{d}{d+2}\varepsilon^2/\mathrm{MSD}$ in every
+#   dimension. The step half is new and applies the same bound to the other small length of a walk on a graph, its
+#   step: with ε below a lattice spacing the old condition holds from τ ≈ 3, where the walk still feels single
+#   sites.
+#
+# A decade, not the old half-decade, because a shorter window reads the noise of a few correlated lags and the
+# log-periodic wiggle of a fractal (whose period, $\tau \to \tau\,\ell^{d_w}$ for a fractal made of copies scaled by
+# $1/\ell$, is 0.7 decades on the gasket and the Hanoi graph and 1.2 on the Vicsek fractal). These two bounds and the
+# ε grid were fixed before the coverage experiment ran, and the lattice and Gaussian cases of the old validation
+# (chapter 07a) were the only ones used to choose between half a decade and one. One disclosure: the step bound was
+# added after a first look at a single ensemble each of the Vicsek fractal and $\mathbb Z^1$ (under half-decade
+# windows, where early windows read 0.8 on Vicsek), so those two are not perfectly untouched.
+#
+# **The interval** (`ds_interval`). The reference fit is the longest admissible window at the smallest ε that has
+# one, fitted by `spectral_dimension_from_returns` itself; its estimate is the point estimate and its bootstrap over
+# walkers (Hesterberg-expanded, as in the [spectral chapter](spectral.html)) measures the sampling error. Every
+# admissible fit $k$ gives an estimate $\hat d_k$ (the same least-squares slope on the same mean curve, computed for
+# all windows at once from prefix sums). Each is widened by the reference's bootstrap, and the interval is the
+# union:
+#
+# $$\Bigl[\min_k \hat d_k - (\hat d_\text{ref} - \ell_\text{ref}),\; \max_k \hat d_k + (u_\text{ref} - \hat d_\text{ref})\Bigr],$$
+#
+# with $[\ell_\text{ref}, u_\text{ref}]$ the reference's 95% interval. It holds every admissible estimate and the
+# reference's own interval. It is not a confidence interval in the strict sense: its coverage is whatever the
+# test below measures. Its width is the price: the spread over windows is systematic (a fractal's power law is only
+# an average) and also sampling noise counted again at each window, so it is wider than the bootstrap alone
+# would be. When no window is admissible the result is NaN with the reason.
 
 # %%
 #| export
@@ -142,7 +237,42 @@ def ds_interval(curves: ReturnCurves, max_bias: float = 0.03, min_hits: int = 10
                       float(est.max()), ref, fits)
 
 # %% [markdown]
-# @@GRAPHS@@
+# ## The test set, and its known values checked exactly
+#
+# Six media built here, on which no setting of this chapter or of the old default was tuned (`nbs/ds_interval/test_set.csv`,
+# committed before the experiment first ran):
+# - **Vicsek fractal** (`vicsek_fractal`): the sites of a $3^n$ square grid whose base-3 digits all fall in a plus
+#   sign, joined to their grid neighbours: five copies at scale ⅓, a tree. On a tree the resistance between two
+#   points is their path length, which triples per generation, so the resistance exponent is ζ = 1 and the
+#   Einstein relation $d_w = d_f + \zeta$ gives $d_w = \ln 15/\ln 3$ and $d_s = 2d_f/d_w = 2\ln 5/\ln 15 \approx 1.189$.
+# - **T-fractal** (`t_fractal`): each edge a–b becomes a–m–b with a side branch m–c; a tree of $3^n$ edges, scale ½,
+#   so $d_f = \ln 3/\ln 2$, ζ = 1, $d_w = \ln 6/\ln 2$, $d_s = 2\ln 3/\ln 6 \approx 1.226$. Its equal-edge drawing in the
+#   plane puts some nodes on top of others, so each such node is lifted by one unit in a third coordinate.
+# - **Sierpinski tetrahedron** (`sierpinski_tetrahedron`), the 3-D gasket: four copies at scale ½ ($d_f = 2$), corner
+#   resistance × 3/2 per generation, $d_w = \log_2 6$, $d_s = 2\ln 4/\ln 6 \approx 1.547$; walks in three coordinates.
+# - **Hanoi graph** (`hanoi_graph`), the states of the three-peg Tower of Hanoi: three copies joined corner to corner by
+#   single edges. Those edges add a constant to the corner resistance, which still grows × 5/3 per generation as on
+#   the gasket, so $d_w = \log_2 5$ and $d_s = 2\ln 3/\ln 5 \approx 1.365$ — the gasket's value on a different graph (it is
+#   not bipartite, it has bridges, and its nodes have degree 3 rather than 4).
+# - **$\mathbb Z^1$ and $\mathbb Z^3$** (`lattice_walks`): lazy simple walks on the infinite lattices, $d_s = d$ by the
+#   local central limit theorem.
+#
+# Every walk is lazy (it holds with probability ½), which removes the parity of bipartite graphs. Walkers start at
+# nodes of the central half of the graph's box (in its first two coordinates), 100 walkers of 10,000 steps, none long
+# enough to feel the graph's edge; $\mathbb Z^3$ returns rarely and gets 200 walkers of 20,000 steps.
+#
+# Each known value was checked by an exact computation on the graph before being trusted (`tools/ds_interval.py
+# exact`). For a finite graph the return probability averaged over **every** node is a sum over the eigenvalues μ
+# of the walk's transition matrix, $\frac1N\sum_k \mu_k^\tau$ (`trace_return_probability`, with the stationary μ = 1
+# removed); on $\mathbb Z^d$ the same sum runs over the Fourier modes of a torus too large for the walk to wrap around
+# (`lattice_return_exact`). Fitted over whole log-periods (two or three factors of $\ell^{d_w}$ = 15, 6, 6, 5), every
+# exact slope is within 1% of the known value; the per-period slopes show the log-periodic wiggle and a drift
+# upwards in the last period, where the smaller graphs of the exact check begin to feel their size:
+
+# %%
+exact = pd.read_csv(RESULTS / 'exact.csv')
+assert (exact.relative_error.abs() < 0.01).all(), exact
+exact[['graph', 'known', 'exact_d_s', 'relative_error', 'tau_min', 'tau_max', 'per_period', 'method']].round(4)
 
 # %%
 #| export
@@ -290,6 +420,40 @@ def trace_return_probability(graph: Graph, tau, lazy: bool = True) -> np.ndarray
     mu = np.delete(mu, np.argmax(mu))
     tau = np.atleast_1d(np.asarray(tau, dtype=np.int64))
     return np.array([np.sum(mu ** int(t)) for t in tau]) / graph.n_nodes
+
+# %% [markdown]
+# ## A live check on small graphs
+#
+# The committed table above is the experiment; this cell reruns the rule on three small cases in a few seconds:
+# lazy walks on $\mathbb Z^1$ (the interval must hold 1), a Hanoi graph of 7 discs, whose exact node-averaged return
+# probability (eigenvalues, as above) must agree with the known value to 1%, and a pure power law, where every
+# admissible window reads the same slope and the interval collapses to the reference fit's bootstrap.
+
+# %%
+tic = time.time()
+z1 = ds_interval(interval_curves(lattice_walks(1, 80, 5000, seed=7), n_tau=30), n_boot=100)
+assert z1.covers(1.0) and z1.n_fits > 20 and z1.low <= z1.reference.ci_low and z1.reference.ci_high <= z1.high, z1
+h = hanoi_graph(7)
+tau = np.unique(np.round(5 * 5 ** np.linspace(0, 3, 49)).astype(int))
+P = trace_return_probability(h, tau)
+hanoi_exact = -2 * np.polyfit(np.log(tau), np.log(P), 1)[0]
+assert abs(hanoi_exact / HANOI_DS - 1) < 0.01, hanoi_exact
+walks = graph_walk_positions(h, np.random.default_rng(0).choice(np.arange(h.n_nodes), 60), 3000, seed=0, lazy=True)
+hr = ds_interval(interval_curves(walks, n_tau=30), n_boot=100)
+tau_fake = np.arange(1, 400)
+fake = ReturnCurves(tau_fake, np.array([1.0]), (1e6 * tau_fake[None, None] ** -0.6).repeat(6, 0) * np.linspace(0.9, 1.1, 6)[:, None, None],
+                    np.full((6, tau_fake.size), 1e6), 10.0 * tau_fake, 'walkers')
+pure = ds_interval(fake, n_boot=50)
+assert np.allclose(pure.fits.d_s, 1.2) and np.isclose(pure.low, pure.reference.ci_low) and np.isclose(pure.high, pure.reference.ci_high)
+print(f'{time.time() - tic:.1f} s; Hanoi(7): exact {hanoi_exact:.3f} vs {HANOI_DS:.3f}')
+pd.DataFrame([dict(case='Z1 walks', known=1.0, **z1.as_dict()), dict(case='Hanoi(7) walks', known=HANOI_DS, **hr.as_dict()),
+              dict(case='pure power law', known=1.2, **pure.as_dict())])[
+    ['case', 'known', 'd_s', 'low', 'high', 'n_fits', 'spread_low', 'spread_high', 'reference_tau_min', 'reference_tau_max']].round(3)
+
+# %% [markdown]
+# ## Where it fails
+#
+# @@FAILS@@
 
 # %%
 #| hide
