@@ -8,7 +8,7 @@ sum over the Fourier modes of a torus too large to wrap), fitted over whole log-
 `coverage`: about 20 independent walk ensembles per graph (12 graphs), each read by the new rule (`ds_interval`)
 and by the old default (`spectral_dimension_from_returns`); writes coverage.csv, one row per ensemble.
 Files are written whole (a temporary file, then a rename), with run.json: date, machine, measured seconds.
-About fifteen CPU-minutes on one shared core (run.json)."""
+About seven minutes on one shared core: 6.1 min coverage, 38 s exact (run.json)."""
 import datetime, json, math, os, platform, sys, time
 from pathlib import Path
 
