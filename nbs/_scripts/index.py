@@ -96,6 +96,7 @@
 # | [Jumps](jumps.html) | `fracsgd.diffusion.jumps` | jumps in R(t), the LLC and accuracy, their coincidences, power laws between jumps, heavy-tailed steps |
 # | [Random walks on fractals](walks.html) | `fracsgd.diffusion.walks` | ground truth for the fits; $d_w = 2d_f/d_s$ |
 # | [SGD on the exact landscapes](known_lambda_sgd.html) | `fracsgd.diffusion.known_lambda_sgd` | minibatch SGD beside Langevin on potentials with exact λ, the LLC estimator against λ and its finite-n target, $d_f = 2\lambda$ as a count of free directions, Theorem 3.2 with the escape set's capacity, why $d_s > \lambda$ |
+# | [An interval for d_s that carries the fit's choices](ds_interval.html) | `fracsgd.diffusion.ds_interval` | d_s from returns with an interval that is the union over every admissible fit window and ε, tested on the Vicsek and T-fractals, the Sierpinski tetrahedron, the Hanoi graph, Z¹ and Z³ |
 # | [The model stack](stack.html) | `fracsgd.nets.stack` | many same-architecture models as one tensor, batched loss |
 # | [SGLD settings](sgld_settings.html) | `fracsgd.llc.settings` | `SGLDSettings`, the paper's preset, $n\beta = n/\log n$, settings per model |
 # | [SGLD](sgld.html) | `fracsgd.llc.sgld` | the sampler (many chains of many models, each model its own step size and localization if asked), divergence, MALA acceptance, back-off |
