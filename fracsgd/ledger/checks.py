@@ -84,7 +84,7 @@ def dln_bias_result(source=None, compact_dir=None) -> Path:
 # %% ../../nbs/31_ledger_checks.ipynb #c7bc42c0
 SUMMARY_COLUMNS = ['quantity', 'value', 'ci_low', 'ci_high', 'note']
 
-def same_summary(a: pd.DataFrame, b: pd.DataFrame, rtol: float = 1e-6) -> bool:
+def same_summary(a: pd.DataFrame, b: pd.DataFrame, rtol: float = 1e-4) -> bool:
     "Whether two compact summaries name the same quantities, in order, with the same notes and numbers (to `rtol`)."
     a, b = (pd.DataFrame(x)[SUMMARY_COLUMNS].reset_index(drop=True) for x in (a, b))
     num = lambda x: x[['value', 'ci_low', 'ci_high']].to_numpy(float)

@@ -141,13 +141,16 @@ dln
 # on the page (the exact posterior). `chapter_result` writes such a result where the ledger looks for one,
 # `compact/<study>/<config>/`: the summary the chapter built from its committed tables, and a provenance whose hash
 # and commit are those tables'. The chapter shows the same summary computed afresh beside the committed one, and
-# `same_summary` says whether they agree, so a page cannot drift from its ledger rows without failing.
+# `same_summary` says whether they agree, so a page cannot drift from its ledger rows without failing. It compares
+# numbers to a relative 10⁻⁴, not to the last digit: a number that passes through an optimizer (a fitted β, say)
+# moves by its tolerance from one machine's floating point to another's, about 5·10⁻⁶ of it in chapter 15b between
+# two of our CPUs, while any change a ledger row could show moves it by far more.
 
 # %%
 #| export
 SUMMARY_COLUMNS = ['quantity', 'value', 'ci_low', 'ci_high', 'note']
 
-def same_summary(a: pd.DataFrame, b: pd.DataFrame, rtol: float = 1e-6) -> bool:
+def same_summary(a: pd.DataFrame, b: pd.DataFrame, rtol: float = 1e-4) -> bool:
     "Whether two compact summaries name the same quantities, in order, with the same notes and numbers (to `rtol`)."
     a, b = (pd.DataFrame(x)[SUMMARY_COLUMNS].reset_index(drop=True) for x in (a, b))
     num = lambda x: x[['value', 'ci_low', 'ci_high']].to_numpy(float)
@@ -201,6 +204,7 @@ _toy = pd.DataFrame([('a', 1.0, 0.5, 1.5, 'x'), ('b', np.nan, np.nan, np.nan, ''
 _dest = chapter_result('toy', 'full', _toy, [DLN_SOURCE], 'assumed: a test', 1.23, compact_dir=Path(tempfile.mkdtemp()))
 _back = read_table(_dest / 'summary.csv')
 assert same_summary(_toy, _back) and not same_summary(_toy, _toy.assign(value=[1.001, np.nan]))
+assert same_summary(_toy, _toy.assign(value=_toy.value * (1 + 5e-6)))       # an optimizer's tolerance passes
 _prov = json.loads((_dest / 'provenance.json').read_text())
 assert _prov['study'] == 'toy' and _prov['run_seconds'] == 1.2 and _prov['session']['source'].endswith('depth_paper_preset.csv')
 for bad in (pd.concat([_toy, _toy]), ):
