@@ -10,7 +10,7 @@ import pytest
 import fracsgd.studies.moons_diffusion as moons
 from fracsgd.experiment.runner import run_study
 from fracsgd.core import write_table, read_table
-from fracsgd.ledger.claims import (CLAIMS, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows, record_claims,
+from fracsgd.ledger.claims import (CLAIMS, VERDICTS, DECISIVE, SYSTEMATIC, read_claims, read_ledger, ledger_rows, record_claims,
     stale_rows, verdict, paper_interval)
 from fracsgd.ledger.table import ledger_table
 from fracsgd.ledger.provenance import COMPACT, save_compact
@@ -224,7 +224,7 @@ def test_two_sample_rule_on_cases_with_known_answers():
     assert claims.loc['tab8-ds-mean'].paper_sd == '0.613' and claims.loc['tab8-llc-mean'].paper_sd == '0.174'
 
 
-def _posterior(tmp_path, rows, flagged):
+def _posterior(tmp_path, rows, flagged, claims=None):
     "A compact moons-posterior result at the paper's protocol (every net converged) whose LLC row flags `flagged` of 500."
     folder = tmp_path / 'compact/moons-posterior/full'
     folder.mkdir(parents=True)
@@ -236,17 +236,25 @@ def _posterior(tmp_path, rows, flagged):
     for q, v in rows.items():
         summary.loc[q, ['value', 'ci_low', 'ci_high']] = v
     write_table(summary.reset_index(), folder / 'summary.csv')
-    return ledger_rows(folder).set_index('claim_id')
+    return ledger_rows(folder, claims).set_index('claim_id')
 
 
 def test_a_row_flagged_everywhere_is_never_decisive(tmp_path):
     kl = 'KL(Bayes‖Q) [nats], tempered SGD vs Bayes, ξ = 0.5'
     near = {kl: (0.009, 0.0088, 0.0092)}                   # table 2's 0.009: the rule alone says reproduced
-    every = _posterior(tmp_path / 'a', near, flagged=500)
+    # tab2-kl is a ratio of LLCs, never decisive while no second nβ reading is measured (below); to see the flag
+    # alone, read it as a number that scales with the LLC, at a result whose two readings agree
+    scaled = read_claims()
+    scaled.loc['tab2-kl', 'llc'] = 'llc-scaled'
+    agree = {SYSTEMATIC + 'paper (along training)': (1.0, 1.0, 1.0), SYSTEMATIC + 'other': (1.0, 1.0, 1.0)}
+    every = _posterior(tmp_path / 'a', {**near, **agree}, flagged=500, claims=scaled)
     assert every.rule['tab2-kl'] == 'reproduced' and every.verdict['tab2-kl'] == 'inconclusive'
     assert every.note['tab2-kl'].startswith('NOT DECISIVE (all 500 LLC estimates flagged by their diagnostics)')
-    some = _posterior(tmp_path / 'b', near, flagged=499)
+    some = _posterior(tmp_path / 'b', {**near, **agree}, flagged=499, claims=scaled)
     assert some.verdict['tab2-kl'] == 'reproduced'
+    ratio = _posterior(tmp_path / 'c', near, flagged=499)
+    assert ratio.rule['tab2-kl'] == 'reproduced' and ratio.verdict['tab2-kl'] == 'inconclusive'
+    assert 'is not measured at this model' in ratio.note['tab2-kl']
     # a row that does not involve the LLC keeps its verdict either way
     assert every.verdict['fig4b-sgd-prefers-c1'] == some.verdict['fig4b-sgd-prefers-c1']
     # every row that involves the LLC states nβ

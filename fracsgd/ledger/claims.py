@@ -22,8 +22,8 @@ from .scale import paper_kind, paper_scale
 # %% auto #0
 __all__ = ['CLAIMS', 'LEDGER', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS', 'LEDGER_COLUMNS', 'SYSTEMATIC',
            'ALONG', 'FEW', 'TWICE_MAX', 'TC', 'read_claims', 'paper_interval', 'verdict', 'llc_readings', 'widen',
-           'llc_flagged', 'few_points', 'grid_edge', 'summary_value', 'crossover_note', 'ledger_rows', 'read_ledger',
-           'record_claims', 'rebuild_ledger', 'keep_results', 'stale_rows']
+           'ratio_hold', 'llc_flagged', 'few_points', 'grid_edge', 'summary_value', 'crossover_note', 'ledger_rows',
+           'read_ledger', 'record_claims', 'rebuild_ledger', 'keep_results', 'stale_rows']
 
 # %% ../../nbs/30_ledger.ipynb #61e1a730
 CLAIMS, LEDGER = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv'   # beside the compact results (provenance)
@@ -131,6 +131,21 @@ def widen(llc: str, lo: float, hi: float, base: float, readings: dict) -> tuple[
         return min(ends), max(ends)
     return lo, hi
 
+def ratio_hold(base: float, readings: dict) -> str:
+    """Why an `llc-ratio` row cannot be decisive: a factor common to every LLC cancels in a ratio or a rank, but
+    whether another reading is such a factor is measured only at the final weights, and only by some studies."""
+    if not readings:
+        return ('ratios or ranks of LLCs taken under one nβ reading: whether another reading changes them by a '
+                'common factor, which would cancel, is not measured at this model')
+    other = {k: v for k, v in readings.items() if ALONG not in k}
+    if flips := {k: v for k, v in other.items() if v * base <= 0}:
+        return (f'the LLC at the final weights reads {base:.3g} under the reading along training and '
+                + ', '.join(f'{v:.3g} under "{k}"' for k, v in flips.items()) + ': another sign, so no common '
+                'factor relates them and a ratio or rank of LLCs under one need not hold under the other')
+    return ('the readings differ at the final weights by the factors ' + ', '.join(
+        f'{v / base:.3g} ({k})' for k, v in other.items()) + '; whether every LLC of the ratio moves by the same '
+        'factor (per net and along training) is not measured')
+
 def llc_flagged(summary: pd.DataFrame) -> str:
     "'K of N LLC estimates flagged ...' when the diagnostics flag every estimate a study's rows use; '' otherwise."
     analysed = float(summary.value['nets analysed']) if 'nets analysed' in summary.index else math.nan
@@ -225,6 +240,8 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
             hold.append("the estimator's systematic uncertainty is not measured at this model")
         if flagged := llc_flagged(summary):
             hold.append(flagged)
+        if llc == 'llc-ratio':
+            hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
     if claim['decisive'] and not math.isnan(value):
         hold.append(claim['decisive'])

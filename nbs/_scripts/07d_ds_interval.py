@@ -103,6 +103,7 @@ ax.legend(loc='lower left', fontsize=8)
 plt.tight_layout()
 plt.show()
 
+
 # %% [markdown]
 # ## The rule
 #
@@ -193,6 +194,7 @@ def _window_slopes(lt: np.ndarray, ly: np.ndarray, windows: np.ndarray) -> np.nd
     sx, sxx, sy, sxy = cx[b1] - cx[a], cxx[b1] - cxx[a], cy[j, b1] - cy[j, a], cxy[j, b1] - cxy[j, a]
     return (n * sxy - sx * sy) / (n * sxx - sx ** 2)
 
+
 # %%
 #| export
 @dataclass
@@ -251,6 +253,7 @@ def ds_interval(curves: ReturnCurves, max_bias: float = 0.03, min_hits: int = 10
     return DsInterval(ref.d_s, float(est.min() - below), float(est.max() + above), len(windows), float(est.min()),
                       float(est.max()), ref, fits)
 
+
 # %% [markdown]
 # ## The test set, and its known values checked exactly
 #
@@ -295,6 +298,7 @@ VICSEK_DS = 2 * math.log(5) / math.log(15)        # d_f = ln5/ln3, d_w = ln15/ln
 T_FRACTAL_DS = 2 * math.log(3) / math.log(6)      # d_f = ln3/ln2, d_w = ln6/ln2
 TETRAHEDRON_DS = 2 * math.log(4) / math.log(6)    # d_f = 2, d_w = ln6/ln2
 HANOI_DS = 2 * math.log(3) / math.log(5)          # d_f = ln3/ln2, d_w = ln5/ln2
+
 
 # %%
 #| export
@@ -387,6 +391,7 @@ def hanoi_graph(level: int) -> Graph:
     size = 3 ** level
     return graph_from_edges(i, j, coords, np.arange(3) * (size - 1) // 2, f'hanoi_graph(level={level})')
 
+
 # %%
 #| export
 def lattice_walks(dim: int, n_walkers: int, n_steps: int, seed: int = 0, lazy: bool = True) -> np.ndarray:
@@ -419,6 +424,7 @@ def lattice_return_exact(dim: int, tau, lazy: bool = True, n: int = 256) -> np.n
     tau = np.atleast_1d(np.asarray(tau, dtype=np.int64))
     return np.array([np.mean(phi ** int(t)) for t in tau])
 
+
 # %%
 #| export
 def trace_return_probability(graph: Graph, tau, lazy: bool = True) -> np.ndarray:
@@ -435,6 +441,7 @@ def trace_return_probability(graph: Graph, tau, lazy: bool = True) -> np.ndarray
     mu = np.delete(mu, np.argmax(mu))
     tau = np.atleast_1d(np.asarray(tau, dtype=np.int64))
     return np.array([np.sum(mu ** int(t)) for t in tau]) / graph.n_nodes
+
 
 # %% [markdown]
 # ## A live check on small graphs
