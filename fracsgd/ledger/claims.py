@@ -21,9 +21,10 @@ from .scale import paper_kind, paper_scale
 
 # %% auto #0
 __all__ = ['CLAIMS', 'LEDGER', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS', 'LEDGER_COLUMNS', 'SYSTEMATIC',
-           'ALONG', 'FEW', 'TWICE_MAX', 'TC', 'read_claims', 'paper_interval', 'verdict', 'llc_readings', 'widen',
-           'ratio_hold', 'llc_flagged', 'few_points', 'grid_edge', 'summary_value', 'crossover_note', 'ledger_rows',
-           'read_ledger', 'record_claims', 'rebuild_ledger', 'keep_results', 'stale_rows']
+           'ALONG', 'LLC_NOT_MEASURED', 'FEW', 'TWICE_MAX', 'TC', 'read_claims', 'paper_interval', 'verdict',
+           'llc_readings', 'widen', 'ratio_hold', 'llc_flagged', 'few_points', 'grid_edge', 'summary_value',
+           'crossover_note', 'ledger_rows', 'read_ledger', 'record_claims', 'rebuild_ledger', 'keep_results',
+           'stale_rows']
 
 # %% ../../nbs/30_ledger.ipynb #61e1a730
 CLAIMS, LEDGER = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv'   # beside the compact results (provenance)
@@ -130,6 +131,10 @@ def widen(llc: str, lo: float, hi: float, base: float, readings: dict) -> tuple[
         ends = [lo, hi] + [r * x for r in ratios for x in (lo, hi)]
         return min(ends), max(ends)
     return lo, hi
+
+LLC_NOT_MEASURED = ('not in the interval, because not measured at these weights: the shift of the LLC under '
+                    'another localization, and the temperature slope that flags a target not converged to λ '
+                    '(LLC temperature chapter)')
 
 def ratio_hold(base: float, readings: dict) -> str:
     """Why an `llc-ratio` row cannot be decisive: a factor common to every LLC cancels in a ratio or a rank, but
@@ -243,6 +248,8 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
         if llc == 'llc-ratio':
             hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
+        if llc != 'llc-derived':
+            notes.append(LLC_NOT_MEASURED)
     if claim['decisive'] and not math.isnan(value):
         hold.append(claim['decisive'])
     if edge := grid_edge(value, said):
