@@ -19,8 +19,8 @@ import torch
 
 # %% [markdown]
 # The grokking experiment of the paper (arXiv 2503.22478, appendix E, fig. 11 and 13–14; ICLR version,
-# appendix F, fig. 5–6) trains on one of the algorithmic tasks of Power et al. (2022): modular division modulo
-# 53. The data set is the whole operation table: every pair $(a, b)$ with its answer $c = a \circ b \bmod p$;
+# appendix F, fig. 5–6) trains on one of the algorithmic tasks of Power et al. (2022): modular division
+# modulo 53. The data set is the whole operation table: every pair $(a, b)$ with its answer $c = a \circ b \bmod p$;
 # a network sees the two operands as tokens and must name $c$, one of $p$ classes. A random part of the
 # table is the training set and the rest is the test set, so generalising means filling in the unseen cells.
 #

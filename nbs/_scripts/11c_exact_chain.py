@@ -560,8 +560,8 @@ plt.show()
 # The singular part of λ is what the automatic setting loses: at $n\beta$ times $10^4$ every network's estimate lies
 # within 2% of half the dimension of its rank-$r$ maps, far below λ on most deep ones, and it gets there by
 # $n\beta$ times 100 from depth 3 on; the two depth-2 networks, whose singular directions are of the lowest order,
-# lose it slowly. At the networks' own $n$ the share kept is 0.9–1.5 at depth 2 and 3 and 0.04–0.84 at depth 4 to
-# 6. Net 21 (depth 7, $n = 3000$) starts at 1.6, the step size's bias, and net 22 (depth 7, $n = 3\cdot10^4$, a
+# lose it slowly. At the networks' own $n$ the share kept is 0.9–1.5 at depth 2 and 3 and 0.04–0.84 at depth 4
+# to 6. Net 21 (depth 7, $n = 3000$) starts at 1.6, the step size's bias, and net 22 (depth 7, $n = 3\cdot10^4$, a
 # singular part of 1 in λ = 39) sits 1.3% below its regular part at every $n\beta$: its flattest regular directions
 # are held by the localization too, which a share computed over a singular part this small magnifies. This is the
 # mechanism behind the low

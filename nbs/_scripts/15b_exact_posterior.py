@@ -753,8 +753,8 @@ rows[['value', 'ci_low', 'ci_high', 'rule', 'verdict']].round(4)
 # %% [markdown]
 # On basin masses the tempered family passes at table 2's level: carried by $\beta\propto B/\eta$, the temperature
 # fitted at one setting predicts the masses at the other three to a KL of at most 0.003 nats. The literal reading
-# (β = 1) fails by three orders of magnitude in KL, and the exponent of the temperature's scaling is 0.88 at best, not
-# 1. The ledger files all three as not run at paper scale: a toy model with an exact posterior is not the paper's
+# (β = 1) fails by three orders of magnitude in KL, and the exponent of the temperature's scaling is 0.88 at best,
+# not 1. The ledger files all three as not run at paper scale: a toy model with an exact posterior is not the paper's
 # experiment, and the agreement of masses hides the shapes of the previous section.
 
 # %%
