@@ -1,0 +1,141 @@
+"""A reference posterior that converges (issue 43 item 4): replica-exchange MALA on the global posterior of the moons
+net, started in every function-space cluster of the committed SGD solutions, and table 2 / fig. 3 recomputed on it.
+
+    python tools/reference_posterior.py sample seed0 [seed1 ...]   # the chains (minutes each, one thread)
+    python tools/reference_posterior.py analyse seed0 [...]        # tables from the committed draws (seconds)
+    python tools/reference_posterior.py all                        # every run of RUNS, then every analysis
+
+Each run writes nbs/replica_exchange/<run>/: draws.csv (one row per chain and draw at β = 1: the cluster of the
+draw's function on the probe grid, its distance to every SGD centroid, log likelihood, log prior), ladder.csv (per
+rung: β, the fixed MALA step, acceptance, swap rate to the next rung), starts.csv and run.json (settings, machine,
+date, measured seconds). `analyse` adds masses.csv (per chain), rhat.csv, table2.csv, scan.csv and summary.csv.
+Files are written whole (a temporary file renamed onto its name); a run whose run.json holds the same settings is
+skipped, so an interrupted `all` resumes at the first run not finished.
+
+The SGD solutions are the committed moons-posterior results (nbs/moons_posterior/reference for data seed 0,
+reference-test for data seed 1): the 100 nets are retrained from their seeds with the study's own code (the
+reproduction is checked: every net must fall in the committed cluster of its committed solution) and the chains
+start at the nets nearest each cluster's centre. Measured on the 2-core shared CPU, one thread: about 0.1 s per
+MALA step of 64 replicas (8 chains × 8 rungs), 7–12 minutes per run (run.json has each run's seconds).
+"""
+from __future__ import annotations
+import datetime, json, os, platform, sys, time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fracsgd.core import atomic_path, read_table, write_table
+from fracsgd.nets.models import make_mlp
+from fracsgd.posterior.clusters import (assign_to_clusters, cluster_masses, function_features, predict_on_probe,
+                                        reference_starts)
+from fracsgd.posterior.replica import NetPosterior, ReplicaSettings, geometric_ladder, replica_exchange
+from fracsgd.studies.moons_posterior import REFERENCE, REFERENCE_TEST, STUDY, _data
+
+OUT = Path(os.environ.get('REPLICA_OUT', ROOT / 'nbs' / 'replica_exchange'))
+SOURCES = {0: ('reference', REFERENCE), 1: ('reference-test', REFERENCE_TEST)}
+MAIN = ReplicaSettings(betas=geometric_ladder(8, 0.25, prior=False), step_size=0.01, n_burnin=1000, n_draws=600,
+                       thin=5, adapt_rate=0.1, seed=0)
+RUNS = {   # run: (data seed, prior scale on the standard deviation, chains per cluster, settings)
+    'seed0': (0, 1.0, 4, MAIN),
+    'seed1': (1, 1.0, 4, MAIN.replace(seed=1)),
+    'seed0-prior4x': (0, 2.0, 4, MAIN),                       # 4× the prior variance
+    'smoke': (0, 1.0, 1, MAIN.replace(n_burnin=10, n_draws=4, thin=2)),       # seconds: a check of the tool
+    'seed0-ladder': (0, 1.0, 4, MAIN.replace(betas=geometric_ladder(6, 0.05, prior=True))),   # to the prior, coarser
+}
+
+
+def committed(data_seed: int):
+    "The committed SGD result of a data seed: (folder, study configuration, solutions, centroids [k, probe × 2])."
+    name, cfg = SOURCES[data_seed]
+    folder = ROOT / 'nbs' / 'moons_posterior' / name
+    sol = read_table(folder / 'solutions.csv').set_index('net')
+    cen = read_table(folder / 'centroids.csv')
+    p1 = cen.pivot(index='cluster', columns='probe', values='p1').sort_index().to_numpy()
+    return folder, cfg, sol, np.stack([1 - p1, p1], -1).reshape(len(p1), -1)
+
+
+def sgd_nets(cfg):
+    "The study's nets retrained from their seeds, exactly as stage 1 trained them."
+    nets = []
+    for run in STUDY.runs(cfg):
+        data, group = STUDY.load_data(run), STUDY.build_models(run)
+        STUDY.train(run, data, group)
+        nets += group
+    return nets
+
+
+def sample(run: str) -> Path:
+    data_seed, prior_scale, per_cluster, settings = RUNS[run]
+    out = OUT / run
+    inputs = dict(run=run, data_seed=data_seed, prior_scale=prior_scale, chains_per_cluster=per_cluster,
+                  settings={k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()})
+    if (out / 'run.json').exists():
+        done = json.loads((out / 'run.json').read_text())
+        if {k: done.get(k) for k in inputs} == json.loads(json.dumps(inputs)):
+            print(f'{run}: done already ({out})'); return out
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    folder, cfg, sol, centroids = committed(data_seed)
+    nets = sgd_nets(cfg)
+    X, y, probe = _data(cfg)
+    F = function_features(predict_on_probe(nets, probe))
+    labels = assign_to_clusters(F, centroids)
+    if not (labels == sol.cluster.to_numpy()).all():
+        raise RuntimeError(f'{run}: the retrained nets do not reproduce the committed clusters of {folder}')
+    starts = reference_starts(F, labels, centroids, sol.index.to_numpy(), per_cluster)
+    ids = list(starts.values())
+    target = NetPosterior(make_mlp([2, *cfg.hidden, 2]), X, y, prior_scale=prior_scale)
+    w0 = torch.stack([torch.cat([p.detach().reshape(-1) for p in nets[i].parameters()]) for i in ids])
+    train_seconds = time.perf_counter() - t0
+
+    def record(z):                                         # the cold states' functions: distance to each centroid
+        p = target.outputs(z, probe).softmax(-1).double().numpy()
+        f = p.reshape(len(p), -1)
+        return ((f[:, None, :] - centroids[None]) ** 2).sum(-1)          # [chains, k]
+
+    res = replica_exchange(target, target.whiten(w0), settings, record=record)
+    dist = np.stack(res.recorded, 1)                                     # [chains, draws, k]
+    C, D, k = dist.shape
+    draws = pd.DataFrame({'chain': np.repeat(np.arange(C), D), 'draw': np.tile(np.arange(D), C),
+                          'cluster': dist.argmin(-1).ravel(), 'log_lik': res.log_lik.ravel(),
+                          'log_prior': res.log_prior.ravel(),
+                          **{f'dist_C{c + 1}': dist[..., c].ravel() for c in range(k)}})
+    sgd_dist = ((F[:, None, :] - centroids[None]) ** 2).sum(-1)
+    start_rows = pd.DataFrame({'chain': range(C), 'start': list(starts), 'net': ids,
+                               'start_cluster': labels[ids], 'start_loss': sol.loss.loc[ids].to_numpy(),
+                               'start_dist_own': sgd_dist[ids, labels[ids]]})
+    ladder = pd.DataFrame({'rung': range(len(settings.betas)), 'beta': settings.betas, 'step': res.steps,
+                           'accept': res.accept, 'swap_to_next': [*res.swap, np.nan]})
+    write_table(draws, out / 'draws.csv')
+    write_table(start_rows, out / 'starts.csv')
+    write_table(ladder, out / 'ladder.csv')
+    meta = dict(inputs, source=str(folder.relative_to(ROOT)), n_train=len(X), n_params=int(target.stack.n_params),
+                prior='Gaussian N(0, s²·var_default), var_default = 1/(3·fan_in) for every weight and bias (PyTorch '
+                      'nn.Linear default init, uniform on ±1/√fan_in)', s=prior_scale,
+                sgd_median_dist_to_own_centroid=float(np.median(sgd_dist[np.arange(len(F)), labels])),
+                seconds_sampling=res.seconds, seconds_retraining=train_seconds,
+                seconds_per_step=res.seconds / settings.n_steps, replicas=C * len(settings.betas),
+                machine=f'{platform.node()} {platform.machine()} {platform.processor() or ""}'.strip(),
+                cpu='2 cores shared with two other jobs, torch.set_num_threads(1)', torch=torch.__version__,
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'))
+    with atomic_path(out / 'run.json') as tmp:
+        tmp.write_text(json.dumps(meta, indent=1) + '\n')
+    print(f'{run}: {res.seconds:.0f} s sampling, accept {np.round(res.accept, 2)}, swap {np.round(res.swap, 2)}')
+    return out
+
+
+if __name__ == '__main__':
+    what, names = sys.argv[1], sys.argv[2:] or [r for r in RUNS if r != 'smoke']
+    if what in ('sample', 'all'):
+        for n in names:
+            sample(n)
+    if what in ('analyse', 'all'):
+        from fracsgd.posterior.replica import analyse_run      # noqa: the analysis lives in the chapter's module
+        for n in names:
+            analyse_run(OUT / n)
