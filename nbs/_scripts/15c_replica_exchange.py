@@ -227,3 +227,69 @@ class NetPosterior:
         out = self.outputs(z, self.X)
         return -nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), self.y.repeat(len(z)),
                                             reduction='none').view(len(z), -1).sum(1)
+
+# %%
+#| export
+class GaussianTarget:
+    """A closed-form check: prior N(0, I) in `d` dimensions and log likelihood −½(x − m)ᵀP(x − m), so that π_β is
+    Gaussian with precision I + βP and mean (I + βP)⁻¹βPm."""
+    def __init__(self, mean, precision):
+        self.m = torch.as_tensor(mean, dtype=torch.float64)
+        self.P = torch.as_tensor(precision, dtype=torch.float64)
+        if self.m.ndim != 1 or self.P.shape != (len(self.m), len(self.m)):
+            raise ValueError(f"mean must be [d] and precision [d, d], got {tuple(self.m.shape)} and {tuple(self.P.shape)}")
+    def log_prior(self, x): return -0.5 * (x ** 2).sum(-1)
+    def log_lik(self, x):
+        r = x - self.m
+        return -0.5 * ((r @ self.P) * r).sum(-1)
+    def moments(self, beta: float = 1.0):
+        "The exact mean [d] and covariance [d, d] of π_β."
+        prec = torch.eye(len(self.m), dtype=torch.float64) + beta * self.P
+        cov = torch.linalg.inv(prec)
+        return (cov @ (beta * self.P @ self.m)).numpy(), cov.numpy()
+
+class MixtureTarget:
+    """A closed-form check with modes: π_1 is the mixture Σ_j w_j N(μ_j, s²I) exactly (prior N(0, τ²I), the
+    likelihood the mixture over the prior), so the mass of each mode is its weight w_j; π_0 is the prior."""
+    def __init__(self, weights, means, s: float = 0.3, tau: float = 4.0):
+        self.w = torch.as_tensor(weights, dtype=torch.float64)
+        self.mu = torch.as_tensor(means, dtype=torch.float64)
+        if self.mu.ndim == 1:
+            self.mu = self.mu[:, None]
+        if self.w.ndim != 1 or len(self.w) != len(self.mu) or (self.w <= 0).any() or abs(float(self.w.sum()) - 1) > 1e-9:
+            raise ValueError("weights must be positive, sum to 1 and give one weight per mean")
+        if not (s > 0 and tau > 0):
+            raise ValueError(f"s and tau must be positive, got {s}, {tau}")
+        self.s, self.tau = s, tau
+    def log_prior(self, x): return -0.5 * (x ** 2).sum(-1) / self.tau ** 2 - x.shape[-1] * math.log(self.tau)
+    def log_mixture(self, x):
+        d = x.shape[-1]
+        comp = -0.5 * ((x[:, None, :] - self.mu[None]) ** 2).sum(-1) / self.s ** 2 - d * math.log(self.s)
+        return torch.logsumexp(comp + self.w.log()[None], 1)
+    def log_lik(self, x): return self.log_mixture(x) - self.log_prior(x)
+    def mode_of(self, x) -> np.ndarray:
+        "The index of the nearest mean of each state [R, d]."
+        return ((torch.as_tensor(x)[:, None, :] - self.mu[None]) ** 2).sum(-1).argmin(1).numpy()
+
+# %%
+#| export
+def convergence_table(labels, k: int, energy=None) -> pd.DataFrame:
+    """Split R-hat over chains of every cluster indicator of `labels` [chains, draws] (values 0..k−1) and of the
+    `energy` [chains, draws] if given; with each cluster's pooled mass and the spread of the chains' masses."""
+    labels = np.asarray(labels)
+    if labels.ndim != 2 or labels.shape[1] < 4 or len(labels) < 2:
+        raise ValueError(f"labels must be [chains ≥ 2, draws ≥ 4], got shape {labels.shape}")
+    if labels.min() < 0 or labels.max() >= k:
+        raise ValueError(f"labels must lie in 0..{k - 1}, got {labels.min()} to {labels.max()}")
+    rows = []
+    for c in range(k):
+        per_chain = (labels == c).mean(1)
+        rows.append(dict(quantity=f'C{c + 1} indicator', rhat=split_rhat(labels == c), mass=float((labels == c).mean()),
+                         chain_min=float(per_chain.min()), chain_max=float(per_chain.max())))
+    if energy is not None:
+        e = np.asarray(energy, float)
+        if e.shape != labels.shape:
+            raise ValueError(f"energy must have the shape of labels {labels.shape}, got {e.shape}")
+        rows.append(dict(quantity='energy U = −log posterior', rhat=split_rhat(e), mass=np.nan,
+                         chain_min=float(e.mean(1).min()), chain_max=float(e.mean(1).max())))
+    return pd.DataFrame(rows)
