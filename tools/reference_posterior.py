@@ -130,12 +130,113 @@ def sample(run: str) -> Path:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ analysis
+XI_PAPER, N_BOOT, BLOCK, RHAT_OK = 0.5, 200, 20, 1.05      # table 2's ξ; posterior draws resampled 20 at a time
+PAPER = {'KL(Bayes‖Q) [nats]': 0.009, 'W1 [ground |x_i − x_j|, x = cluster index]': 0.002, 'JS divergence [bits]': 0.003}
+
+
+def _row(quantity, value, lo=np.nan, hi=np.nan, note=''):
+    return dict(quantity=quantity, value=float(value), ci_low=float(lo), ci_high=float(hi), note=note)
+
+
+def sgd_side(data_seed: int):
+    "SGD labels [nets], k, and D_ξ's per-cluster form (eq. 13: λ_k, global d_s = 2 λ̄ s) from the committed study."
+    from fracsgd.studies.posterior_comparison import LEDGER_CHOICE, tempering_choices
+    folder, cfg, sol, centroids = committed(data_seed)
+    summary = read_table(folder / 'summary.csv').set_index('quantity')
+    k = len(centroids)
+    s = float(summary.value['late exponent s (log-log slope after t_c)'])
+    pos = sol[sol.llc > 0]
+    lam_k = pos.groupby('cluster').llc.mean().reindex(range(k)).to_numpy()
+    choices = tempering_choices(s, pos.llc.mean(), lam_k, np.full(k, s))
+    return sol.cluster.to_numpy(), k, choices[LEDGER_CHOICE], cfg, sol
+
+
+def analyse(run: str, xi_other: float | None = None) -> pd.DataFrame:
+    """Tables of one sampled run: masses per chain, R-hats, fig. 3's scan, table 2 (raw and tempered SGD at the
+    paper's ξ and at ξ*) with bootstrap intervals, and summary.csv; `xi_other`: ξ* chosen on the other data seed."""
+    from fracsgd.posterior.replica import convergence_table
+    from fracsgd.posterior.tempering import best_xi, compare_to_posterior, tempered_masses, xi_scan
+    out = OUT / run
+    meta = json.loads((out / 'run.json').read_text())
+    draws, starts = read_table(out / 'draws.csv'), read_table(out / 'starts.csv')
+    labels_sgd, k, factor, cfg, sol = sgd_side(meta['data_seed'])
+    post = draws.pivot(index='chain', columns='draw', values='cluster').to_numpy()          # [chains, draws]
+    energy = -(draws.log_lik + draws.log_prior).to_numpy().reshape(post.shape)
+    conv = convergence_table(post, k, energy)
+    write_table(conv, out / 'rhat.csv')
+    masses = pd.DataFrame({'chain': range(len(post)), 'start': starts.start, 'start_cluster': starts.start_cluster + 1,
+                           **{f'C{c + 1}': (post == c).mean(1) for c in range(k)},
+                           'transitions': (np.diff(post, axis=1) != 0).sum(1)})
+    write_table(masses, out / 'masses.csv')
+    p_sgd, p_post = cluster_masses(labels_sgd, k), cluster_masses(post, k)
+    xis = cfg.xis
+    scan = pd.concat([xi_scan(p_sgd, p_post, xis, 1, compare=c, **factor).assign(comparison=c)
+                      for c in ('untempered', 'tempered')], ignore_index=True)
+    write_table(scan, out / 'scan.csv')
+    block = min(BLOCK, post.shape[1])
+    star = best_xi(labels_sgd, post, k, xis, 1, n_boot=N_BOOT, block=block, **factor)
+    parts = {'paper ξ': XI_PAPER, 'ξ*': star[0]} | ({'ξ from the other seed': xi_other} if xi_other else {})
+    table2 = pd.concat([compare_to_posterior(labels_sgd, post, k, xi, 1, n_boot=N_BOOT, block=block, **factor)
+                        .assign(at=name, xi=xi) for name, xi in parts.items()], ignore_index=True)
+    write_table(table2, out / 'table2.csv')
+    rmax, emax = float(conv.rhat.iloc[:k].max()), float(conv.rhat.iloc[k])
+    ok = rmax <= RHAT_OK
+    flag = '' if ok else f'INCONCLUSIVE: split R-hat {rmax:.3f} > {RHAT_OK}, the chains disagree; '
+    ladder = read_table(out / 'ladder.csv')
+    edge = lambda v: ('; AT THE GRID EDGE: the curve falls towards it' if v in (min(xis), max(xis)) else '')
+    rows = [_row('nets analysed', len(sol)),
+            _row('LLC (mean over analysed nets, LLC > 0)', sol.llc[sol.llc > 0].mean(),
+                 note=f"{int((sol.llc <= 0).sum())} nets with LLC ≤ 0; {int(sol.llc_flagged.sum())} flagged by the diagnostics"),
+            _row('clusters k', k, note=f"the committed clusters of {meta['source']}"),
+            _row('chains', len(post), note=f"{meta['chains_per_cluster']} started in each cluster; {post.shape[1]} draws "
+                 f"each, every {meta['settings']['thin']} MALA steps after {meta['settings']['n_burnin']} of burn-in"),
+            _row('split R-hat, cluster indicators (max over clusters)', rmax,
+                 note='per cluster: ' + ', '.join(f'{r:.4f}' for r in conv.rhat.iloc[:k]) + f'; {RHAT_OK} or less: converged'),
+            _row('split R-hat, energy', emax),
+            _row('MALA acceptance at β = 1', ladder.accept.iloc[0], note=f"step {ladder.step.iloc[0]:.4g} (whitened)"),
+            _row('swap rate, lowest over adjacent rungs', ladder.swap_to_next.min(),
+                 note=f"{len(ladder)} rungs, β from 1 to {ladder.beta.iloc[-1]:.3g}"),
+            _row('cluster transitions per chain (mean)', masses.transitions.mean(),
+                 note=f"min {masses.transitions.min()}, max {masses.transitions.max()}"),
+            _row('sampling seconds', meta['seconds_sampling'], note=meta['cpu'])]
+    rows += [_row(f'raw SGD mass of cluster C{c + 1}', p_sgd[c]) for c in range(k)]
+    rows += [_row(f'posterior mass of cluster C{c + 1}', p_post[c], conv.chain_min.iloc[c], conv.chain_max.iloc[c],
+                  flag + 'interval: the smallest and largest mass over chains') for c in range(k)]
+    rows += [_row(f'tempered SGD mass of cluster C{c + 1}, ξ = {XI_PAPER}', v)
+             for c, v in enumerate(tempered_masses(p_sgd, XI_PAPER, 1, **factor))]
+    rows.append(_row('ξ minimising KL(SGD‖theoretical SGD)', *star,
+                     f"{flag}m = 1, D_ξ per cluster: λ_k, global d_s (eq. 13); grid {min(xis)}–{max(xis)}" + edge(star[0])))
+    t2 = table2.set_index(['at', 'comparison', 'metric'])
+    for name, xi in parts.items():
+        for metric in PAPER:
+            for comp, label in (('Q = tempered SGD', 'tempered SGD'), ('Q = raw SGD', 'raw SGD')):
+                r = t2.loc[(name, comp, metric)]
+                where = f'ξ = {xi:g}' + (' (ξ*)' if name == 'ξ*' else ' (chosen on the other data seed)'
+                                        if name == 'ξ from the other seed' else '')
+                if label == 'raw SGD' and name != 'paper ξ':
+                    continue
+                q = f'{metric}, {label} vs Bayes' + (f', {where}' if label == 'tempered SGD' else ' (baseline)')
+                rows.append(_row(q, r.value, r.ci_low, r.ci_high, flag + f'm = 1, D_ξ eq. 13; paper: {PAPER[metric]}'))
+        r = t2.loc[(name, 'noise floor: Q = Bayes resample', 'KL(Bayes‖Q) [nats]')]
+    r = t2.loc[('paper ξ', 'noise floor: Q = Bayes resample', 'KL(Bayes‖Q) [nats]')]
+    rows.append(_row('KL(Bayes‖Q) [nats], noise floor (two resamples of Bayes)', r.value, np.nan, r.ci_high,
+                     'value: median; ci_high: 95% quantile'))
+    summary = pd.DataFrame(rows)
+    write_table(summary, out / 'summary.csv')
+    print(f"{run}: R-hat {rmax:.4f} (energy {emax:.4f}), masses post {np.round(p_post, 3)} sgd {np.round(p_sgd, 3)}, "
+          f"xi* {star}")
+    return summary
+
+
 if __name__ == '__main__':
     what, names = sys.argv[1], sys.argv[2:] or [r for r in RUNS if r != 'smoke']
     if what in ('sample', 'all'):
         for n in names:
             sample(n)
     if what in ('analyse', 'all'):
-        from fracsgd.posterior.replica import analyse_run      # noqa: the analysis lives in the chapter's module
-        for n in names:
-            analyse_run(OUT / n)
+        for n in names:                                     # seed 1 last: it reads ξ* of seed 0 (out of sample)
+            other = (read_table(OUT / 'seed0' / 'summary.csv').set_index('quantity').value
+                     ['ξ minimising KL(SGD‖theoretical SGD)'] if n == 'seed1' and (OUT / 'seed0' / 'summary.csv').exists()
+                     else None)
+            analyse(n, other)
