@@ -453,13 +453,13 @@ def best_xi(labels_sgd, labels_post, k: int, xis, m: float = 1, *, n_boot: int =
     lo, hi = (np.quantile(boots, [0.025, 0.975], method='inverted_cdf') if len(boots) else (np.nan, np.nan))
     return float(value), float(lo), float(hi)
 
+
 # %%
 # SGD puts 2/3 of its solutions in cluster 0, the posterior 16/17 of its draws; with one slope s = 1/4,
 # D_ξ = ξ^(2 − 4) = 4 at ξ = 1/2, and (16, 1)^(1/4) normalised is (2/3, 1/3): KL zero there, positive elsewhere.
 _star = best_xi(np.repeat([0, 1], [20, 10]), np.repeat([0, 1], [160, 10]).reshape(1, 2, 85), 2,
                 np.round(np.arange(0.05, 2.001, 0.05), 2), n_boot=20, block=5, slope=0.25)
 assert _star[0] == 0.5 and _star[1] <= 0.5 <= _star[2], _star
-
 
 # %% [markdown]
 # ## A small demonstration on moons
