@@ -163,6 +163,7 @@ def analyse(run: str, xi_other: float | None = None) -> pd.DataFrame:
     labels_sgd, k, factor, cfg, sol = sgd_side(meta['data_seed'])
     post = draws.pivot(index='chain', columns='draw', values='cluster').to_numpy()          # [chains, draws]
     energy = -(draws.log_lik + draws.log_prior).to_numpy().reshape(post.shape)
+    dist = draws[[f'dist_C{c + 1}' for c in range(k)]].to_numpy()                          # [draws, k]
     conv = convergence_table(post, k, energy)
     write_table(conv, out / 'rhat.csv')
     masses = pd.DataFrame({'chain': range(len(post)), 'start': starts.start, 'start_cluster': starts.start_cluster + 1,
@@ -199,7 +200,14 @@ def analyse(run: str, xi_other: float | None = None) -> pd.DataFrame:
                  note=f"{len(ladder)} rungs, β from 1 to {ladder.beta.iloc[-1]:.3g}"),
             _row('cluster transitions per chain (mean)', masses.transitions.mean(),
                  note=f"min {masses.transitions.min()}, max {masses.transitions.max()}"),
-            _row('sampling seconds', meta['seconds_sampling'], note=meta['cpu'])]
+            _row('sampling seconds', meta['seconds_sampling'], note=meta['cpu']),
+            _row('posterior draws: mean train loss (−log likelihood / n)', (-draws.log_lik / meta['n_train']).mean(),
+                 note=f"SGD nets: {sol.loss.mean():.4f}"),
+            _row('posterior draws: median squared probe distance to the nearest SGD centroid', np.median(dist.min(1)),
+                 note='features: class probabilities on the probe grid, as the clusters are formed'),
+            _row('SGD nets: median squared probe distance to their own centroid', meta['sgd_median_dist_to_own_centroid']),
+            _row('posterior draws: median ratio of the nearest to the second-nearest centroid distance',
+                 np.median(np.sort(dist, 1)[:, 0] / np.sort(dist, 1)[:, 1]), note='near 1: the draw sits between clusters')]
     rows += [_row(f'raw SGD mass of cluster C{c + 1}', p_sgd[c]) for c in range(k)]
     rows += [_row(f'posterior mass of cluster C{c + 1}', p_post[c], conv.chain_min.iloc[c], conv.chain_max.iloc[c],
                   flag + 'interval: the smallest and largest mass over chains') for c in range(k)]
