@@ -15,7 +15,7 @@ skipped, so an interrupted `all` resumes at the first run not finished.
 The SGD solutions are the committed moons-posterior results (nbs/moons_posterior/reference for data seed 0,
 reference-test for data seed 1): the 100 nets are retrained from their seeds with the study's own code (the
 reproduction is checked: every net must fall in the committed cluster of its committed solution) and the chains
-start at the nets nearest each cluster's centre. Measured on the 2-core shared CPU, one thread: about 0.1 s per
+start at the nets nearest each cluster's centre. Measured on the 2-core shared CPU, one thread: about 0.05–0.1 s per
 MALA step of 64 replicas (8 chains × 8 rungs) on a free core; run.json has each run's measured seconds.
 """
 from __future__ import annotations
@@ -44,9 +44,10 @@ MAIN = ReplicaSettings(betas=geometric_ladder(8, 0.25, prior=False), step_size=0
 RUNS = {   # run: (data seed, prior scale on the standard deviation, chains per cluster, settings)
     'seed0': (0, 1.0, 4, MAIN),
     'seed1': (1, 1.0, 4, MAIN.replace(seed=1)),
-    'seed0-prior4x': (0, 2.0, 2, MAIN.replace(n_draws=400)),  # 4× the prior variance; half the chains, shorter
+    'seed0-prior4x': (0, 2.0, 4, MAIN),                                      # 4× the prior variance
+    'seed0-ladder': (0, 1.0, 4, MAIN.replace(betas=geometric_ladder(6, 0.05, prior=True))),   # to the prior, coarser
+    'seed0-mala': (0, 1.0, 4, MAIN.replace(betas=(1.0,))),                   # no exchange: MALA alone, a control
     'smoke': (0, 1.0, 1, MAIN.replace(n_burnin=10, n_draws=4, thin=2)),       # seconds: a check of the tool
-    'seed0-ladder': (0, 1.0, 2, MAIN.replace(n_draws=400, betas=geometric_ladder(6, 0.05, prior=True))),  # to the prior
 }
 
 
