@@ -38,6 +38,7 @@ res = {r: {n: read_table(RESULTS / r / f'{n}.csv') for n in ('summary', 'rhat', 
 value = lambda r, q: float(res[r]['summary'].set_index('quantity').value[q])
 RHAT = 'split R-hat, cluster indicators (max over clusters)'
 
+
 # %% [markdown]
 # ## What it found
 #
@@ -155,6 +156,7 @@ axes[2].set(xlabel='ξ', ylabel='KL [nats]', yscale='log', title='fig. 3 analogu
 axes[2].legend(fontsize=7)
 plt.tight_layout()
 
+
 # %% [markdown]
 # ## How: one target, exact moves, a ladder
 #
@@ -236,6 +238,7 @@ def geometric_ladder(n: int, beta_min: float, prior: bool = True) -> tuple:
         raise ValueError(f"a ladder needs n ≥ 2 rungs and 0 < beta_min < 1, got n={n!r}, beta_min={beta_min!r}")
     b = np.geomspace(1.0, beta_min, n)
     return tuple(float(x) for x in b) + ((0.0,) if prior else ())
+
 
 # %%
 #| export
@@ -353,6 +356,7 @@ def replica_exchange(target, x0, settings: ReplicaSettings, record: Callable | N
                       steps=log_eps.exp().double().cpu().numpy(), betas=tuple(s.betas),
                       seconds=time.perf_counter() - t0, final=x.detach())
 
+
 # %%
 #| export
 def default_prior_std(model: nn.Module) -> torch.Tensor:
@@ -394,6 +398,7 @@ class NetPosterior:
         out = self.outputs(z, self.X)
         return -nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), self.y.repeat(len(z)),
                                             reduction='none').view(len(z), -1).sum(1)
+
 
 # %%
 #| export
@@ -438,6 +443,7 @@ class MixtureTarget:
         "The index of the nearest mean of each state [R, d]."
         return ((torch.as_tensor(x)[:, None, :] - self.mu[None]) ** 2).sum(-1).argmin(1).numpy()
 
+
 # %%
 #| export
 def convergence_table(labels, k: int, energy=None) -> pd.DataFrame:
@@ -460,6 +466,7 @@ def convergence_table(labels, k: int, energy=None) -> pd.DataFrame:
         rows.append(dict(quantity='energy U = −log posterior', rhat=split_rhat(e), mass=np.nan,
                          chain_min=float(e.mean(1).min()), chain_max=float(e.mean(1).max())))
     return pd.DataFrame(rows)
+
 
 # %% [markdown]
 # ## A live check where the answer is known
