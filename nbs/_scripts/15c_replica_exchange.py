@@ -62,7 +62,7 @@ RHAT = 'split R-hat, cluster indicators (max over clusters)'
 #
 # **Three caveats that matter more than the intervals.** (1) The posterior's draws are not inside any SGD cluster:
 # their median squared probe distance to the nearest SGD centroid is 15.6 (seed 0), against 0.64 for SGD's own nets
-# to theirs, and the nearest centroid is only about 10% nearer than the other; the posterior's "cluster masses" are a
+# to theirs, and the nearest centroid is only 10–15% nearer than the next; the posterior's "cluster masses" are a
 # partition, by SGD's centroids, of functions that fit the data less well (train loss 0.38 against SGD's 0.28).
 # (2) The answer depends on the prior, which is our choice: with four times the prior variance the chains still agree
 # (R-hat 1.011, energy 1.027), but C1's mass falls from 0.32 to 0.11 and the KL rises to 0.31 [0.13, 0.57].
