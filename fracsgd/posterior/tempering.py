@@ -16,7 +16,7 @@ from ..diffusion.theory import effective_diffusion, tempering_exponent
 # %% auto #0
 __all__ = ['check_distribution', 'accessibility_factor', 'temper', 'tempered_masses', 'kl_divergence', 'js_divergence',
            'distances', 'resample_labels', 'bootstrap_distances', 'noise_floor', 'compare_to_posterior', 'xi_scan',
-           'comparison_verdicts']
+           'comparison_verdicts', 'best_xi']
 
 # %% ../../nbs/15a_tempering.ipynb #dc1d8916
 def check_distribution(p, name: str = 'p', atol: float = 1e-6) -> np.ndarray:
@@ -196,3 +196,21 @@ def comparison_verdicts(table: pd.DataFrame) -> pd.DataFrame:
                          'tempered below uniform': t_hi < v['Q = uniform'],
                          'tempered within noise floor': (v['Q = tempered SGD'] <= floor).astype(object)
                                                         .where(np.isfinite(floor), pd.NA)})
+
+# %% ../../nbs/15a_tempering.ipynb #69487150
+def best_xi(labels_sgd, labels_post, k: int, xis, m: float = 1, *, n_boot: int = 200, seed: int = 0,
+            block: int = 1, **factor) -> tuple[float, float, float]:
+    """ξ minimising KL(SGD‖posterior tempered back by 1/(m D_ξ)) on the grid `xis`, with a percentile
+    bootstrap interval (SGD labels resampled singly, posterior labels in blocks); NaN where undefined."""
+    xis = np.asarray(xis, float)
+    exps = [m * np.asarray(accessibility_factor(x, **factor)) for x in xis]
+    def argmin(p, q):
+        kl = np.array([kl_divergence(p, temper(q, 1 / e)) for e in exps])
+        return xis[np.nanargmin(np.where(np.isfinite(kl), kl, np.nan))] if np.isfinite(kl).any() else np.nan
+    value = argmin(cluster_masses(labels_sgd, k), cluster_masses(labels_post, k))
+    rng = np.random.default_rng(seed)
+    boots = np.array([argmin(cluster_masses(resample_labels(labels_sgd, rng), k),
+                             cluster_masses(resample_labels(labels_post, rng, block), k)) for _ in range(n_boot)])
+    boots = boots[np.isfinite(boots)]
+    lo, hi = (np.quantile(boots, [0.025, 0.975], method='inverted_cdf') if len(boots) else (np.nan, np.nan))
+    return float(value), float(lo), float(hi)

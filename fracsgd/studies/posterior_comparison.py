@@ -18,13 +18,13 @@ from ..diffusion.spectral import fit_power_law
 from ..diffusion.theory import spectral_dimension_from_slope
 from ..posterior.clusters import (choose_k, cluster_centroids, cluster_masses, cluster_solutions, clustering_reports,
                               draw_labels, function_features, mixing_report, posterior_masses, predictions_from_table)
-from ..posterior.tempering import (accessibility_factor, compare_to_posterior, comparison_verdicts, kl_divergence,
-                               resample_labels, temper, tempered_masses, xi_scan)
+from ..posterior.tempering import (accessibility_factor, best_xi, compare_to_posterior, comparison_verdicts,
+                               kl_divergence, resample_labels, temper, tempered_masses, xi_scan)
 from .moons_diffusion import analyse as analyse_displacement
 
 # %% auto #0
 __all__ = ['LEDGER_CHOICE', 'LEDGER_M', 'FIG3_KL', 'TAB2_KL', 'K_RULE_TEXT', 'AnalysisSettings', 'stored_study', 'read_tables',
-           'exponents', 'tempering_choices', 'best_xi', 'analyse', 'leading_component', 'by_k']
+           'exponents', 'tempering_choices', 'analyse', 'leading_component', 'by_k']
 
 # %% ../../nbs/21_posterior_comparison.ipynb #c63c18ae
 @runtime_checkable
@@ -110,22 +110,7 @@ def tempering_choices(s: float, lam: float, lam_k, s_k) -> dict:
 FIG3_KL = 'KL(SGD‖theoretical SGD) [nats]'          # fig. 3, the text's comparison: empirical vs theoretical SGD
 TAB2_KL = 'KL(Bayes‖tempered SGD) [nats]'           # table 2's comparison: posterior vs tempered SGD
 
-def best_xi(labels_sgd, labels_post, k: int, xis, m: float = 1, *, n_boot: int = 200, seed: int = 0,
-            block: int = 1, **factor) -> tuple[float, float, float]:
-    """ξ minimising KL(SGD‖posterior tempered back by 1/(m D_ξ)) on the grid `xis`, with a percentile
-    bootstrap interval (SGD labels resampled singly, posterior labels in blocks); NaN where undefined."""
-    xis = np.asarray(xis, float)
-    exps = [m * np.asarray(accessibility_factor(x, **factor)) for x in xis]
-    def argmin(p, q):
-        kl = np.array([kl_divergence(p, temper(q, 1 / e)) for e in exps])
-        return xis[np.nanargmin(np.where(np.isfinite(kl), kl, np.nan))] if np.isfinite(kl).any() else np.nan
-    value = argmin(cluster_masses(labels_sgd, k), cluster_masses(labels_post, k))
-    rng = np.random.default_rng(seed)
-    boots = np.array([argmin(cluster_masses(resample_labels(labels_sgd, rng), k),
-                             cluster_masses(resample_labels(labels_post, rng, block), k)) for _ in range(n_boot)])
-    boots = boots[np.isfinite(boots)]
-    lo, hi = (np.quantile(boots, [0.025, 0.975], method='inverted_cdf') if len(boots) else (np.nan, np.nan))
-    return float(value), float(lo), float(hi)
+
 
 # %% ../../nbs/21_posterior_comparison.ipynb #9420745e
 def _boot_stat(f, labels_sgd, labels_post, n_boot, seed, block) -> tuple[float, float]:

@@ -27,8 +27,8 @@ from fracsgd.diffusion.spectral import fit_power_law
 from fracsgd.diffusion.theory import spectral_dimension_from_slope
 from fracsgd.posterior.clusters import (choose_k, cluster_centroids, cluster_masses, cluster_solutions, clustering_reports,
                               draw_labels, function_features, mixing_report, posterior_masses, predictions_from_table)
-from fracsgd.posterior.tempering import (accessibility_factor, compare_to_posterior, comparison_verdicts, kl_divergence,
-                               resample_labels, temper, tempered_masses, xi_scan)
+from fracsgd.posterior.tempering import (accessibility_factor, best_xi, compare_to_posterior, comparison_verdicts,
+                               kl_divergence, resample_labels, temper, tempered_masses, xi_scan)
 from fracsgd.studies.moons_diffusion import analyse as analyse_displacement
 
 
@@ -246,7 +246,8 @@ assert list(tempering_choices(0.25, 2.0, [1.0, np.nan], np.array([0.2, 0.3]))) =
 #
 # Fig. 3 of the paper scans $\xi$ and reads off where SGD's cluster masses and the theoretical SGD distribution
 # (the posterior tempered back by $1/(mD_\xi)$) are closest in KL divergence. `best_xi` returns that minimiser
-# on the grid with a percentile bootstrap interval: SGD solutions are resampled one by one, posterior draws in
+# on the grid with a percentile bootstrap interval (it lives in the [tempering chapter](tempering.html), below the
+# studies, so that other samplers of the posterior can call it): SGD solutions are resampled one by one, posterior draws in
 # blocks of consecutive draws, because draws of one chain are correlated. The two KL columns of the scan are
 # named once here, for the analysis and the figures.
 
@@ -255,22 +256,6 @@ assert list(tempering_choices(0.25, 2.0, [1.0, np.nan], np.array([0.2, 0.3]))) =
 FIG3_KL = 'KL(SGD‖theoretical SGD) [nats]'          # fig. 3, the text's comparison: empirical vs theoretical SGD
 TAB2_KL = 'KL(Bayes‖tempered SGD) [nats]'           # table 2's comparison: posterior vs tempered SGD
 
-def best_xi(labels_sgd, labels_post, k: int, xis, m: float = 1, *, n_boot: int = 200, seed: int = 0,
-            block: int = 1, **factor) -> tuple[float, float, float]:
-    """ξ minimising KL(SGD‖posterior tempered back by 1/(m D_ξ)) on the grid `xis`, with a percentile
-    bootstrap interval (SGD labels resampled singly, posterior labels in blocks); NaN where undefined."""
-    xis = np.asarray(xis, float)
-    exps = [m * np.asarray(accessibility_factor(x, **factor)) for x in xis]
-    def argmin(p, q):
-        kl = np.array([kl_divergence(p, temper(q, 1 / e)) for e in exps])
-        return xis[np.nanargmin(np.where(np.isfinite(kl), kl, np.nan))] if np.isfinite(kl).any() else np.nan
-    value = argmin(cluster_masses(labels_sgd, k), cluster_masses(labels_post, k))
-    rng = np.random.default_rng(seed)
-    boots = np.array([argmin(cluster_masses(resample_labels(labels_sgd, rng), k),
-                             cluster_masses(resample_labels(labels_post, rng, block), k)) for _ in range(n_boot)])
-    boots = boots[np.isfinite(boots)]
-    lo, hi = (np.quantile(boots, [0.025, 0.975], method='inverted_cdf') if len(boots) else (np.nan, np.nan))
-    return float(value), float(lo), float(hi)
 
 
 # %% [markdown]

@@ -818,6 +818,8 @@ pd.concat({label: ref_res[label]['chains'].set_index('seed')[['start_cluster', '
 # estimated** on seed 1, where one chain (C3 #4) never leaves the cluster it started in; the summary says so in the
 # note of every row that uses them. 1,000 draws 10 steps apart at step size $10^{-5}$ are too few for these chains
 # to forget their start; the table-2 numbers below describe these chains, not the posterior.
+# (Chains that do agree, all sampling one global posterior of this net from every cluster, are the
+# [replica-exchange reference](replica_exchange.html), with table 2 recomputed against it.)
 #
 # The masses, table 2 at the paper's $\xi = 0.5$ for both $m$, and the out-of-sample KL, with 95% intervals (SGD
 # nets resampled singly, draws in blocks of 10):

@@ -121,6 +121,7 @@
 # | [Clusters of solutions](clusters.html) | `fracsgd.posterior.clusters` | function-space clusters, their stability, the local posterior's cluster masses |
 # | [Posterior tempering](tempering.html) | `fracsgd.posterior.tempering` | $D_\xi$, tempered SGD masses, KL/W1/JS with intervals, noise floor, baselines |
 # | [Cor. 3.2 where the posterior is exact](exact_posterior.html) | `fracsgd.posterior.exact` | a two-weight, three-basin model: the posterior by quadrature, SGD walkers at stationarity, one temperature fitted at one (lr, B) and tested at others, within-basin shapes against linearised SGD |
+# | [A reference posterior that converges](replica_exchange.html) | `fracsgd.posterior.replica` | full-batch MALA with replica exchange over a temperature ladder, vectorised over chains and rungs: the moons net's global posterior (Gaussian prior of the default-init variance, n = 512, temperature 1) from every SGD cluster, split R-hat of cluster indicators and energy, table 2 and fig. 3 recomputed, prior and ladder variants |
 # | [Studies](studies.html) | `fracsgd.studies` | the registry: each study's name and its module, imported on first use |
 # | [What studies share](study_common.html) | `fracsgd.studies.common` | the summary row every study writes and the ledger reads |
 # | [Study: moons diffusion](moons_diffusion.html) | `fracsgd.studies.moons_diffusion` | paper fig. 1 |
