@@ -9,7 +9,7 @@ sum over the Fourier modes of a torus too large to wrap), fitted over whole log-
 and by the old default (`spectral_dimension_from_returns`); writes coverage.csv, one row per ensemble.
 Files are written whole (a temporary file, then a rename), with run.json: date, machine, measured seconds.
 About seven minutes on one shared core: 6.1 min coverage, 38 s exact (run.json)."""
-import datetime, json, math, os, platform, sys, time
+import datetime, json, os, platform, sys, time
 from pathlib import Path
 
 import numpy as np

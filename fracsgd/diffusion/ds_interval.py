@@ -5,12 +5,11 @@
 # %% ../../nbs/07d_ds_interval.ipynb #071d2ffa
 from __future__ import annotations
 import math
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
-from .spectral import _interval_quantiles
 from .walks import Graph, graph_from_edges, _grid_graph
 from .return_probability import (RETURN_EPS, ReturnCurves, ReturnFit, _as_walks, return_curves,
                                                   spectral_dimension_from_returns)

@@ -132,13 +132,10 @@ def widen(llc: str, lo: float, hi: float, base: float, readings: dict) -> tuple[
         return min(ends), max(ends)
     return lo, hi
 
-LLC_NOT_MEASURED = ('not in the interval, because not measured at these weights: the shift of the LLC under '
-                    'another localization, and the temperature slope that flags a target not converged to λ '
-                    '(LLC temperature chapter)')
-
+LLC_NOT_MEASURED = ("not in the interval, as not measured at these weights: the LLC's shift under another localization, "
+                    'and the temperature slope that flags a target not converged to λ (LLC temperature chapter)')
 def ratio_hold(base: float, readings: dict) -> str:
-    """Why an `llc-ratio` row cannot be decisive: a factor common to every LLC cancels in a ratio or a rank, but
-    whether another reading is such a factor is measured only at the final weights, and only by some studies."""
+    "Why an `llc-ratio` row is not decisive: a common factor cancels, but no study shows the readings differ by one."
     if not readings:
         return ('ratios or ranks of LLCs taken under one nβ reading: whether another reading changes them by a '
                 'common factor, which would cancel, is not measured at this model')
@@ -147,9 +144,8 @@ def ratio_hold(base: float, readings: dict) -> str:
         return (f'the LLC at the final weights reads {base:.3g} under the reading along training and '
                 + ', '.join(f'{v:.3g} under "{k}"' for k, v in flips.items()) + ': another sign, so no common '
                 'factor relates them and a ratio or rank of LLCs under one need not hold under the other')
-    return ('the readings differ at the final weights by the factors ' + ', '.join(
-        f'{v / base:.3g} ({k})' for k, v in other.items()) + '; whether every LLC of the ratio moves by the same '
-        'factor (per net and along training) is not measured')
+    return ('the readings differ at the final weights by the factors ' + ', '.join(f'{v / base:.3g} ({k})' for k, v in
+            other.items()) + '; whether every LLC of the ratio moves by that factor (per net, along training) is not measured')
 
 def llc_flagged(summary: pd.DataFrame) -> str:
     "'K of N LLC estimates flagged ...' when the diagnostics flag every estimate a study's rows use; '' otherwise."
@@ -248,8 +244,7 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
         if llc == 'llc-ratio':
             hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
-        if llc != 'llc-derived':
-            notes.append(LLC_NOT_MEASURED)
+        notes += [LLC_NOT_MEASURED] if llc != 'llc-derived' else []
     if claim['decisive'] and not math.isnan(value):
         hold.append(claim['decisive'])
     if edge := grid_edge(value, said):

@@ -19,7 +19,7 @@ from ..diffusion.theory import spectral_dimension_from_slope
 from ..posterior.clusters import (choose_k, cluster_centroids, cluster_masses, cluster_solutions, clustering_reports,
                               draw_labels, function_features, mixing_report, posterior_masses, predictions_from_table)
 from ..posterior.tempering import (accessibility_factor, best_xi, compare_to_posterior, comparison_verdicts,
-                               kl_divergence, resample_labels, temper, tempered_masses, xi_scan)
+                               kl_divergence, resample_labels, tempered_masses, xi_scan)
 from .moons_diffusion import analyse as analyse_displacement
 
 # %% auto #0

@@ -14,12 +14,11 @@ from nbdev.showdoc import *
 #| export
 from __future__ import annotations
 import math
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
-from fracsgd.diffusion.spectral import _interval_quantiles
 from fracsgd.diffusion.walks import Graph, graph_from_edges, _grid_graph
 from fracsgd.diffusion.return_probability import (RETURN_EPS, ReturnCurves, ReturnFit, _as_walks, return_curves,
                                                   spectral_dimension_from_returns)

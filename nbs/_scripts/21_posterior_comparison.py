@@ -28,7 +28,7 @@ from fracsgd.diffusion.theory import spectral_dimension_from_slope
 from fracsgd.posterior.clusters import (choose_k, cluster_centroids, cluster_masses, cluster_solutions, clustering_reports,
                               draw_labels, function_features, mixing_report, posterior_masses, predictions_from_table)
 from fracsgd.posterior.tempering import (accessibility_factor, best_xi, compare_to_posterior, comparison_verdicts,
-                               kl_divergence, resample_labels, temper, tempered_masses, xi_scan)
+                               kl_divergence, resample_labels, tempered_masses, xi_scan)
 from fracsgd.studies.moons_diffusion import analyse as analyse_displacement
 
 

@@ -4,15 +4,13 @@
 # > Paper table 8, fig. 2a, 18 and 21: one architecture, 784-128-64-32-10, trained from 50 seeds; the spread of d_s and of the LLC, and how the paper's LLC setting compares with our calibrated one.
 
 # %% [markdown]
-# **What was found.** At the paper's protocol the 50 nets are still super-diffusive at the end of its 2,000 steps:
-# their whole-run eq.-17 slope is above ½, so the bound $d_s \le \bar\lambda$ that fig. 21 reads through eq. 17 is
-# not reproduced ($d_s/\bar\lambda$ is twice the slope, 1.38; the LLC cancels). Fig. 2a's and table 8's
-# $d_s/\lambda_\text{final}$ reaches 1.25 (figure), but it is a ratio of two LLCs taken under one $n\beta$ reading,
-# and at these weights the other reading has the other sign, so those rows are inconclusive. All of them test the
-# slope, not Lemma 3.4 with an independent $d_s$. Fig. 18's high r² reproduces, as any smooth monotone curve on log–log axes
-# would. Table 8's mean LLC and $d_s$ cannot be judged: the two $n\beta$ readings the paper allows give LLCs of
-# opposite sign at the same weights. Full-batch gradient descent from the same starts has SGD's late exponent
-# (*Controls*): the growth of $R(t)$ is drift.
+# **What was found.** At the paper's protocol the 50 nets are still super-diffusive after 2,000 steps:
+# their whole-run eq.-17 slope is above ½, so fig. 21's $d_s/\bar\lambda$, twice the slope, is 1.38: not
+# reproduced, with no LLC involved. Fig. 2a's and table 8's $d_s/\lambda_\text{final}$ reaches 1.25 (figure), but as a
+# ratio of LLCs under one $n\beta$ reading, where the other reading has the other sign, it is inconclusive; so are
+# table 8's mean LLC and $d_s$. These rows test the slope, not Lemma 3.4 with an independent $d_s$. Fig. 18's high
+# r² reproduces, as any smooth curve would. Full-batch gradient descent from the same
+# starts has SGD's late exponent (*Controls*): the growth of $R(t)$ is drift.
 
 # %%
 #| echo: false

@@ -4,15 +4,13 @@
 # > Paper table 7: fully connected nets of different depths and widths, each trained 250 epochs under the protocol of the seeds study; $d_s$ and the final LLC per architecture, with the paper's values beside ours and the parameter counts checked.
 
 # %% [markdown]
-# **What was found.** All 17 architectures of table 7 ran 250 epochs under the seeds study's protocol. Every one moves
-# faster than ½ over the whole run (slopes 0.515–0.732), so eq. 17's $d_s$ exceeds the LLC: max
-# $d_s/\lambda_\text{final}$ is 1.155 [1.098, 1.212], where table 7's own numbers give at most 0.68. That row is
-# inconclusive, not "not reproduced": it is a ratio of LLCs (λ̄ over the final λ) under one $n\beta$ reading, and no
-# second reading is measured at these nets; on the 50 seeds the two readings differ in sign. The slopes themselves,
-# which need no LLC, miss those table 7 implies on 16 of 17 architectures (their rows, read from this run, are the
-# ledger's `derived` result). Our final LLCs are 1.4–2.3 times the paper's and our $d_s$ 2.4–20 times, but
-# the LLCs order the architectures as the paper's do (Spearman ρ 0.985 [0.89, 1]). The estimator's systematic error is
-# not measured at these nets, so each of those rows is inconclusive on its own.
+# **What was found.** All 17 architectures of table 7 ran 250 epochs under the seeds study's protocol. Each moves
+# faster than ½ (slopes 0.515–0.732), so the slopes, which need no LLC, miss those table 7
+# implies on 16 of 17 (the ledger's `derived` rows). Through eq. 17, max $d_s/\lambda_\text{final}$ is 1.155
+# [1.098, 1.212], where table 7's numbers give at most 0.68, but as a ratio of LLCs under one $n\beta$ reading,
+# with no second reading measured here, it is inconclusive. Our final LLCs are 1.4–2.3 times the paper's and our
+# $d_s$ 2.4–20 times, yet the LLCs order the architectures as the paper's do (Spearman ρ 0.985 [0.89, 1]); with the
+# estimator's systematic error unmeasured, those rows are inconclusive.
 
 # %%
 #| echo: false
