@@ -13,6 +13,8 @@ from scipy.linalg import solve_continuous_lyapunov, solve_discrete_lyapunov
 from scipy.optimize import minimize_scalar
 from scipy.special import gammaln, logsumexp, rel_entr
 
+from .clusters import split_rhat as _split_rhat
+
 # %% auto #0
 __all__ = ['StudentLocation', 'cluster_data', 'steepest_basins', 'saddle_heights', 'grid_posterior', 'basin_masses',
            'basin_moments', 'sgd_walkers', 'basin_of', 'occupancy', 'split_rhat', 'kl', 'fit_beta', 'bootstrap_walkers',
@@ -156,14 +158,10 @@ def occupancy(basins: np.ndarray, K: int) -> np.ndarray:
     return np.stack([(basins == k).mean(0) for k in range(K)], -1)
 
 def split_rhat(chains: np.ndarray) -> float:
-    "Split-R̂ of `chains` (S, N): each of the N records cut in two, the 2N halves as chains."
-    S = chains.shape[0] // 2
-    x = np.concatenate([chains[:S], chains[S:2 * S]], axis=1).astype(float)
-    W = x.var(0, ddof=1).mean()
-    B = S * x.mean(0).var(ddof=1)
-    if W == 0:
-        return 1.0 if B == 0 else math.inf
-    return float(math.sqrt(((S - 1) / S * W + B / S) / W))
+    """Split-R̂ of walkers' records `chains` (S records, N walkers): the clusters chapter's `split_rhat` with each
+    walker a chain, and 1 where nothing varies at all (a basin no walker visits)."""
+    r = _split_rhat(np.asarray(chains, dtype=float).T)
+    return 1.0 if math.isnan(r) else r
 
 # %% ../../nbs/15b_exact_posterior.ipynb #5656a29d
 def kl(p, q) -> float:
