@@ -300,7 +300,10 @@ if cost is not None:
     assert dln_cost.failed.notna().curvature and dln_cost.seconds.devinterp > dln_cost.seconds.auto
     exact = pd.read_csv(committed_dir('llc_validation', 'suite_targets.csv')).set_index('case').target
     assert abs(dln_cost.llc.auto - exact['dln-4-2-2-3-5-2-2-r1']) < 2.5 * dln_cost.se.auto  # the suite's exact target
-cost.drop(columns=['machine']).round(4) if cost is not None else 'not measured yet: python tools/time_auto_llc.py'
+shown = ['model', 'date', 'method', 'sampler', 'seconds', 'vs_curvature', 'llc', 'se', 'step', 'chains', 'burnin', 'draws',
+         'failed']
+(cost[shown].assign(step=cost.step.map(lambda x: f'{x:.2g}' if x == x else ''), failed=cost.failed.fillna('').str[:60])
+ .round(3) if cost is not None else 'not measured yet: python tools/time_auto_llc.py')
 
 
 # %% [markdown]
