@@ -65,9 +65,10 @@ def analyse_net(net: pd.DataFrame, ds_llc: str = 'mean', n_boot: int = 100, seed
                d_s=d_s, d_s_ci_low=ci[0], d_s_ci_high=ci[1], d_s_late=2 * lam_mean * late['late_slope'],
                ds_le_llc_mean=bool(d_s <= lam_mean), ds_le_llc_final=bool(d_s <= lam_final),
                R_final=float(net.R.iloc[-1]))
-    if 'llc_near_minimum' in at:               # the criticality chapter's test, in runs made since it existed
-        near = at.llc_near_minimum.to_numpy(float)
-        row.update(llc_near_minimum_share=float(np.mean(near)), llc_final_near_minimum_share=float(np.mean(near[-10:])))
+    row['llc_estimates'] = len(at)
+    for flag in [c[4:] for c in ('llc_near_minimum', 'llc_flagged') if c in at]:   # in runs made since it was recorded
+        v = at[f'llc_{flag}'].to_numpy(float)
+        row.update({f'llc_{flag}_share': float(np.mean(v)), f'llc_final_{flag}_share': float(np.mean(v[-10:]))})
     for col in [c for c in net.columns if c.startswith('volume/') and net[c].notna().any()]:
         v = pos[col].to_numpy()
         vol = spectral_dimension_from_volume(t[v > 0], v[v > 0], n_boot=n_boot, seed=seed)

@@ -15,8 +15,8 @@ from scipy import stats
 from ..core import save_figures, write_table
 
 # %% auto #0
-__all__ = ['summary_row', 'bootstrap_interval', 'stat_row', 'spearman_interval', 'run_fields', 'plot_ageing', 'plot_noise',
-           'write_report']
+__all__ = ['ALONG_FLAGGED', 'summary_row', 'bootstrap_interval', 'stat_row', 'flagged_rows', 'spearman_interval', 'run_fields',
+           'plot_ageing', 'plot_noise', 'write_report']
 
 # %% ../../nbs/19a_study_common.ipynb #dc96d4d5
 def summary_row(quantity: str, value, lo=np.nan, hi=np.nan, note: str = '', *, contain: bool = False) -> dict:
@@ -44,6 +44,18 @@ def stat_row(quantity, x, stat, n_boot, note=''):
     x = np.asarray(x, float)
     x = x[np.isfinite(x)]
     return summary_row(quantity, stat(x) if len(x) else np.nan, *bootstrap_interval(x, stat, n_boot), note)
+
+ALONG_FLAGGED = 'LLC estimates along training flagged'
+
+def flagged_rows(nets: pd.DataFrame) -> list[dict]:
+    """`ALONG_FLAGGED`: the share of the LLC estimates along training that the estimator's own diagnostics flag,
+    noted 'K of N flagged' (the ledger holds back a row whose estimates are all flagged); none for runs made before
+    the flags were recorded (2026-12-02)."""
+    if 'llc_flagged_share' not in nets or 'llc_estimates' not in nets:
+        return []
+    k, n = int(round((nets.llc_flagged_share * nets.llc_estimates).sum())), int(nets.llc_estimates.sum())
+    return [summary_row(ALONG_FLAGGED, k / n if n else np.nan, note=f'{len(nets)} nets; {k} of {n} flagged by their '
+                        f'diagnostics; in the last 10 of each net: {nets.llc_final_flagged_share.mean():.0%}')]
 
 def spearman_interval(x, y, n_boot: int = 200, seed: int = 0) -> tuple[float, float, float]:
     "Spearman's rho of (x, y) and a 95% bootstrap interval over pairs; all NaN when it cannot be computed."

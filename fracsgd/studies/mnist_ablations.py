@@ -18,7 +18,7 @@ from ..diffusion.crossover import predict_displacement
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from .common import spearman_interval, stat_row, summary_row, write_report
+from .common import flagged_rows, spearman_interval, stat_row, summary_row, write_report
 
 # %% auto #0
 __all__ = ['QUICK', 'FULL', 'SMOKE', 'STUDY', 'RELATIONS', 'MNISTAblationsConfig', 'grid', 'MNISTAblations', 'per_net',
@@ -135,6 +135,7 @@ def summarize(nets: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
     rows.append(stat_row('median held-out r² of the eq.-17 prediction', nets.prediction_r2, np.median, n_boot,
                           'fig. 14-15'))
     rows.append(stat_row('median predicted / measured final R', nets.prediction_ratio, np.median, n_boot))
+    rows += flagged_rows(nets)
     rows.append(summary_row('nets', len(nets)))
     out = pd.DataFrame(rows)
     assert out.quantity.is_unique, out.quantity[out.quantity.duplicated()]

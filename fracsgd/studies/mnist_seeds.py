@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from .common import plot_ageing, plot_noise, stat_row, summary_row, write_report
+from .common import flagged_rows, plot_ageing, plot_noise, stat_row, summary_row, write_report
 from ..core import analysis_field, read_table, write_table, save_figures
 from ..diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from ..diffusion.spectral import fit_power_law
@@ -178,7 +178,7 @@ def summarize(nets: pd.DataFrame, n_boot: int = 100) -> pd.DataFrame:
         sat, counted = (nets[f'saturated_{col[4:]}'] == True).sum(), nets[col].notna().sum()
         rows.append(stat_row(f'median d_s from explored volume, ε = {col.split("/")[1]}', nets[col], median,
                               n_boot, f'{sat} of the {counted} nets counted saturated (d_s ≥ 2 only)'))
-    rows += _final_weight_rows(nets, n_boot)
+    rows += _final_weight_rows(nets, n_boot) + flagged_rows(nets)
     rows.append(summary_row('nets', len(nets)))
     return pd.DataFrame(rows)
 

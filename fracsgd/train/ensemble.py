@@ -212,7 +212,7 @@ def current_models(self: EnsembleTrainer) -> list[nn.Module]:
         out.append(m)
     return out
 
-LLC_COLUMNS = ('llc', 'llc_near_minimum', 'llc_gradient_pull')   # what an LLC step adds to the trajectory
+LLC_COLUMNS = ('llc', 'llc_se', 'llc_flagged', 'llc_near_minimum', 'llc_gradient_pull')   # an LLC step's columns
 
 def llc_warning(message: str, members: list, step: int) -> tuple[object, list[str], str]:
     """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`: the
@@ -225,9 +225,9 @@ def llc_warning(message: str, members: list, step: int) -> tuple[object, list[st
 
 @patch
 def llc(self: EnsembleTrainer, step: int) -> dict:
-    """The LLC [members] of every member at its current weights at training step `step` (`settings.llc`, a fresh
-    seed per call), with whether each point is near a minimum and the gradient's pull there (`LLC_COLUMNS`, see the
-    [criticality chapter](criticality.html)); the estimator's warnings are passed on, each kind once per member."""
+    """Every member's LLC at its weights at step `step` (`settings.llc`, a fresh seed per call), its s.e., its flag,
+    whether it is near a minimum and the gradient's pull there (`LLC_COLUMNS`, [criticality](criticality.html));
+    the estimator's warnings are passed on, each kind once per member."""
     calls = sum('llc' in r for r in self.rows)
     settings = self.s.llc.replace(seed=self.s.llc.seed + calls)
     with warnings.catch_warnings(record=True) as caught:
@@ -243,8 +243,8 @@ def llc(self: EnsembleTrainer, step: int) -> dict:
         if new:
             warnings.warn(lead + '; '.join(new), w.category, stacklevel=2)
     d = res.diagnostics
-    return dict(llc=np.atleast_1d(res.llc), llc_near_minimum=d.near_minimum.to_numpy(float),
-                llc_gradient_pull=d.gradient_pull.to_numpy(float))
+    return dict(llc=np.atleast_1d(res.llc), llc_se=d.llc_se.to_numpy(float), llc_flagged=d.flagged.to_numpy(float),
+                llc_near_minimum=d.near_minimum.to_numpy(float), llc_gradient_pull=d.gradient_pull.to_numpy(float))
 
 # %% ../../nbs/12_ensemble.ipynb #783ab4a7
 @patch

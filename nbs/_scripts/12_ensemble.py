@@ -355,7 +355,7 @@ def current_models(self: EnsembleTrainer) -> list[nn.Module]:
         out.append(m)
     return out
 
-LLC_COLUMNS = ('llc', 'llc_near_minimum', 'llc_gradient_pull')   # what an LLC step adds to the trajectory
+LLC_COLUMNS = ('llc', 'llc_se', 'llc_flagged', 'llc_near_minimum', 'llc_gradient_pull')   # an LLC step's columns
 
 def llc_warning(message: str, members: list, step: int) -> tuple[object, list[str], str]:
     """An `estimate_llc` warning about the models `members` of a chunk, estimated at training step `step`: the
@@ -368,9 +368,9 @@ def llc_warning(message: str, members: list, step: int) -> tuple[object, list[st
 
 @patch
 def llc(self: EnsembleTrainer, step: int) -> dict:
-    """The LLC [members] of every member at its current weights at training step `step` (`settings.llc`, a fresh
-    seed per call), with whether each point is near a minimum and the gradient's pull there (`LLC_COLUMNS`, see the
-    [criticality chapter](criticality.html)); the estimator's warnings are passed on, each kind once per member."""
+    """Every member's LLC at its weights at step `step` (`settings.llc`, a fresh seed per call), its s.e., its flag,
+    whether it is near a minimum and the gradient's pull there (`LLC_COLUMNS`, [criticality](criticality.html));
+    the estimator's warnings are passed on, each kind once per member."""
     calls = sum('llc' in r for r in self.rows)
     settings = self.s.llc.replace(seed=self.s.llc.seed + calls)
     with warnings.catch_warnings(record=True) as caught:
@@ -386,8 +386,8 @@ def llc(self: EnsembleTrainer, step: int) -> dict:
         if new:
             warnings.warn(lead + '; '.join(new), w.category, stacklevel=2)
     d = res.diagnostics
-    return dict(llc=np.atleast_1d(res.llc), llc_near_minimum=d.near_minimum.to_numpy(float),
-                llc_gradient_pull=d.gradient_pull.to_numpy(float))
+    return dict(llc=np.atleast_1d(res.llc), llc_se=d.llc_se.to_numpy(float), llc_flagged=d.flagged.to_numpy(float),
+                llc_near_minimum=d.near_minimum.to_numpy(float), llc_gradient_pull=d.gradient_pull.to_numpy(float))
 
 
 # %% [markdown]
@@ -657,7 +657,7 @@ chunked.groupby('step')[['R', 'loss', 'accuracy']].mean().tail(3)
 
 # %% [markdown]
 # **With the LLC.** `llc_every=k` adds an `llc` column at every $k$-th step, estimated for all members at
-# once, with `llc_near_minimum` (1 where the [criticality chapter](criticality.html)'s test finds the point near a
+# once, with its s.e. `llc_se`, `llc_flagged` (1 where the estimator's own diagnostics flag it), `llc_near_minimum` (1 where the [criticality chapter](criticality.html)'s test finds the point near a
 # minimum, 0 where the estimate is a property of the path, not of a minimum) and `llc_gradient_pull` (its $D$); here with the paper's preset shortened to 40 draws to keep the page fast (its inverse temperature is the
 # preset's, $n\beta = n/\ln n$ with $n$ the training samples; the LLC values of this toy run mean nothing else):
 
@@ -686,6 +686,7 @@ assert any(' at step 30: ' in t for t in passed_on)
 kinds = [(re.search(r'member \d', t)[0], re.sub(r'\d[\d.e+-]*', '#', p))
          for t in passed_on for p in problem_clauses(t.split(': ', 1)[1])]
 assert len(set(kinds)) == len(kinds)                                   # each problem once per member
+assert (llc_rows.llc_flagged == 1).all() and (llc_rows.llc_se > 0).all()   # the table keeps what the warnings say
 assert llc_warning('LLC of model 1: MALA acceptance 0.80 < 0.9; ESS 12 < 100: too few effective draws; more draws',
                    [4, 7], 30) == (7, ['MALA acceptance 0.80 < 0.9', 'ESS 12 < 100: too few effective draws; more draws'],
                                    'LLC of ensemble member 7 at step 30: ')

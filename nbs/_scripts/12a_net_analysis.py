@@ -32,17 +32,18 @@ from fracsgd.diffusion.crossover import detect_crossover, fit_late_exponent
 # ## One net's numbers
 #
 # `analyse_net` reads one net's rows of a trajectory table (columns `step`, `R`, `llc` where it was estimated, and
-# optionally `volume/<ε>` and `llc_near_minimum`) and nothing else:
+# optionally `volume/<ε>`, `llc_near_minimum` and `llc_flagged`) and nothing else:
 #
 # * **the paper's slope**: eq. 17 fitted to the whole run at the LLC checkpoints (every 100 steps), with its r²
 #   (fig. 18) and a block-bootstrap interval;
 # * **crossover and late slope**: the crossover model of the crossover chapter on all recorded steps
 #   (`detect_crossover`, $t_c$ where the local slope falls below ½), and the log–log slope after it
 #   (`fit_late_exponent`) with its interval; NaN, with a note, when the net's curve has no crossover;
-# * **λ̄ and the final LLC** (`final_llc`, the mean of the last 10); in runs that record it, the share of the
+# * **λ̄ and the final LLC** (`final_llc`, the mean of the last 10); in runs that record them, the share of the
 #   LLC steps whose point is near a minimum by the [criticality chapter](criticality.html)'s test, over the run
 #   and over the last 10 (`llc_near_minimum_share`, `llc_final_near_minimum_share`): elsewhere an LLC describes
-#   the path, not a minimum;
+#   the path, not a minimum; and the share the estimator's own diagnostics flag (`llc_flagged_share`,
+#   `llc_final_flagged_share`);
 # * **$d_s$** by the chosen reading of eq. 17 (`ds_llc`), with the interval the slope's interval gives, and the
 #   check $d_s \le \bar\lambda$ (and $d_s \le \lambda_{final}$);
 # * **$d_s$ from the explored volume** for each recorded ε, `spectral_dimension_from_volume`; marked saturated
@@ -101,9 +102,10 @@ def analyse_net(net: pd.DataFrame, ds_llc: str = 'mean', n_boot: int = 100, seed
                d_s=d_s, d_s_ci_low=ci[0], d_s_ci_high=ci[1], d_s_late=2 * lam_mean * late['late_slope'],
                ds_le_llc_mean=bool(d_s <= lam_mean), ds_le_llc_final=bool(d_s <= lam_final),
                R_final=float(net.R.iloc[-1]))
-    if 'llc_near_minimum' in at:               # the criticality chapter's test, in runs made since it existed
-        near = at.llc_near_minimum.to_numpy(float)
-        row.update(llc_near_minimum_share=float(np.mean(near)), llc_final_near_minimum_share=float(np.mean(near[-10:])))
+    row['llc_estimates'] = len(at)
+    for flag in [c[4:] for c in ('llc_near_minimum', 'llc_flagged') if c in at]:   # in runs made since it was recorded
+        v = at[f'llc_{flag}'].to_numpy(float)
+        row.update({f'llc_{flag}_share': float(np.mean(v)), f'llc_final_{flag}_share': float(np.mean(v[-10:]))})
     for col in [c for c in net.columns if c.startswith('volume/') and net[c].notna().any()]:
         v = pos[col].to_numpy()
         vol = spectral_dimension_from_volume(t[v > 0], v[v > 0], n_boot=n_boot, seed=seed)
@@ -129,7 +131,10 @@ synthetic = pd.DataFrame(dict(run=0, step=steps, R=3 * np.maximum(steps, 1) ** 0
 for reading in DS_READINGS:
     a = analyse_net(synthetic, ds_llc=reading, n_boot=20)
     assert abs(a['slope'] - 0.3) < 1e-9 and abs(a['d_s'] - 7.2) < 1e-6 and a['ds_le_llc_mean'], (reading, a)
-assert abs(a['r2'] - 1) < 1e-12 and a['llc_final'] == 12.0
+assert abs(a['r2'] - 1) < 1e-12 and a['llc_final'] == 12.0 and 'llc_flagged_share' not in a
+flags = synthetic.assign(llc_flagged=np.where(steps % 100 == 0, (steps >= 1000).astype(float), np.nan))
+f = analyse_net(flags, n_boot=0)                  # 11 of the 20 estimates (steps 1000-2000) flagged, the last 10 all
+assert abs(f['llc_flagged_share'] - 11 / 20) < 1e-12 and f['llc_final_flagged_share'] == 1.0, f
 rising = synthetic.assign(llc=np.where(steps % 100 == 0, np.interp(steps, [0, 300, 2000], [-4, 12, 12]), np.nan))
 mean_ds, point_ds = (analyse_net(rising, ds_llc=r, n_boot=0)['d_s'] for r in ('mean', 'pointwise'))
 assert mean_ds > 0 > point_ds, (mean_ds, point_ds)

@@ -76,6 +76,18 @@ def stat_row(quantity, x, stat, n_boot, note=''):
     x = x[np.isfinite(x)]
     return summary_row(quantity, stat(x) if len(x) else np.nan, *bootstrap_interval(x, stat, n_boot), note)
 
+ALONG_FLAGGED = 'LLC estimates along training flagged'
+
+def flagged_rows(nets: pd.DataFrame) -> list[dict]:
+    """`ALONG_FLAGGED`: the share of the LLC estimates along training that the estimator's own diagnostics flag,
+    noted 'K of N flagged' (the ledger holds back a row whose estimates are all flagged); none for runs made before
+    the flags were recorded (2026-12-02)."""
+    if 'llc_flagged_share' not in nets or 'llc_estimates' not in nets:
+        return []
+    k, n = int(round((nets.llc_flagged_share * nets.llc_estimates).sum())), int(nets.llc_estimates.sum())
+    return [summary_row(ALONG_FLAGGED, k / n if n else np.nan, note=f'{len(nets)} nets; {k} of {n} flagged by their '
+                        f'diagnostics; in the last 10 of each net: {nets.llc_final_flagged_share.mean():.0%}')]
+
 def spearman_interval(x, y, n_boot: int = 200, seed: int = 0) -> tuple[float, float, float]:
     "Spearman's rho of (x, y) and a 95% bootstrap interval over pairs; all NaN when it cannot be computed."
     x, y = np.asarray(x, float), np.asarray(y, float)
@@ -105,6 +117,17 @@ assert stat_row('mean', [1.0, np.nan, 3.0], np.mean, 100)['value'] == 2.0  # NaN
 assert np.allclose(spearman_interval(np.arange(10), np.arange(10) ** 3, 100), 1)   # monotone: rho = 1, always
 assert np.isnan(spearman_interval([1, 2], [2, 1])).all()                   # too few pairs
 spearman_interval(x[:50], x[:50] + np.random.default_rng(1).normal(size=50), 200)
+
+# %% [markdown]
+# Where the runs recorded the LLC's diagnostics along training, `flagged_rows` counts the flagged estimates over all
+# nets (two nets of 20 estimates, 5 and 20 flagged: 25 of 40); runs made before have no such row.
+
+# %%
+two = pd.DataFrame(dict(llc_estimates=[20, 20], llc_flagged_share=[0.25, 1.0], llc_final_flagged_share=[0.5, 1.0]))
+(flag,) = flagged_rows(two)
+assert flag['value'] == 25 / 40 and '25 of 40 flagged' in flag['note'] and 'last 10 of each net: 75%' in flag['note']
+assert flagged_rows(two.drop(columns='llc_flagged_share')) == []
+flag
 
 
 # %% [markdown]

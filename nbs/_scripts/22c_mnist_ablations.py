@@ -58,7 +58,7 @@ from fracsgd.diffusion.crossover import predict_displacement
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from fracsgd.studies.common import spearman_interval, stat_row, summary_row, write_report
+from fracsgd.studies.common import flagged_rows, spearman_interval, stat_row, summary_row, write_report
 
 # %%
 import torch
@@ -275,6 +275,7 @@ def summarize(nets: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
     rows.append(stat_row('median held-out r² of the eq.-17 prediction', nets.prediction_r2, np.median, n_boot,
                           'fig. 14-15'))
     rows.append(stat_row('median predicted / measured final R', nets.prediction_ratio, np.median, n_boot))
+    rows += flagged_rows(nets)
     rows.append(summary_row('nets', len(nets)))
     out = pd.DataFrame(rows)
     assert out.quantity.is_unique, out.quantity[out.quantity.duplicated()]
