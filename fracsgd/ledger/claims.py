@@ -21,8 +21,8 @@ from .scale import paper_kind, paper_scale
 
 # %% auto #0
 __all__ = ['CLAIMS', 'LEDGER', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS', 'LEDGER_COLUMNS', 'SYSTEMATIC',
-           'ALONG', 'LLC_NOT_MEASURED', 'FEW', 'TWICE_MAX', 'TC', 'read_claims', 'paper_interval', 'verdict',
-           'llc_readings', 'widen', 'ratio_hold', 'llc_flagged', 'few_points', 'grid_edge', 'summary_value',
+           'ALONG', 'LLC_NOT_MEASURED', 'NO_FLAG_COUNT', 'FEW', 'TWICE_MAX', 'TC', 'read_claims', 'paper_interval',
+           'verdict', 'llc_readings', 'widen', 'ratio_hold', 'llc_flagged', 'few_points', 'grid_edge', 'summary_value',
            'crossover_note', 'ledger_rows', 'read_ledger', 'record_claims', 'rebuild_ledger', 'keep_results',
            'stale_rows']
 
@@ -147,18 +147,18 @@ def ratio_hold(base: float, readings: dict) -> str:
     return ('the readings differ at the final weights by the factors ' + ', '.join(f'{v / base:.3g} ({k})' for k, v in
             other.items()) + '; whether every LLC of the ratio moves by that factor (per net, along training) is not measured')
 
-def llc_flagged(summary: pd.DataFrame) -> str:
-    "'K of N LLC estimates flagged ...' when the diagnostics flag every estimate a study's rows use; '' otherwise."
-    analysed = float(summary.value['nets analysed']) if 'nets analysed' in summary.index else math.nan
+NO_FLAG_COUNT = 'no count of flagged LLC estimates is recorded with this result, so the all-flagged rule cannot act'
+def llc_flagged(summary: pd.DataFrame) -> str | None:
+    "'all K LLC estimates flagged ...' when a note counts every estimate flagged ('K of N flagged', or 'K flagged' of the nets), '' when some pass, None if none counts."
+    found = None
     for q, note in summary.get('note', pd.Series(dtype=str)).items():
-        m = re.search(r'(\d+) flagged', note) if isinstance(note, str) and 'calibrated' not in q else None
-        if m is None:
-            continue
-        lead = re.match(r'(\d+) nets;', note)
-        n = int(lead.group(1)) if lead else analysed
-        if int(m.group(1)) >= n:
-            return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
-    return ''
+        m = re.search(r'(\d+)(?: of (\d+))? flagged', note) if isinstance(note, str) and 'calibrated' not in q else None
+        if m:
+            lead, found = re.match(r'(\d+) nets;', note), ''
+            n = float(m.group(2) or (lead.group(1) if lead else summary.value.get('nets analysed', math.nan)))
+            if int(m.group(1)) >= n:
+                return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
+    return found
 
 # %% ../../nbs/30_ledger.ipynb #617d90d6
 def _sha256(path) -> str:
@@ -239,8 +239,8 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
             lo, hi = widen(llc, lo, hi, base, readings)
         else:
             hold.append("the estimator's systematic uncertainty is not measured at this model")
-        if flagged := llc_flagged(summary):
-            hold.append(flagged)
+        flagged = llc_flagged(summary)
+        hold, notes = hold + [flagged] * bool(flagged), notes + [NO_FLAG_COUNT] * (flagged is None)
         if llc == 'llc-ratio':
             hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')

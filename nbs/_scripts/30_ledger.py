@@ -696,18 +696,18 @@ def ratio_hold(base: float, readings: dict) -> str:
     return ('the readings differ at the final weights by the factors ' + ', '.join(f'{v / base:.3g} ({k})' for k, v in
             other.items()) + '; whether every LLC of the ratio moves by that factor (per net, along training) is not measured')
 
-def llc_flagged(summary: pd.DataFrame) -> str:
-    "'K of N LLC estimates flagged ...' when the diagnostics flag every estimate a study's rows use; '' otherwise."
-    analysed = float(summary.value['nets analysed']) if 'nets analysed' in summary.index else math.nan
+NO_FLAG_COUNT = 'no count of flagged LLC estimates is recorded with this result, so the all-flagged rule cannot act'
+def llc_flagged(summary: pd.DataFrame) -> str | None:
+    "'all K LLC estimates flagged ...' when a note counts every estimate flagged ('K of N flagged', or 'K flagged' of the nets), '' when some pass, None if none counts."
+    found = None
     for q, note in summary.get('note', pd.Series(dtype=str)).items():
-        m = re.search(r'(\d+) flagged', note) if isinstance(note, str) and 'calibrated' not in q else None
-        if m is None:
-            continue
-        lead = re.match(r'(\d+) nets;', note)
-        n = int(lead.group(1)) if lead else analysed
-        if int(m.group(1)) >= n:
-            return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
-    return ''
+        m = re.search(r'(\d+)(?: of (\d+))? flagged', note) if isinstance(note, str) and 'calibrated' not in q else None
+        if m:
+            lead, found = re.match(r'(\d+) nets;', note), ''
+            n = float(m.group(2) or (lead.group(1) if lead else summary.value.get('nets analysed', math.nan)))
+            if int(m.group(1)) >= n:
+                return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
+    return found
 
 
 # %% [markdown]
@@ -727,7 +727,9 @@ assert widen('llc-ratio', 1.0, 2.0, base, readings) == (1.0, 2.0)
 assert 'another sign' in ratio_hold(base, readings) and 'not measured' in ratio_hold(math.nan, {})
 assert 'factors 2' in ratio_hold(1.0, {'a (along training)': 1.0, 'b': 2.0})
 moons_full = read_table(COMPACT / 'moons-posterior/full/summary.csv').set_index('quantity')
-assert llc_flagged(moons_full) == 'all 500 LLC estimates flagged by their diagnostics' and llc_flagged(seeds) == ''
+assert llc_flagged(moons_full) == 'all 500 LLC estimates flagged by their diagnostics' and llc_flagged(seeds) is None
+some = pd.DataFrame(dict(value=[1.0], note=['50 nets; 4999 of 5000 flagged by their diagnostics']), index=['x'])
+assert llc_flagged(some) == '' and 'all 5000' in llc_flagged(some.assign(note='50 nets; 5000 of 5000 flagged'))
 dict(readings=readings, mean_final_llc=widen('llc', lam.ci_low, lam.ci_high, base, readings))
 
 
@@ -820,8 +822,8 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
             lo, hi = widen(llc, lo, hi, base, readings)
         else:
             hold.append("the estimator's systematic uncertainty is not measured at this model")
-        if flagged := llc_flagged(summary):
-            hold.append(flagged)
+        flagged = llc_flagged(summary)
+        hold, notes = hold + [flagged] * bool(flagged), notes + [NO_FLAG_COUNT] * (flagged is None)
         if llc == 'llc-ratio':
             hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
