@@ -12,7 +12,7 @@ from torch import nn
 
 from .settings import SGLDSettings, default_n_beta
 from .sgld import SGLDDivergenceError
-from .result import LLCResult, Z_INTERVAL
+from .result import ACCEPTANCE_FLAG, LLCResult, Z_INTERVAL
 from .estimate import estimate_llc, nan_source
 from ..nets.stack import as_data, where_to_compute
 
@@ -41,7 +41,7 @@ def weight_scale_localization(model: nn.Module) -> float:
 ACCEPTANCE_TARGET = 0.998      # SGLD pilots' MALA acceptance; at 0.92 (0.99) the LLC was up to +70% (+42%) off
 RUN_ACCEPTANCE_MIN = 0.996     # below it an SGLD run is repeated at half its step
 MALA_ACCEPTANCE = 0.9          # Metropolis-adjusted pilots: at lower acceptance chains stick where curvature is high
-MALA_RUN_MIN = 0.85            # below it a Metropolis-adjusted run is repeated at half its step
+MALA_RUN_MIN = ACCEPTANCE_FLAG # below it a Metropolis-adjusted run is repeated at half its step (0.85 before 2026-12-02)
 START_STIFFNESS = 0.5          # first step 0.5/γ: the largest the localization alone allows with a small bias
 MAX_HALVINGS = 24              # 2^-24 below the start: curvatures up to ~1e7 γ are reached
 PILOT_CHAINS, PILOT_STEPS = 4, (200, 2000)    # pilot chains; pilot length (one relaxation time) clipped to this

@@ -16,10 +16,10 @@ from .sgld import SGLDRun
 from .criticality import criticality_problem, gradient_pull_bound
 
 # %% auto #0
-__all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'MIN_RELAXATIONS', 'REACH_HIGH', 'Z_INTERVAL', 'SENSITIVITY_FACTOR',
-           'LOCALIZATION_EXTRAPOLATION', 'LOCALIZATION_SPREAD', 'INTERVAL_LIMIT', 'batch_means_se', 'chain_statistics',
-           'reach_used', 'llc_problems', 'problem_clauses', 'LLCResult', 'stronger_localization',
-           'localization_interval', 'with_localization_interval']
+__all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'ACCEPTANCE_FLAG', 'MIN_RELAXATIONS', 'REACH_HIGH', 'Z_INTERVAL',
+           'SENSITIVITY_FACTOR', 'LOCALIZATION_EXTRAPOLATION', 'LOCALIZATION_SPREAD', 'INTERVAL_LIMIT',
+           'batch_means_se', 'chain_statistics', 'reach_used', 'llc_problems', 'problem_clauses', 'LLCResult',
+           'stronger_localization', 'localization_interval', 'with_localization_interval']
 
 # %% ../../nbs/09b_llc_result.ipynb #310f08b7
 def batch_means_se(x: np.ndarray) -> tuple[float, float]:
@@ -65,6 +65,7 @@ def chain_statistics(values: np.ndarray) -> dict:
 # %% ../../nbs/09b_llc_result.ipynb #68c35bc9
 REACH_LIMIT = 0.05          # reach used gamma*|w - w*|^2/d above which chains drift along the singular set
 RHAT_LIMIT, ESS_MIN = 1.05, 100
+ACCEPTANCE_FLAG = 0.9       # MALA acceptance below which a step is flagged as too large (and the automatic rule repeats it)
 MIN_RELAXATIONS = 2.5       # epsilon*gamma*steps below which directions held only by gamma have not relaxed
 REACH_HIGH = 0.3            # reach used above which relaxed chains are held mostly by the localization
 
@@ -85,8 +86,8 @@ def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat:
     elif llc < 0:
         out.append('negative LLC: w* is not a local minimum of the loss, or the chain found lower loss '
                    '(train longer; smaller step_size or larger localization)')
-    if np.isfinite(acceptance) and acceptance < 0.9:
-        out.append(f'MALA acceptance {acceptance:.3f} < 0.9: step_size too large (discretization error)')
+    if np.isfinite(acceptance) and acceptance < ACCEPTANCE_FLAG:
+        out.append(f'MALA acceptance {acceptance:.3f} < {ACCEPTANCE_FLAG:g}: step_size too large (discretization error)')
     if far:
         out.append(f'chains drift along flat directions held only by the localization (reach used '
                    f'{reach:.2f} > {REACH_LIMIT} after {relaxations:.2g} < {MIN_RELAXATIONS:g} relaxation times '

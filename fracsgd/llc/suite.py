@@ -23,9 +23,10 @@ from ..nets.models import make_dln
 
 # %% auto #0
 __all__ = ['SUITE_N', 'SPLIT_SEED', 'KINDS', 'SUITE_DLNS', 'SUITE_CROSSINGS', 'SUITE_RRRS', 'SUITE_TARGETS', 'FRESH_DLNS',
-           'FRESH_RRRS', 'FRESH_TARGETS', 'REL_SE', 'BURNIN', 'DRAWS', 'DRIFT_Z', 'aoyagi_order', 'RRR', 'rrr_data',
-           'suite_cases', 'fresh_cases', 'suite_problem', 'equivalent_data', 'sufficient_stats', 'linear_posterior',
-           'tune_step', 'mala_target', 'suite_target', 'suite_check', 'suite_targets']
+           'FRESH_RRRS', 'FRESH_TARGETS', 'FRESH2_DLNS', 'FRESH2_RRRS', 'FRESH2_TARGETS', 'REL_SE', 'BURNIN', 'DRAWS',
+           'DRIFT_Z', 'aoyagi_order', 'RRR', 'rrr_data', 'suite_cases', 'fresh_cases', 'fresh2_cases', 'suite_problem',
+           'equivalent_data', 'sufficient_stats', 'linear_posterior', 'tune_step', 'mala_target', 'suite_target',
+           'suite_check', 'suite_targets']
 
 # %% ../../nbs/11d_llc_suite.ipynb #adfea602
 SUITE_N = (3_000, 10_000, 30_000)
@@ -117,6 +118,17 @@ def fresh_cases() -> pd.DataFrame:
     df = pd.DataFrame(_cases(FRESH_DLNS, SUITE_CROSSINGS, FRESH_RRRS, seed0=1000, n_shift=1, noise_flip=1,
                              prefix='fresh-'))
     df['part'] = 'fresh'
+    return df
+
+# %% ../../nbs/11d_llc_suite.ipynb #6cb58202
+FRESH2_DLNS = [((4, 3, 4), 1), ((2, 4, 2, 4), 1), ((3, 3, 2, 3, 3), 1), ((2,) * 6, 1), ((2,) * 7, 1)]
+FRESH2_RRRS = [(3, 1, 4), (4, 2, 2), (2, 1, 2)]
+FRESH2_TARGETS = committed_dir('llc_validation', 'suite_targets_fresh2.csv')
+
+def fresh2_cases() -> pd.DataFrame:
+    "The second fresh part (`part` = 'fresh2', ids 'fresh2-'): chains, matrix chains, networks and RRRs, no crossings."
+    df = pd.DataFrame(_cases(FRESH2_DLNS, (), FRESH2_RRRS, seed0=2000, n_shift=2, noise_flip=0, prefix='fresh2-'))
+    df['part'] = 'fresh2'
     return df
 
 # %% ../../nbs/11d_llc_suite.ipynb #5f3d4af7

@@ -142,6 +142,7 @@ def chain_statistics(values: np.ndarray) -> dict:
 #| export
 REACH_LIMIT = 0.05          # reach used gamma*|w - w*|^2/d above which chains drift along the singular set
 RHAT_LIMIT, ESS_MIN = 1.05, 100
+ACCEPTANCE_FLAG = 0.9       # MALA acceptance below which a step is flagged as too large (and the automatic rule repeats it)
 MIN_RELAXATIONS = 2.5       # epsilon*gamma*steps below which directions held only by gamma have not relaxed
 REACH_HIGH = 0.3            # reach used above which relaxed chains are held mostly by the localization
 
@@ -162,8 +163,8 @@ def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat:
     elif llc < 0:
         out.append('negative LLC: w* is not a local minimum of the loss, or the chain found lower loss '
                    '(train longer; smaller step_size or larger localization)')
-    if np.isfinite(acceptance) and acceptance < 0.9:
-        out.append(f'MALA acceptance {acceptance:.3f} < 0.9: step_size too large (discretization error)')
+    if np.isfinite(acceptance) and acceptance < ACCEPTANCE_FLAG:
+        out.append(f'MALA acceptance {acceptance:.3f} < {ACCEPTANCE_FLAG:g}: step_size too large (discretization error)')
     if far:
         out.append(f'chains drift along flat directions held only by the localization (reach used '
                    f'{reach:.2f} > {REACH_LIMIT} after {relaxations:.2g} < {MIN_RELAXATIONS:g} relaxation times '

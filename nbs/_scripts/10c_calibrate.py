@@ -21,7 +21,7 @@ from torch import nn
 
 from fracsgd.llc.settings import SGLDSettings, default_n_beta
 from fracsgd.llc.sgld import SGLDDivergenceError
-from fracsgd.llc.result import LLCResult, Z_INTERVAL
+from fracsgd.llc.result import ACCEPTANCE_FLAG, LLCResult, Z_INTERVAL
 from fracsgd.llc.estimate import estimate_llc, nan_source
 from fracsgd.nets.stack import as_data, where_to_compute
 
@@ -51,8 +51,9 @@ from fracsgd.nets.stack import as_data, where_to_compute
 #   accepted by the Metropolis test at least 90% of the time (MALA) or 99.8% of the time (SGLD, where the test is
 #   only measured: its acceptance measures the bias where it is met, away from $w^*$ as well as at it).
 # * **The estimate acts on its own diagnostics.** `estimate_llc_auto` runs the estimate at the calibrated settings.
-#   A run whose own acceptance falls below 0.85 (MALA) or 0.996 (SGLD), or that backed off from a divergence, is run
-#   again at half the step (at most three times). A MALA run is then lengthened, with another seed, until its
+#   A run whose own acceptance falls below 0.9 (MALA: the level at which its diagnostics flag the step; 0.85 before
+#   2026-12-02, see the suite below) or 0.996 (SGLD), or that backed off from a divergence, is run again at half the
+#   step (at most three times). A MALA run is then lengthened, with another seed, until its
 #   standard error is at most 2.5% of the estimate (at most three times, 80,000 draws). The standard error it
 #   reports is the larger of the batch-means error and the spread of the chains' means, so chains that disagree
 #   widen the interval.
@@ -119,7 +120,7 @@ def weight_scale_localization(model: nn.Module) -> float:
 ACCEPTANCE_TARGET = 0.998      # SGLD pilots' MALA acceptance; at 0.92 (0.99) the LLC was up to +70% (+42%) off
 RUN_ACCEPTANCE_MIN = 0.996     # below it an SGLD run is repeated at half its step
 MALA_ACCEPTANCE = 0.9          # Metropolis-adjusted pilots: at lower acceptance chains stick where curvature is high
-MALA_RUN_MIN = 0.85            # below it a Metropolis-adjusted run is repeated at half its step
+MALA_RUN_MIN = ACCEPTANCE_FLAG # below it a Metropolis-adjusted run is repeated at half its step (0.85 before 2026-12-02)
 START_STIFFNESS = 0.5          # first step 0.5/γ: the largest the localization alone allows with a small bias
 MAX_HALVINGS = 24              # 2^-24 below the start: curvatures up to ~1e7 γ are reached
 PILOT_CHAINS, PILOT_STEPS = 4, (200, 2000)    # pilot chains; pilot length (one relaxation time) clipped to this
