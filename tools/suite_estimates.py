@@ -20,6 +20,7 @@ import os
 os.environ.setdefault('OMP_NUM_THREADS', '1')
 import argparse, math, platform, time, warnings
 from datetime import date
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -70,7 +71,7 @@ def main():
     ap.add_argument('--out', default=None)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    out = OUT if a.out is None else a.out
+    out = OUT if a.out is None else Path(a.out)
     tag = f'{a.part}-{a.sampler or "auto"}-{a.data}'
     if a.merge:
         parts = [pd.read_csv(p) for p in sorted(out.parent.glob(f'suite_estimates.{tag}.shard*.csv'))]

@@ -705,3 +705,24 @@ if fresh_targets is not None:
 else:
     fresh_shown = 'not computed yet: run `python tools/suite_targets.py --fresh`'
 fresh_shown
+
+# %% [markdown]
+# And the second fresh part's, by `tools/suite_targets.py --fresh2` (2026-12-02, 11 minutes of one core):
+
+# %%
+fresh2_targets = pd.read_csv(FRESH2_TARGETS) if FRESH2_TARGETS.exists() else None
+if fresh2_targets is not None:
+    same = fresh2_targets.set_index('case')[fresh2.columns.drop('case')].loc[fresh2.case].reset_index()
+    pd.testing.assert_frame_equal(same, fresh2, check_dtype=False, rtol=1e-12)  # the targets are for this table
+    f2_sampled = fresh2_targets[fresh2_targets.method != 'quadrature']
+    assert (f2_sampled.target_se <= REL_SE * f2_sampled.target.abs()).all()
+    f2_checks = fresh2_targets.dropna(subset=['check'])
+    f2_z = (f2_checks.target - f2_checks.check) / np.hypot(f2_checks.target_se, f2_checks.check_se)
+    assert len(f2_checks) == 9 and (f2_z.abs() <= 3).all(), f2_z
+    fresh2_targets['ratio'] = fresh2_targets.target / fresh2_targets.lam
+    assert (fresh2_targets.ratio < 1).all()
+    fresh2_shown = fresh2_targets[['case', 'n', 'noise', 'lam', 'mult', 'd', 'gamma', 'target', 'target_se', 'ratio',
+                                   'check', 'check_se', 'method', 'seconds']].round(4)
+else:
+    fresh2_shown = 'not computed yet: run `python tools/suite_targets.py --fresh2`'
+fresh2_shown
