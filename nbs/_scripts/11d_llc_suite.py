@@ -689,40 +689,27 @@ if targets is not None:
 # again two ways):
 
 # %%
-fresh_targets = pd.read_csv(FRESH_TARGETS) if FRESH_TARGETS.exists() else None
-if fresh_targets is not None:
-    same = fresh_targets.set_index('case')[fresh.columns.drop('case')].loc[fresh.case].reset_index()
-    pd.testing.assert_frame_equal(same, fresh, check_dtype=False, rtol=1e-12)   # the targets are for this table
-    f_sampled = fresh_targets[fresh_targets.method != 'quadrature']
-    assert (f_sampled.target_se <= REL_SE * f_sampled.target.abs()).all()
-    f_checks = fresh_targets.dropna(subset=['check'])
-    f_z = (f_checks.target - f_checks.check) / np.hypot(f_checks.target_se, f_checks.check_se)
-    assert len(f_checks) == 9 and (f_z.abs() <= 3).all()
-    fresh_targets['ratio'] = fresh_targets.target / fresh_targets.lam
-    assert (fresh_targets.ratio < 1).all()
-    fresh_shown = fresh_targets[['case', 'n', 'noise', 'lam', 'mult', 'd', 'gamma', 'target', 'target_se', 'ratio',
-                                 'check', 'check_se', 'method', 'seconds']].round(4)
-else:
-    fresh_shown = 'not computed yet: run `python tools/suite_targets.py --fresh`'
-fresh_shown
+def checked_targets(path, part: pd.DataFrame, flag: str):
+    "A fresh part's committed targets, checked: for these cases, s.e. within REL_SE, 9 chains agreeing two ways, below λ."
+    if not path.exists():
+        return f'not computed yet: run `python tools/suite_targets.py {flag}`'
+    t = pd.read_csv(path)
+    same = t.set_index('case')[part.columns.drop('case')].loc[part.case].reset_index()
+    pd.testing.assert_frame_equal(same, part, check_dtype=False, rtol=1e-12)   # the targets are for this table
+    sampled = t[t.method != 'quadrature']
+    assert (sampled.target_se <= REL_SE * sampled.target.abs()).all()
+    checks = t.dropna(subset=['check'])
+    z = (checks.target - checks.check) / np.hypot(checks.target_se, checks.check_se)
+    assert len(checks) == 9 and (z.abs() <= 3).all(), z
+    t['ratio'] = t.target / t.lam
+    assert (t.ratio < 1).all()
+    return t[['case', 'n', 'noise', 'lam', 'mult', 'd', 'gamma', 'target', 'target_se', 'ratio', 'check', 'check_se',
+              'method', 'seconds']].round(4)
+
+checked_targets(FRESH_TARGETS, fresh, '--fresh')
 
 # %% [markdown]
 # And the second fresh part's, by `tools/suite_targets.py --fresh2` (2026-12-02, 11 minutes of one core):
 
 # %%
-fresh2_targets = pd.read_csv(FRESH2_TARGETS) if FRESH2_TARGETS.exists() else None
-if fresh2_targets is not None:
-    same = fresh2_targets.set_index('case')[fresh2.columns.drop('case')].loc[fresh2.case].reset_index()
-    pd.testing.assert_frame_equal(same, fresh2, check_dtype=False, rtol=1e-12)  # the targets are for this table
-    f2_sampled = fresh2_targets[fresh2_targets.method != 'quadrature']
-    assert (f2_sampled.target_se <= REL_SE * f2_sampled.target.abs()).all()
-    f2_checks = fresh2_targets.dropna(subset=['check'])
-    f2_z = (f2_checks.target - f2_checks.check) / np.hypot(f2_checks.target_se, f2_checks.check_se)
-    assert len(f2_checks) == 9 and (f2_z.abs() <= 3).all(), f2_z
-    fresh2_targets['ratio'] = fresh2_targets.target / fresh2_targets.lam
-    assert (fresh2_targets.ratio < 1).all()
-    fresh2_shown = fresh2_targets[['case', 'n', 'noise', 'lam', 'mult', 'd', 'gamma', 'target', 'target_se', 'ratio',
-                                   'check', 'check_se', 'method', 'seconds']].round(4)
-else:
-    fresh2_shown = 'not computed yet: run `python tools/suite_targets.py --fresh2`'
-fresh2_shown
+checked_targets(FRESH2_TARGETS, fresh2, '--fresh2')
