@@ -684,6 +684,7 @@ if targets is not None:
     ax.legend(fontsize=7, ncol=2)
     plt.tight_layout()
 
+
 # %% [markdown]
 # The fresh part's targets, computed the same way by `tools/suite_targets.py --fresh` (the scalar and matrix chains
 # again two ways):
