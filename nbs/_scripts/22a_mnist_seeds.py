@@ -637,7 +637,7 @@ if have_full:
 # * **Table 8's numbers are far from ours.** With that slope, $d_s = 2\bar\lambda\times$slope is about 36 (sd
 #   2.4), against the paper's mean 7.25 (sd 4.34); no net has a negative $d_s$ (the paper has 2 of 50). The final
 #   LLC, 32.6 with devinterp's $n\beta$, is half again the paper's 21.2. The ledger holds both means inconclusive
-#   (table at the top of the page): widened by the $n\beta$ readings below, their intervals reach −104.
+#   (table at the top of the page): widened by the $n\beta$ readings below, their intervals reach −100.
 # * **The bounds of fig. 2a and fig. 21 fail**, as they must when the slope is above ½: the largest $d_s/\lambda$
 #   is 1.25 (final LLC) and 1.38 (time-averaged), both above 1. This is the circularity stated above: with λ read as
 #   the mean, the fig.-21 check is the check slope ≤ ½.

@@ -637,9 +637,10 @@ assert comparable.gpu_in_cpu_interval.all() and len(comparable) >= 17
 both.drop(columns='gpu_in_cpu_interval').round(3)
 
 # %% [markdown]
-# That includes our calibrated LLC: −96.9 on the GPU from the one pass, −100.3 [−120.6, −84.6] committed from the
-# net-by-net loop. Both are flagged, as the [seeds page](mnist_seeds.html) explains. The committed full results
-# stay as they are (the loop's values): the pass changes the random streams, not what is computed.
+# That includes our calibrated LLC: −96.9 on the GPU from the one pass, and −93.6 [−114.4, −75.7] in the CPU run
+# committed since 2026-12-02, also from one pass (the net-by-net loop of the earlier CPU runs gave −100.3). All
+# are flagged, as the [seeds page](mnist_seeds.html) explains: the pass changes the random streams, not what is
+# computed.
 #
 # **mnist-architectures `--full`** did not finish. In the second call, with 12 workers, 12 of its 17 runs
 # finished within 235 s, each in 109–207 s. The other 5 had only started by then, so the whole study would take
