@@ -548,7 +548,8 @@ for part in ('held-out', 'fresh'):
     today[f'{part} (second look)'] = suite_score(pd.concat([rows[~rows.case.isin(gap.case)], gap[gap.part == part]]))
 rule_scores = pd.DataFrame({'fresh2': suite_score(f2), **today}) if len(rule) else pd.DataFrame()
 display(rule_scores.round(4))
-repeated[['part', 'n', 'acceptance_before', 'acceptance', 'rel_error_before', 'rel_error', 'covered']].round(3)
+repeated[['part', 'acceptance_before', 'acceptance', 'rel_error_before', 'rel_error', 'covered']].rename(columns=dict(
+    acceptance_before='acc. old', acceptance='acc. new', rel_error_before='error old', rel_error='error new')).round(3)
 
 # %% [markdown]
 # **What the acceptance rule changed.**
