@@ -1,12 +1,15 @@
 "Automatic LLC settings at degenerate points (issue 41, item 1): defined at every point, refusing non-finite models by name, acting on their own diagnostics, and right against exact quadrature targets."
 import math, warnings
 
+import pandas as pd
 import pytest
 import torch
 from torch import nn
 
-from fracsgd.llc.calibrate import (MALA_ACCEPTANCE, NormalCrossing, calibrate, choose_sampler, crossing_data,
-                                   crossing_lambda, crossing_target, estimate_llc_auto, weight_scale_localization)
+from fracsgd.llc.calibrate import (BURNIN_RELAXATIONS, MALA_ACCEPTANCE, MAX_DRAWS, NormalCrossing, calibrate,
+                                   choose_sampler, crossing_data, crossing_lambda, crossing_target, estimate_llc_auto,
+                                   lengthened, unsettled, weight_scale_localization)
+from fracsgd.llc.result import MIN_RELAXATIONS
 from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc, nan_source
 from fracsgd.llc.settings import SGLDSettings, default_n_beta
 
@@ -117,3 +120,30 @@ def test_a_step_that_fails_the_acceptance_check_is_halved_before_reporting(sampl
     assert done['sampler'] == sampler and done['retries'] >= 1 and done['final_step_size'] <= start / 2
     assert res.diagnostics.iloc[0].step_size == done['final_step_size']
     assert res.settings.metropolis == (sampler == 'mala')
+
+
+def _diagnostics(**changes):
+    "A diagnostics row of a settled run: near w*, long, stationary, chains agreeing, many effective draws."
+    return pd.Series({**dict(reach_used=0.01, relaxations=10.0, drift_z=0.0, rhat=1.0, ess=1000.0), **changes})
+
+def test_a_run_is_lengthened_until_its_own_diagnostics_find_it_settled():
+    s = SGLDSettings(n_burnin=10_000, n_draws=10_000, metropolis=True, batch_size=None)
+    assert unsettled(_diagnostics()) == (False, False)
+    assert unsettled(_diagnostics(rhat=float('nan'), ess=float('nan'), drift_z=float('nan'))) == (False, False)
+    assert lengthened(s, _diagnostics(), se_ratio=0.5) is None                     # settled and precise: done
+    more = lengthened(s, _diagnostics(), se_ratio=2.0)                             # imprecise: 1.2 * 2^2 > 4, so 4x
+    assert (more.n_draws, more.n_burnin, more.seed) == (40_000, 10_000, s.seed + 1)
+    few = lengthened(s, _diagnostics(ess=50.0), se_ratio=0.5)                      # unsettled, not relaxing
+    assert (few.n_draws, few.n_burnin) == (20_000, 10_000)
+    # the two networks the second fresh part missed: drift along flat directions after 1.2 relaxation times
+    drift = _diagnostics(reach_used=0.37, relaxations=1.2)
+    assert unsettled(drift) == (True, True)
+    per_relaxation = s.n_steps / 1.2
+    longer = lengthened(s, drift, se_ratio=0.5)
+    assert longer.n_burnin == math.ceil(BURNIN_RELAXATIONS * per_relaxation)
+    assert longer.n_draws == math.ceil(MIN_RELAXATIONS * per_relaxation)
+    assert longer.n_steps * 1.2 / s.n_steps >= MIN_RELAXATIONS + BURNIN_RELAXATIONS   # enough relaxation times now
+    assert unsettled(_diagnostics(drift_z=-5.2)) == (True, True)                   # a falling running estimate
+    capped = s.replace(n_draws=MAX_DRAWS)
+    assert lengthened(capped, _diagnostics(), se_ratio=3.0) is None                # the cap stops it
+    assert lengthened(capped, drift, se_ratio=0.5).n_draws == MAX_DRAWS            # ... but not a longer burn-in

@@ -12,9 +12,11 @@ core), each into its own file; `--merge` joins the shards into the committed tab
     python tools/suite_estimates.py --part held-out --shard 1/2 &
     python tools/suite_estimates.py --part held-out --merge
     python tools/suite_estimates.py --part fresh2             # the second fresh part (its targets first)
+    python tools/suite_estimates.py --part fresh3 --out nbs/llc_validation/suite_estimates_settled.csv   # the third
     python tools/suite_estimates.py --part gap                # seen rows run at acceptance 0.85-0.9, under today's rule
 
-Each row records `mala_run_min`, the acceptance below which its MALA runs were repeated (0.85 before 2026-12-02).
+Each row records `mala_run_min`, the acceptance below which its MALA runs were repeated (0.85 before 2026-12-02), and
+`settling`: True from the rule that also lengthens runs whose diagnostics find them unsettled (2026-12-02, evening).
 """
 import os
 os.environ.setdefault('OMP_NUM_THREADS', '1')
@@ -28,8 +30,8 @@ import torch
 from fracsgd.core import committed_dir, write_table
 from fracsgd.llc.calibrate import MALA_RUN_MIN, estimate_llc_auto
 from fracsgd.llc.settings import default_n_beta
-from fracsgd.llc.suite import (FRESH_TARGETS, FRESH2_TARGETS, SUITE_TARGETS, equivalent_data, fresh_cases, fresh2_cases,
-                               suite_cases, suite_problem)
+from fracsgd.llc.suite import (FRESH_TARGETS, FRESH2_TARGETS, FRESH3_TARGETS, SUITE_TARGETS, equivalent_data, fresh_cases,
+                               fresh2_cases, fresh3_cases, suite_cases, suite_problem)
 
 OUT = committed_dir('llc_validation', 'suite_estimates.csv')
 LOSS = 'regression'
@@ -57,13 +59,13 @@ def run_case(row, target, sampler, rows='equivalent', n_beta_factor=1.0, **rules
                 abs_error=res.llc - target.target, z=(res.llc - target.target) / se_both,
                 covered=bool(res.llc_low <= target.target <= res.llc_high),
                 rel_width=(res.llc_high - res.llc_low) / target.target, flagged=bool(d.flagged),
-                problems=d.problems, mala_run_min=MALA_RUN_MIN, seconds=seconds, machine=f'{platform.machine()} {os.cpu_count()} cores, 1 thread',
+                problems=d.problems, mala_run_min=MALA_RUN_MIN, settling=True, seconds=seconds, machine=f'{platform.machine()} {os.cpu_count()} cores, 1 thread',
                 date=date.today().isoformat())
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--part', default='held-out', choices=['held-out', 'tune', 'fresh', 'fresh2', 'gap', 'all'])
+    ap.add_argument('--part', default='held-out', choices=['held-out', 'tune', 'fresh', 'fresh2', 'fresh3', 'gap', 'all'])
     ap.add_argument('--sampler', default=None, choices=[None, 'mala', 'sgld'])
     ap.add_argument('--shard', default='0/1')
     ap.add_argument('--data', default='equivalent', choices=['equivalent', 'full'])
@@ -84,8 +86,8 @@ def main():
         return
     i, k = (int(x) for x in a.shard.split('/'))
     shard_out = out.parent / f'suite_estimates.{tag}.shard{i}.csv'
-    targets = pd.concat([pd.read_csv(p) for p in (SUITE_TARGETS, FRESH_TARGETS, FRESH2_TARGETS) if p.exists()])
-    cases = pd.concat([suite_cases(), fresh_cases(), fresh2_cases()]).merge(targets[['case', 'target', 'target_se', 'gamma']],
+    targets = pd.concat([pd.read_csv(p) for p in (SUITE_TARGETS, FRESH_TARGETS, FRESH2_TARGETS, FRESH3_TARGETS) if p.exists()])
+    cases = pd.concat([suite_cases(), fresh_cases(), fresh2_cases(), fresh3_cases()]).merge(targets[['case', 'target', 'target_se', 'gamma']],
                                                                           on='case')
     if a.part == 'gap':                  # seen rows whose MALA run was accepted 0.85-0.9: the rows the new rule repeats
         old = pd.read_csv(OUT)

@@ -9,6 +9,7 @@ stopped and restarted. Single-threaded. Prints a summary.
     python tools/suite_targets.py            # the 39 cases of the tuning and held-out parts
     python tools/suite_targets.py --fresh    # the fresh part, into nbs/llc_validation/suite_targets_fresh.csv
     python tools/suite_targets.py --fresh2   # the second fresh part, into nbs/llc_validation/suite_targets_fresh2.csv
+    python tools/suite_targets.py --fresh3   # the third fresh part, into nbs/llc_validation/suite_targets_fresh3.csv
 """
 import os
 os.environ.setdefault('OMP_NUM_THREADS', '1')
@@ -18,7 +19,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fracsgd.llc.suite import FRESH_TARGETS, FRESH2_TARGETS, SUITE_TARGETS, fresh_cases, fresh2_cases, suite_targets
+from fracsgd.llc.suite import (FRESH_TARGETS, FRESH2_TARGETS, FRESH3_TARGETS, SUITE_TARGETS, fresh_cases, fresh2_cases,
+                               fresh3_cases, suite_targets)
 
 
 def summary(df: pd.DataFrame) -> str:
@@ -38,12 +40,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--fresh', action='store_true', help='the fresh part instead of the tuning and held-out parts')
     ap.add_argument('--fresh2', action='store_true', help='the second fresh part (the acceptance rule of 2026-12-02)')
+    ap.add_argument('--fresh3', action='store_true', help='the third fresh part (the settling rule of 2026-12-02)')
     a = ap.parse_args()
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    out = FRESH2_TARGETS if a.fresh2 else FRESH_TARGETS if a.fresh else SUITE_TARGETS
-    df = (suite_targets(out, fresh2_cases()) if a.fresh2 else suite_targets(out, fresh_cases()) if a.fresh
-          else suite_targets())
+    part = 'fresh3' if a.fresh3 else 'fresh2' if a.fresh2 else 'fresh' if a.fresh else None
+    out, cases = {'fresh3': (FRESH3_TARGETS, fresh3_cases), 'fresh2': (FRESH2_TARGETS, fresh2_cases),
+                  'fresh': (FRESH_TARGETS, fresh_cases), None: (SUITE_TARGETS, None)}[part]
+    df = suite_targets(out, cases() if cases else None)
     with pd.option_context('display.width', 250):
         print(summary(df))
     print(f"wall {time.perf_counter() - t0:.0f} s; wrote {out}")

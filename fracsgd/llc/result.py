@@ -16,8 +16,8 @@ from .sgld import SGLDRun
 from .criticality import criticality_problem, gradient_pull_bound
 
 # %% auto #0
-__all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'ACCEPTANCE_FLAG', 'MIN_RELAXATIONS', 'REACH_HIGH', 'Z_INTERVAL',
-           'SENSITIVITY_FACTOR', 'LOCALIZATION_EXTRAPOLATION', 'LOCALIZATION_SPREAD', 'INTERVAL_LIMIT',
+__all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'DRIFT_LIMIT', 'ACCEPTANCE_FLAG', 'MIN_RELAXATIONS', 'REACH_HIGH',
+           'Z_INTERVAL', 'SENSITIVITY_FACTOR', 'LOCALIZATION_EXTRAPOLATION', 'LOCALIZATION_SPREAD', 'INTERVAL_LIMIT',
            'batch_means_se', 'chain_statistics', 'reach_used', 'llc_problems', 'problem_clauses', 'LLCResult',
            'stronger_localization', 'localization_interval', 'with_localization_interval']
 
@@ -65,6 +65,7 @@ def chain_statistics(values: np.ndarray) -> dict:
 # %% ../../nbs/09b_llc_result.ipynb #68c35bc9
 REACH_LIMIT = 0.05          # reach used gamma*|w - w*|^2/d above which chains drift along the singular set
 RHAT_LIMIT, ESS_MIN = 1.05, 100
+DRIFT_LIMIT = 3.0           # |z| of the half-to-half drift above which a running estimate is not stationary
 ACCEPTANCE_FLAG = 0.9       # MALA acceptance below which a step is flagged as too large (and the automatic rule repeats it)
 MIN_RELAXATIONS = 2.5       # epsilon*gamma*steps below which directions held only by gamma have not relaxed
 REACH_HIGH = 0.3            # reach used above which relaxed chains are held mostly by the localization
@@ -96,7 +97,7 @@ def llc_problems(llc: float, se: float, acceptance: float, drift_z: float, rhat:
         out.append(f'the localization, not the likelihood, holds the chains in most directions (reach used '
                    f'{reach:.2f} > {REACH_HIGH}): the estimate may depend on the localization; check with '
                    f'localization_sensitivity, or compare several with localization_sweep')
-    if np.isfinite(drift_z) and abs(drift_z) > 3:
+    if np.isfinite(drift_z) and abs(drift_z) > DRIFT_LIMIT:
         way = 'rising' if drift_z > 0 else 'falling'
         cure = ('increase localization (the chains drift away from w*)' if far and drift_z > 0
                 else 'longer burn-in (the chains are still relaxing)')

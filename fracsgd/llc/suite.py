@@ -23,8 +23,9 @@ from ..nets.models import make_dln
 
 # %% auto #0
 __all__ = ['SUITE_N', 'SPLIT_SEED', 'KINDS', 'SUITE_DLNS', 'SUITE_CROSSINGS', 'SUITE_RRRS', 'SUITE_TARGETS', 'FRESH_DLNS',
-           'FRESH_RRRS', 'FRESH_TARGETS', 'FRESH2_DLNS', 'FRESH2_RRRS', 'FRESH2_TARGETS', 'REL_SE', 'BURNIN', 'DRAWS',
-           'DRIFT_Z', 'aoyagi_order', 'RRR', 'rrr_data', 'suite_cases', 'fresh_cases', 'fresh2_cases', 'suite_problem',
+           'FRESH_RRRS', 'FRESH_TARGETS', 'FRESH2_DLNS', 'FRESH2_RRRS', 'FRESH2_TARGETS', 'FRESH3_DLNS',
+           'FRESH3_CROSSINGS', 'FRESH3_RRRS', 'FRESH3_TARGETS', 'REL_SE', 'BURNIN', 'DRAWS', 'DRIFT_Z', 'aoyagi_order',
+           'RRR', 'rrr_data', 'suite_cases', 'fresh_cases', 'fresh2_cases', 'fresh3_cases', 'suite_problem',
            'equivalent_data', 'sufficient_stats', 'linear_posterior', 'tune_step', 'mala_target', 'suite_target',
            'suite_check', 'suite_targets']
 
@@ -76,13 +77,13 @@ def _add_case(rows, kind, name, shape, depth, rank, n, noise, seed, lam, mult, d
     rows.append(dict(case=f'{prefix}{kind}-{name}', kind=kind, shape=shape, depth=depth, rank=rank, n=n,
                      noise=float(noise), seed=seed, lam=float(lam), mult=mult, d=d, map_sv=map_sv))
 
-def _cases(dlns, crossings, rrrs, seed0: int, n_shift: int, noise_flip: int, prefix: str = '') -> list:
-    "The rows of one suite: chains of depth 2-7, 2x2 chains of depth 2-4, then `dlns`, `crossings` and `rrrs`."
+def _cases(dlns, crossings, rrrs, seed0: int, n_shift: int, noise_flip: int, prefix: str = '', chains: bool = True) -> list:
+    "The rows of one suite: chains of depth 2-7 and 2x2 chains of depth 2-4 (with `chains`), then `dlns`, `crossings` and `rrrs`."
     rows, n = [], lambda i: SUITE_N[(i + n_shift) % 3]
     add = lambda *a, **k: _add_case(rows, *a, prefix=prefix, **k)
-    for i, L in enumerate(range(2, 8)):
+    for i, L in enumerate(range(2, 8) if chains else ()):
         add('chain', f'd{L}', str(L), L, 0, n(i), 0, seed0 + L, 0.5, L, L)
-    for i, L in enumerate(range(2, 5)):
+    for i, L in enumerate(range(2, 5) if chains else ()):
         sizes = [2] * (L + 1)
         add('matrix-chain', f'd{L}', '-'.join(map(str, sizes)), L, 0, n(i), 0, seed0 + L,
             aoyagi_dln_lambda(sizes, 0), aoyagi_order(sizes, 0), 4 * L)
@@ -129,6 +130,19 @@ def fresh2_cases() -> pd.DataFrame:
     "The second fresh part (`part` = 'fresh2', ids 'fresh2-'): chains, matrix chains, networks and RRRs, no crossings."
     df = pd.DataFrame(_cases(FRESH2_DLNS, (), FRESH2_RRRS, seed0=2000, n_shift=2, noise_flip=0, prefix='fresh2-'))
     df['part'] = 'fresh2'
+    return df
+
+# %% ../../nbs/11d_llc_suite.ipynb #6c181588
+FRESH3_DLNS = [((3, 2, 3), 1), ((4, 2, 3, 2), 1), ((2, 3, 3, 3, 2), 1), ((3, 2, 2, 2, 2, 3), 1), ((2, 2, 3, 2, 2, 3, 2), 1)]
+FRESH3_CROSSINGS = [(2, 1), (2, 2), (3, 0), (3, 1)]
+FRESH3_RRRS = [(2, 2, 3), (4, 1, 3), (3, 3, 2), (5, 1, 2)]
+FRESH3_TARGETS = committed_dir('llc_validation', 'suite_targets_fresh3.csv')
+
+def fresh3_cases() -> pd.DataFrame:
+    "The third fresh part (`part` = 'fresh3', ids 'fresh3-'): networks, crossings and RRRs, no chains."
+    df = pd.DataFrame(_cases(FRESH3_DLNS, FRESH3_CROSSINGS, FRESH3_RRRS, seed0=3000, n_shift=2, noise_flip=1,
+                             prefix='fresh3-', chains=False))
+    df['part'] = 'fresh3'
     return df
 
 # %% ../../nbs/11d_llc_suite.ipynb #5f3d4af7

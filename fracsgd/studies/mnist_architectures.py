@@ -17,7 +17,7 @@ from ..core import analysis_field
 from ..experiment.store import load_study
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from .common import spearman_interval, summary_row, write_report
+from .common import flagged_rows, spearman_interval, summary_row, write_report
 
 # %% auto #0
 __all__ = ['PAPER_TABLE7', 'QUICK', 'FULL', 'SMOKE', 'STUDY', 'weight_count', 'architecture_name', 'MNISTArchitecturesConfig',
@@ -127,6 +127,7 @@ def summarize(arch: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
                                 f'{arch[paper].notna().sum()} architectures'))
     for x in ('depth', 'params'):
         rows.append(summary_row(f'Spearman rho, final LLC vs {x}', *spearman_interval(arch[x], arch.llc_final, n_boot)))
+    rows += flagged_rows(arch)                                   # one net per architecture
     rows.append(summary_row('architectures', len(arch)))
     return pd.DataFrame(rows)
 

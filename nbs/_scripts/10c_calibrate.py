@@ -21,7 +21,8 @@ from torch import nn
 
 from fracsgd.llc.settings import SGLDSettings, default_n_beta
 from fracsgd.llc.sgld import SGLDDivergenceError
-from fracsgd.llc.result import ACCEPTANCE_FLAG, LLCResult, Z_INTERVAL
+from fracsgd.llc.result import (ACCEPTANCE_FLAG, DRIFT_LIMIT, ESS_MIN, MIN_RELAXATIONS, REACH_LIMIT, RHAT_LIMIT,
+                                LLCResult, Z_INTERVAL)
 from fracsgd.llc.estimate import estimate_llc, nan_source
 from fracsgd.nets.stack import as_data, where_to_compute
 
@@ -53,8 +54,12 @@ from fracsgd.nets.stack import as_data, where_to_compute
 # * **The estimate acts on its own diagnostics.** `estimate_llc_auto` runs the estimate at the calibrated settings.
 #   A run whose own acceptance falls below 0.9 (MALA: the level at which its diagnostics flag the step; 0.85 before
 #   2026-12-02, see the suite below) or 0.996 (SGLD), or that backed off from a divergence, is run again at half the
-#   step (at most three times). A MALA run is then lengthened, with another seed, until its
-#   standard error is at most 2.5% of the estimate (at most three times, 80,000 draws). The standard error it
+#   step (at most three times), keeping the lengths it had reached. A MALA run is then lengthened, with another
+#   seed, until its standard error is at most 2.5% of the estimate and its own diagnostics find it settled (at most
+#   three times, 80,000 draws): a run whose chains still drift along flat directions, or whose running estimate still
+#   moves, gets twice the burn-in (at least three relaxation times) and twice the draws; one whose chains disagree
+#   (R-hat) or has under 100 effective draws gets twice the draws (since 2026-12-02, judged on a
+#   [third fresh part](#the-settling-rule-judged-on-a-third-fresh-part)). The standard error it
 #   reports is the larger of the batch-means error and the spread of the chains' means, so chains that disagree
 #   widen the interval.
 #
@@ -217,13 +222,39 @@ def calibrate(model: nn.Module, data, loss='classification', *, n_beta: float | 
     return (s, dict(sampler=sampler, localization=gamma, step_size=step, pilot_acceptance=acc, halvings=halvings,
                     pilots=log)) if details else s
 
+def unsettled(d) -> tuple[bool, bool]:
+    """(relaxing, unsettled) for a run's diagnostics row `d`. Relaxing: its chains drift along flat directions before
+    `MIN_RELAXATIONS` relaxation times, or its running estimate still moves (|drift z| > `DRIFT_LIMIT`). Unsettled:
+    relaxing, or its chains disagree (R-hat > `RHAT_LIMIT`), or it has fewer than `ESS_MIN` effective draws. These are
+    the estimator's own flags; a NaN diagnostic raises none."""
+    relaxing = bool((d.reach_used > REACH_LIMIT and d.relaxations < MIN_RELAXATIONS) or abs(d.drift_z) > DRIFT_LIMIT)
+    return relaxing, bool(relaxing or d.rhat > RHAT_LIMIT or d.ess < ESS_MIN)
+
+def lengthened(s: SGLDSettings, d, se_ratio: float) -> SGLDSettings | None:
+    """The next, longer MALA run after one at `s` with diagnostics `d` and s.e. `se_ratio` times the precision asked
+    for (another seed), or None when it needs none or `MAX_DRAWS` stops it. The draws grow to reach the precision (at
+    most 4x). An unsettled run also gets at least twice the draws, and a relaxing one twice the burn-in and at least
+    `BURNIN_RELAXATIONS` relaxation times of it (measured by the run: steps / `d.relaxations`)."""
+    relaxing, unsettled_run = unsettled(d)
+    draws, burnin = s.n_draws * min(4.0, 1.2 * se_ratio ** 2) if se_ratio > 1 else s.n_draws, s.n_burnin
+    per_relaxation = s.n_steps / d.relaxations if d.relaxations > 0 else 0.0
+    if unsettled_run:
+        draws = max(draws, 2 * s.n_draws, MIN_RELAXATIONS * per_relaxation)
+    if relaxing:
+        burnin = max(2 * s.n_burnin, BURNIN_RELAXATIONS * per_relaxation)
+    draws, burnin = int(min(MAX_DRAWS, math.ceil(draws))), int(min(MAX_DRAWS, math.ceil(burnin)))
+    if (draws, burnin) == (s.n_draws, s.n_burnin) or (s.n_draws >= MAX_DRAWS and burnin == s.n_burnin):
+        return None
+    return s.replace(n_draws=draws, n_burnin=burnin, seed=s.seed + 1)
+
 def estimate_llc_auto(model: nn.Module, data, loss='classification', *, n_beta: float | None = None, device=None,
                       precision: float = PRECISION, **rules) -> tuple[LLCResult, dict]:
     """`estimate_llc` of one model at `calibrate`'s settings, acting on its own diagnostics before it reports.
     Metropolis-adjusted chains sample the posterior exactly, but stick where a step is too large for the curvature:
     a run accepted less than `MALA_RUN_MIN` of the time is repeated at half the step, and one that passes is
-    lengthened (another seed, more draws) until its s.e. (`honest_se`) is at most `precision` times the estimate or
-    `MAX_DRAWS` is reached. An SGLD run that backed off
+    lengthened (`lengthened`: another seed, more draws, and a longer burn-in where it had not settled) until it has
+    settled and its s.e. (`honest_se`) is at most `precision` times the estimate, or `MAX_DRAWS` is reached. A halving
+    keeps the lengths already reached. An SGLD run that backed off
     from a divergence, or whose MALA acceptance is below `RUN_ACCEPTANCE_MIN`, is repeated at half the step it ended
     with. At most `MAX_RETRIES` halvings and `MAX_RETRIES` lengthenings. The reported s.e. is `honest_se`'s, the
     interval ± `interval_multiplier` of it. Returns the result and what was done."""
@@ -238,13 +269,16 @@ def estimate_llc_auto(model: nn.Module, data, loss='classification', *, n_beta: 
         too_big = (d.mala_acceptance < MALA_RUN_MIN if s.metropolis
                    else d.mala_acceptance < RUN_ACCEPTANCE_MIN or ended < s.step_size)
         if too_big and halvings < MAX_RETRIES:
-            s, halvings = with_lengths(s, ended / 2), halvings + 1
+            halved = with_lengths(s, ended / 2)                 # a halved step keeps the lengths already reached
+            s = halved.replace(n_burnin=max(halved.n_burnin, s.n_burnin), n_draws=max(halved.n_draws, s.n_draws))
+            halvings += 1
             continue
-        wanted = (se / (precision * abs(res.llc))) ** 2 if res.llc else 4.0
-        if not s.metropolis or too_big or wanted <= 1 or s.n_draws >= MAX_DRAWS or longer == MAX_RETRIES:
+        if not s.metropolis or too_big or longer == MAX_RETRIES:
             break
-        s = s.replace(n_draws=int(min(MAX_DRAWS, math.ceil(s.n_draws * min(4.0, 1.2 * wanted)))), seed=s.seed + 1)
-        longer += 1
+        longer_s = lengthened(s, d, se / (precision * abs(res.llc)) if res.llc else 2.0)
+        if longer_s is None:
+            break
+        s, longer = longer_s, longer + 1
     for w in caught:                                       # the reported run's warnings reach the user
         warnings.warn(w.message, w.category, stacklevel=2)
     half = interval_multiplier(s.n_chains) * se

@@ -72,7 +72,7 @@ from fracsgd.core import analysis_field
 from fracsgd.experiment.store import load_study
 from fracsgd.diffusion.net_analysis import analyse_nets, compact_trajectories
 from fracsgd.studies.mnist_runs import MNISTRun, MNISTStudy, record_data_source
-from fracsgd.studies.common import spearman_interval, summary_row, write_report
+from fracsgd.studies.common import flagged_rows, spearman_interval, summary_row, write_report
 
 # %%
 import torch
@@ -255,6 +255,7 @@ def summarize(arch: pd.DataFrame, n_boot: int = 200) -> pd.DataFrame:
                                 f'{arch[paper].notna().sum()} architectures'))
     for x in ('depth', 'params'):
         rows.append(summary_row(f'Spearman rho, final LLC vs {x}', *spearman_interval(arch[x], arch.llc_final, n_boot)))
+    rows += flagged_rows(arch)                                   # one net per architecture
     rows.append(summary_row('architectures', len(arch)))
     return pd.DataFrame(rows)
 
