@@ -243,7 +243,7 @@ def lengthened(s: SGLDSettings, d, se_ratio: float) -> SGLDSettings | None:
     if relaxing:
         burnin = max(2 * s.n_burnin, BURNIN_RELAXATIONS * per_relaxation)
     draws, burnin = int(min(MAX_DRAWS, math.ceil(draws))), int(min(MAX_DRAWS, math.ceil(burnin)))
-    if (draws, burnin) == (s.n_draws, s.n_burnin) or (s.n_draws >= MAX_DRAWS and burnin == s.n_burnin):
+    if (draws, burnin) == (s.n_draws, s.n_burnin):                 # nothing to add, or `MAX_DRAWS` stops it
         return None
     return s.replace(n_draws=draws, n_burnin=burnin, seed=s.seed + 1)
 
