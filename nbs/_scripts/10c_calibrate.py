@@ -670,8 +670,8 @@ settled[['case', 'n', 'halvings', 'lengthened', 'n_burnin', 'n_draws', 'rel_erro
 # its unadjusted chains diverge: on `crossing-21` the estimate was infinite. `tools/suite_devinterp.py` therefore
 # gives it the settings of our rule for unadjusted chains, `calibrate(..., sampler='sgld')`: the step from pilots
 # at 99.8% acceptance, with $n\beta$, γ, chains, burn-in and draws. It runs on the same equivalent data in one full
-# batch, through `fracsgd.llc.depth.devinterp_llc`. Its s.e. is the spread of its chains' means. It runs slowly
-# here, 2–6 min for each of the cheapest rows, so only the rows in the table were run:
+# batch, through `fracsgd.llc.depth.devinterp_llc`. Its s.e. is the spread of its chains' means. All 18 held-out
+# rows were run, single-threaded, 1–49 min each:
 
 # %%
 dev_path = committed_dir('llc_validation', 'suite_devinterp.csv')
@@ -679,19 +679,24 @@ dev = pd.read_csv(dev_path) if dev_path.exists() else pd.DataFrame()
 if len(dev):
     dev_score = dict(rows=len(dev), of=len(held_eq), devinterp_mean_abs_error=dev.rel_error.abs().mean(),
                      ours_mean_abs_error=dev.ours_rel_error.abs().mean(), devinterp_covered=int(dev.covered.sum()))
-    assert len(dev) == 6 and dev.covered.all() and (dev.rel_error < 0).sum() == 5 and dev.rel_error.abs().max() < 0.04
+    nets = dev.kind == 'dln'
+    assert len(dev) == len(held_eq) == 18 and dev[~nets].covered.all() and dev[~nets].rel_error.abs().max() < 0.09
+    assert nets.sum() == 7 and (dev[nets].rel_error < 0).all() and (~dev[nets].covered).sum() == 6
+    assert dev.ours_rel_error.abs().max() < 0.08
     print(dev_score)
 dev[['case', 'n', 'target', 'llc', 'se', 'rel_error', 'z', 'covered', 'ours', 'ours_rel_error', 'step',
      'n_draws']].round(4) if len(dev) else 'not run yet: python tools/suite_devinterp.py'
 
 # %% [markdown]
-# On the six rows run (the cheapest held-out cases), devinterp given our SGLD rule's settings lands between −3.9% and
-# +0.4% of the exact target (mean |error| 1.5%, ours 1.6% on the same rows), and its intervals cover all six.
-# Five of its six errors are low. Its intervals are no narrower than ours: with eight chains and 1,500–10,000 draws,
-# the chains' spread is 2–6% of the estimate. The other 12 held-out rows were not run. At 30 ms a step or more
-# here, devinterp needs 5–50 min per row, and on some rows it took longer. So this is a spot check, not a
-# comparison. devinterp agrees with the exact target when given the unadjusted rule's small step, and it diverges
-# when given the adjusted rule's step.
+# On the 11 held-out rows that are not networks (crossings, chains, a 2×2 matrix chain, reduced-rank regressions),
+# devinterp given our unadjusted rule's settings lands between −3.9% and +8.9% of the exact target, and its
+# intervals cover all 11. On the seven deep linear networks it is low every time, by 0.2% to 21.9% (mean 12.3%),
+# and its interval misses the target on six of them. Our adjusted default on the same 18 rows is within 7.6% everywhere
+# (mean |error| 2.2% against devinterp's 6.3%). We have not found the cause of the networks' low lean. It does not
+# follow the burn-in: devinterp's step × burn-in, against ours, is 0.13–0.81 on the networks and 0.19–1.0 on the
+# rows it gets right. A discretisation bias of the unadjusted chain, which no Metropolis test corrects, is one
+# candidate that we did not test. The comparison costs: devinterp took 1–49 min a row here (the 49 min row is
+# `crossing-10`, 20,000 steps of 8 chains), our default 0.3–11 min.
 
 # %%
 #| hide
