@@ -7,14 +7,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from torch import nn
 
 from .calibrate import estimate_llc_auto
-from .settings import default_n_beta
+from .estimate import estimate_llc
+from .result import SENSITIVITY_FACTOR
+from .settings import SGLDSettings, default_n_beta
+from .sgld import SGLDDivergenceError
 from ..nets.stack import as_data
 
 # %% auto #0
-__all__ = ['SLOPE_TOLERANCE', 'COLDER', 'slope_moves', 'temperature_slope']
+__all__ = ['SLOPE_TOLERANCE', 'COLDER', 'slope_moves', 'temperature_slope', 'llc_systematics']
 
 # %% ../../nbs/11e_llc_temperature.ipynb #2dce7eac
 SLOPE_TOLERANCE = 0.05      # flag when slope x ln(n_beta) exceeds this fraction of the estimate (issue 41's rule)
@@ -48,3 +52,40 @@ def temperature_slope(model: nn.Module, data, loss='classification', *, n_beta: 
                 factor=factor, slope=slope, slope_se=slope_se, moves=moves, moves_se=moves_se,
                 not_lambda=bool(abs(moves) > tolerance), result=hot, colder=cold, done=hot_done,
                 colder_done=cold_done, note='meaningful for noiseless data only')
+
+# %% ../../nbs/11e_llc_temperature.ipynb #41fadab2
+def _per_model(models, data, loss, settings, device) -> tuple:
+    "(llc, llc_se, flagged) arrays of `estimate_llc` under `settings`; NaN (and 'diverged') when SGLD diverges."
+    try:
+        d = estimate_llc(models, data, loss, settings, device=device).diagnostics
+        return d.llc.to_numpy(float), d.llc_se.to_numpy(float), d.flagged.astype(bool).to_numpy(), ''
+    except SGLDDivergenceError as e:
+        k = len(models) if isinstance(models, (list, tuple)) else 1
+        return np.full(k, np.nan), np.full(k, np.nan), np.ones(k, bool), str(e).split(':')[0]
+
+def llc_systematics(models, data, loss='classification', settings: SGLDSettings | None = None, *,
+                    localization_factor: float = SENSITIVITY_FACTOR, factor: float = COLDER,
+                    tolerance: float = SLOPE_TOLERANCE, device=None) -> pd.DataFrame:
+    """The LLC of each of `models` under `settings` (`llc`, `llc_se`), again at `localization_factor` x its
+    localization (`llc_stronger`, `localization_shift` = llc_stronger / llc - 1) and at `factor` x its n_beta
+    (`llc_colder`, its step divided by `factor` so that step x n_beta, and with it the discretisation, stays the
+    same), with the temperature slope's `moves`, `moves_se` and `not_lambda` (|moves| > `tolerance`). The runs
+    share steps, draws and seed. A run that diverges gives NaN and says so in `diverged`. One row per model."""
+    s = (settings or SGLDSettings()).replace(systematic=False)
+    if not (localization_factor > 0 and localization_factor != 1 and factor > 1):
+        raise ValueError(f"llc_systematics: localization_factor must be > 0 and != 1, and factor > 1; got "
+                         f"{localization_factor} and {factor}")
+    nb = default_n_beta(len(as_data(data)[0])) if s.n_beta is None else float(s.n_beta)
+    burnin = None if s.burnin_step_size is None else s.burnin_step_size / factor
+    runs = dict(base=s.replace(n_beta=nb),
+                colder=s.replace(n_beta=factor * nb, step_size=s.step_size / factor, burnin_step_size=burnin),
+                stronger=s.replace(n_beta=nb, localization=s.localization * localization_factor))
+    (llc, se, flagged, d0), (cold, cold_se, _, d1), (strong, strong_se, _, d2) = (
+        _per_model(models, data, loss, v, device) for v in runs.values())
+    _, _, moves, moves_se = slope_moves(llc, se, cold, cold_se, nb, factor)
+    diverged = '; '.join(f'{k} run: {m}' for k, m in zip(runs, (d0, d1, d2)) if m)
+    return pd.DataFrame(dict(llc=llc, llc_se=se, llc_stronger=strong, llc_stronger_se=strong_se,
+                             localization_shift=strong / llc - 1, llc_colder=cold, llc_colder_se=cold_se,
+                             moves=moves, moves_se=moves_se, not_lambda=np.abs(moves) > tolerance, flagged=flagged,
+                             diverged=diverged, n_beta=nb, localization=s.localization,
+                             localization_factor=localization_factor, factor=factor))

@@ -25,6 +25,7 @@ from ..llc.sgld import SGLDSettings
 from ..llc.settings import PAPER_PRESET
 from ..llc.estimate import calibrate_at_curvature, estimate_llc
 from ..llc.calibrate import calibrate
+from ..llc.temperature import llc_systematics
 from ..experiment.runner import Study, data_identity
 from ..experiment.store import record_meta, runs_table
 
@@ -259,16 +260,26 @@ def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
     return out
 
 def other_paper_llcs(nets, train, run: MNISTRun) -> pd.DataFrame:
-    "The LLC of every net at its current weights under the paper settings other than `run.llc` (none if it isn't one)."
+    """The LLC of every net at its current weights under the paper settings other than `run.llc`, and the two
+    systematic parts at `run.llc` itself (`llc_systematics`: `final_llc`, `final_llc_stronger` at 3x the
+    localization, `final_llc_colder` at 10x n_beta, `temperature_moves(_se)`, `target_not_lambda`); none if
+    `run.llc` is not a paper setting."""
     cols = {}
+    if run.llc not in PAPER_LLC_SETTINGS:
+        return pd.DataFrame(cols)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for name, s in LLC_SETTINGS.items():
-            if run.llc in PAPER_LLC_SETTINGS and name in PAPER_LLC_SETTINGS and name != run.llc:
+            if name in PAPER_LLC_SETTINGS and name != run.llc:
                 report_progress(0, 1, f'LLC at the final weights ({name}): all nets')
                 res = estimate_llc(nets, train, 'classification', s.replace(seed=run.first_seed))
                 cols[f'llc_end/{name}'] = np.atleast_1d(res.llc)
-    return pd.DataFrame(cols)
+        report_progress(0, 1, f'LLC systematics at the final weights ({run.llc}, 3 runs): all nets')
+        t = llc_systematics(list(nets), train, 'classification', llc_setting(run.llc).replace(seed=run.first_seed))
+    names = dict(llc='final_llc', llc_stronger='final_llc_stronger', llc_colder='final_llc_colder',
+                 moves='temperature_moves', moves_se='temperature_moves_se', not_lambda='target_not_lambda',
+                 diverged='systematics_diverged')
+    return pd.concat([pd.DataFrame(cols), t[list(names)].rename(columns=names)], axis=1)
 
 # %% ../../nbs/22_mnist_runs.ipynb #c0a8e0ad
 N_PIXELS = 28 * 28

@@ -34,6 +34,7 @@ from fracsgd.llc.sgld import SGLDSettings
 from fracsgd.llc.settings import PAPER_PRESET
 from fracsgd.llc.estimate import calibrate_at_curvature, estimate_llc
 from fracsgd.llc.calibrate import calibrate
+from fracsgd.llc.temperature import llc_systematics
 from fracsgd.experiment.runner import Study, data_identity
 from fracsgd.experiment.store import record_meta, runs_table
 
@@ -399,16 +400,26 @@ def calibrated_llc(nets, train, name: str, seed: int = 0) -> pd.DataFrame:
     return out
 
 def other_paper_llcs(nets, train, run: MNISTRun) -> pd.DataFrame:
-    "The LLC of every net at its current weights under the paper settings other than `run.llc` (none if it isn't one)."
+    """The LLC of every net at its current weights under the paper settings other than `run.llc`, and the two
+    systematic parts at `run.llc` itself (`llc_systematics`: `final_llc`, `final_llc_stronger` at 3x the
+    localization, `final_llc_colder` at 10x n_beta, `temperature_moves(_se)`, `target_not_lambda`); none if
+    `run.llc` is not a paper setting."""
     cols = {}
+    if run.llc not in PAPER_LLC_SETTINGS:
+        return pd.DataFrame(cols)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for name, s in LLC_SETTINGS.items():
-            if run.llc in PAPER_LLC_SETTINGS and name in PAPER_LLC_SETTINGS and name != run.llc:
+            if name in PAPER_LLC_SETTINGS and name != run.llc:
                 report_progress(0, 1, f'LLC at the final weights ({name}): all nets')
                 res = estimate_llc(nets, train, 'classification', s.replace(seed=run.first_seed))
                 cols[f'llc_end/{name}'] = np.atleast_1d(res.llc)
-    return pd.DataFrame(cols)
+        report_progress(0, 1, f'LLC systematics at the final weights ({run.llc}, 3 runs): all nets')
+        t = llc_systematics(list(nets), train, 'classification', llc_setting(run.llc).replace(seed=run.first_seed))
+    names = dict(llc='final_llc', llc_stronger='final_llc_stronger', llc_colder='final_llc_colder',
+                 moves='temperature_moves', moves_se='temperature_moves_se', not_lambda='target_not_lambda',
+                 diverged='systematics_diverged')
+    return pd.concat([pd.DataFrame(cols), t[list(names)].rename(columns=names)], axis=1)
 
 
 # %%
@@ -510,6 +521,26 @@ phases = {k: v for k, v in out.items() if k.startswith('seconds_train_')}
 assert set(phases) == {f'seconds_train_{p}' for p in ('steps', 'record', 'llc', 'volume')}
 assert sum(phases.values()) <= out['seconds_train']                  # the phases partition the training loop
 out['nets']
+
+# %% [markdown]
+# Under a paper setting the final weights are also measured under the other nβ reading and by `llc_systematics`
+# (the [LLC temperature chapter](llc_temperature.html)): the same setting again with 3× the localization and with
+# 10× nβ. Here on two fresh 16-unit nets: the columns the analysis reads are there, and the base run is the plain
+# estimate under the same setting and seed, net by net.
+
+# %%
+from dataclasses import replace
+two = [make_mlp([N_PIXELS, 16, 10], batch_norm=True, seed=s) for s in (7, 8)]
+small = tuple(t[:500] for t in run_data(tiny).train)
+sys_cols = other_paper_llcs(two, small, replace(tiny, llc='paper-devinterp-nbeta'))
+assert {'llc_end/paper', 'final_llc', 'final_llc_stronger', 'final_llc_colder', 'temperature_moves',
+        'target_not_lambda'} <= set(sys_cols.columns) and len(sys_cols) == 2
+with warnings.catch_warnings():
+    warnings.simplefilter('ignore')
+    plain = estimate_llc(two, small, 'classification', llc_setting('paper-devinterp-nbeta').replace(seed=7)).llc
+assert np.allclose(sys_cols.final_llc, plain, rtol=1e-5), (sys_cols.final_llc, plain)
+assert other_paper_llcs(two, small, tiny).empty                      # 'smoke' is not a paper setting
+sys_cols.round(3)
 
 # %% [markdown]
 # **The controls' recorders.** A run can also be trained by full-batch gradient descent (`full_batch`: every step
