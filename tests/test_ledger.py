@@ -10,7 +10,8 @@ import pytest
 import fracsgd.studies.moons_diffusion as moons
 from fracsgd.experiment.runner import run_study
 from fracsgd.core import write_table, read_table
-from fracsgd.ledger.claims import (CLAIMS, VERDICTS, DECISIVE, SYSTEMATIC, read_claims, read_ledger, ledger_rows, record_claims,
+from fracsgd.ledger.uncertainty import SYSTEMATIC
+from fracsgd.ledger.claims import (CLAIMS, VERDICTS, DECISIVE, read_claims, read_ledger, ledger_rows, record_claims,
     stale_rows, verdict, paper_interval)
 from fracsgd.ledger.table import ledger_table
 from fracsgd.ledger.provenance import COMPACT, save_compact

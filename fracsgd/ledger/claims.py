@@ -18,11 +18,11 @@ from .decades import decade_rule
 from .differences import ABS_DIFF, abs_difference
 from .provenance import COMPACT, LEDGER_DIR, STAND_IN, compact_label, save_compact, study_configuration
 from .scale import paper_kind, paper_scale
+from .uncertainty import NO_FLAG_COUNT, llc_flagged, llc_readings, ratio_hold, systematic_parts, widen
 
 # %% auto #0
-__all__ = ['CLAIMS', 'LEDGER', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS', 'LEDGER_COLUMNS', 'SYSTEMATIC',
-           'ALONG', 'LLC_NOT_MEASURED', 'NO_FLAG_COUNT', 'FEW', 'TWICE_MAX', 'TC', 'read_claims', 'paper_interval',
-           'verdict', 'llc_readings', 'widen', 'ratio_hold', 'llc_flagged', 'few_points', 'grid_edge', 'summary_value',
+__all__ = ['CLAIMS', 'LEDGER', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS', 'LEDGER_COLUMNS', 'FEW',
+           'TWICE_MAX', 'TC', 'read_claims', 'paper_interval', 'verdict', 'few_points', 'grid_edge', 'summary_value',
            'crossover_note', 'ledger_rows', 'read_ledger', 'record_claims', 'rebuild_ledger', 'keep_results',
            'stale_rows']
 
@@ -106,59 +106,6 @@ def verdict(claim, value=math.nan, ci_low=math.nan, ci_high=math.nan) -> str:
     if ci_high < lo or ci_low > hi:
         return 'not reproduced'
     return 'inconclusive' if ci_high - ci_low > abs(float(claim['paper_value'])) else 'reproduced'
-
-# %% ../../nbs/30_ledger.ipynb #8d5dfc4c
-SYSTEMATIC = 'mean LLC at the final weights, '      # summary rows: the LLC at the same weights under each reading
-ALONG = '(along training)'                           # marks the reading that a study's own LLC rows use
-def llc_readings(summary: pd.DataFrame) -> tuple[float, dict]:
-    "(the reading along training, {reading: mean LLC at the final weights}) from a summary; (nan, {}) if none."
-    rows = summary[summary.index.str.startswith(SYSTEMATIC)].value.astype(float)
-    if rows.empty:
-        return math.nan, {}
-    along = [q for q in rows.index if ALONG in q]
-    if len(along) != 1:
-        raise ValueError(f'the summary has {len(along)} rows "{SYSTEMATIC}... {ALONG}"; exactly one is needed')
-    return float(rows[along[0]]), {q.removeprefix(SYSTEMATIC): float(v) for q, v in rows.items()}
-
-def widen(llc: str, lo: float, hi: float, base: float, readings: dict) -> tuple[float, float]:
-    "The interval [lo, hi] widened by the spread between LLC readings, as the claim's `llc` kind says."
-    if llc == 'llc':
-        shifts = [r - base for r in readings.values()] + [0.0]
-        return lo + min(shifts), hi + max(shifts)
-    if llc in ('llc-scaled', 'llc-spread'):
-        ratios = [r / base for r in readings.values()]
-        ratios = [abs(r) for r in ratios] if llc == 'llc-spread' else ratios
-        ends = [lo, hi] + [r * x for r in ratios for x in (lo, hi)]
-        return min(ends), max(ends)
-    return lo, hi
-
-LLC_NOT_MEASURED = ("not in the interval, as not measured at these weights: the LLC's shift under another localization, "
-                    'and the temperature slope that flags a target not converged to λ (LLC temperature chapter)')
-def ratio_hold(base: float, readings: dict) -> str:
-    "Why an `llc-ratio` row is not decisive: a common factor cancels, but no study shows the readings differ by one."
-    if not readings:
-        return ('ratios or ranks of LLCs taken under one nβ reading: whether another reading changes them by a '
-                'common factor, which would cancel, is not measured at this model')
-    other = {k: v for k, v in readings.items() if ALONG not in k}
-    if flips := {k: v for k, v in other.items() if v * base <= 0}:
-        return (f'the LLC at the final weights reads {base:.3g} under the reading along training and '
-                + ', '.join(f'{v:.3g} under "{k}"' for k, v in flips.items()) + ': another sign, so no common '
-                'factor relates them and a ratio or rank of LLCs under one need not hold under the other')
-    return ('the readings differ at the final weights by the factors ' + ', '.join(f'{v / base:.3g} ({k})' for k, v in
-            other.items()) + '; whether every LLC of the ratio moves by that factor (per net, along training) is not measured')
-
-NO_FLAG_COUNT = 'no count of flagged LLC estimates is recorded with this result, so the all-flagged rule cannot act'
-def llc_flagged(summary: pd.DataFrame) -> str | None:
-    "'all K LLC estimates flagged ...' when a note counts every estimate flagged ('K of N flagged', or 'K flagged' of the nets), '' when some pass, None if none counts."
-    found = None
-    for q, note in summary.get('note', pd.Series(dtype=str)).items():
-        m = re.search(r'(\d+)(?: of (\d+))? flagged', note) if isinstance(note, str) and 'calibrated' not in q else None
-        if m:
-            lead, found = re.match(r'(\d+) nets;', note), ''
-            n = float(m.group(2) or (lead.group(1) if lead else summary.value.get('nets analysed', math.nan)))
-            if int(m.group(1)) >= n:
-                return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
-    return found
 
 # %% ../../nbs/30_ledger.ipynb #617d90d6
 def _sha256(path) -> str:
@@ -244,7 +191,9 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
         if llc == 'llc-ratio':
             hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
-        notes += [LLC_NOT_MEASURED] if llc != 'llc-derived' else []
+        parts, marked = systematic_parts(summary)
+        notes += [parts] if llc != 'llc-derived' else []
+        hold += [marked] * bool(marked)
     if claim['decisive'] and not math.isnan(value):
         hold.append(claim['decisive'])
     if edge := grid_edge(value, said):

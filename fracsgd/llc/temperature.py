@@ -18,7 +18,7 @@ from .sgld import SGLDDivergenceError
 from ..nets.stack import as_data
 
 # %% auto #0
-__all__ = ['SLOPE_TOLERANCE', 'COLDER', 'slope_moves', 'temperature_slope', 'llc_systematics']
+__all__ = ['SLOPE_TOLERANCE', 'COLDER', 'MOVES_ROW', 'NOT_LAMBDA_ROW', 'slope_moves', 'temperature_slope', 'llc_systematics']
 
 # %% ../../nbs/11e_llc_temperature.ipynb #2dce7eac
 SLOPE_TOLERANCE = 0.05      # flag when slope x ln(n_beta) exceeds this fraction of the estimate (issue 41's rule)
@@ -54,6 +54,9 @@ def temperature_slope(model: nn.Module, data, loss='classification', *, n_beta: 
                 colder_done=cold_done, note='meaningful for noiseless data only')
 
 # %% ../../nbs/11e_llc_temperature.ipynb #41fadab2
+MOVES_ROW = 'mean LLC temperature slope at the final weights (moves)'   # the summary rows a study writes from
+NOT_LAMBDA_ROW = 'nets whose LLC target is not converged to λ'          # `llc_systematics` (the ledger reads them)
+
 def _per_model(models, data, loss, settings, device) -> tuple:
     "(llc, llc_se, flagged) arrays of `estimate_llc` under `settings`; NaN (and 'diverged') when SGLD diverges."
     try:

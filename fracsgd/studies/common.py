@@ -13,10 +13,11 @@ import matplotlib.pyplot as plt
 from scipy import stats
 
 from ..core import save_figures, write_table
+from ..llc.temperature import MOVES_ROW, NOT_LAMBDA_ROW, SLOPE_TOLERANCE
 
 # %% auto #0
-__all__ = ['ALONG_FLAGGED', 'summary_row', 'bootstrap_interval', 'stat_row', 'flagged_rows', 'spearman_interval', 'run_fields',
-           'plot_ageing', 'plot_noise', 'write_report']
+__all__ = ['ALONG_FLAGGED', 'LOCALIZATION_READING', 'summary_row', 'bootstrap_interval', 'stat_row', 'flagged_rows',
+           'systematics_rows', 'spearman_interval', 'run_fields', 'plot_ageing', 'plot_noise', 'write_report']
 
 # %% ../../nbs/19a_study_common.ipynb #dc96d4d5
 def summary_row(quantity: str, value, lo=np.nan, hi=np.nan, note: str = '', *, contain: bool = False) -> dict:
@@ -56,6 +57,24 @@ def flagged_rows(nets: pd.DataFrame) -> list[dict]:
     k, n = int(round((nets.llc_flagged_share * nets.llc_estimates).sum())), int(nets.llc_estimates.sum())
     return [summary_row(ALONG_FLAGGED, k / n if n else np.nan, note=f'{len(nets)} nets; {k} of {n} flagged by their '
                         f'diagnostics; in the last 10 of each net: {nets.llc_final_flagged_share.mean():.0%}')]
+
+LOCALIZATION_READING = 'localization x3'     # the reading at 3x the localization (`llc_systematics`'s default)
+
+def systematics_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
+    """The two systematic parts that `llc_systematics` measured at each net's final weights, if the run recorded
+    them (columns `final_llc`, `final_llc_stronger`, `temperature_moves`, `target_not_lambda`): the LLC along
+    training moved by each net's shift under 3x the localization, as one more 'mean LLC at the final weights'
+    reading; `MOVES_ROW`, the mean temperature slope; `NOT_LAMBDA_ROW`, the nets it marks, noted 'K of N nets'."""
+    if 'final_llc_stronger' not in nets or 'llc_last' not in nets:
+        return []
+    setting = nets.get('llc_setting', pd.Series(['along training'])).iloc[0]
+    shift, k = nets.final_llc_stronger - nets.final_llc, int(nets.target_not_lambda.astype(bool).sum())
+    return [stat_row(f'mean LLC at the final weights, {setting}, {LOCALIZATION_READING}', nets.llc_last + shift,
+                     np.mean, n_boot, f'{len(nets)} nets: the LLC along training plus each net\'s shift under 3x '
+                     'the localization (same step, draws and seed)'),
+            stat_row(MOVES_ROW, nets.temperature_moves, np.mean, n_boot, 'slope x ln nβ / estimate from nβ to '
+                     '10 nβ at a tenth of the step, net by net'),
+            summary_row(NOT_LAMBDA_ROW, k, k, k, f'{k} of {len(nets)} nets; |moves| > {SLOPE_TOLERANCE:g}')]
 
 def spearman_interval(x, y, n_boot: int = 200, seed: int = 0) -> tuple[float, float, float]:
     "Spearman's rho of (x, y) and a 95% bootstrap interval over pairs; all NaN when it cannot be computed."

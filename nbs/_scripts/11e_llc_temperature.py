@@ -145,6 +145,9 @@ pd.DataFrame({k: {c: v[c] for c in cols} for k, v in rows.items()}).T
 
 # %%
 #| export
+MOVES_ROW = 'mean LLC temperature slope at the final weights (moves)'   # the summary rows a study writes from
+NOT_LAMBDA_ROW = 'nets whose LLC target is not converged to λ'          # `llc_systematics` (the ledger reads them)
+
 def _per_model(models, data, loss, settings, device) -> tuple:
     "(llc, llc_se, flagged) arrays of `estimate_llc` under `settings`; NaN (and 'diverged') when SGLD diverges."
     try:

@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 from scipy import stats
 
 from fracsgd.core import save_figures, write_table
+from fracsgd.llc.temperature import MOVES_ROW, NOT_LAMBDA_ROW, SLOPE_TOLERANCE
 
 
 # %% [markdown]
@@ -88,6 +89,24 @@ def flagged_rows(nets: pd.DataFrame) -> list[dict]:
     return [summary_row(ALONG_FLAGGED, k / n if n else np.nan, note=f'{len(nets)} nets; {k} of {n} flagged by their '
                         f'diagnostics; in the last 10 of each net: {nets.llc_final_flagged_share.mean():.0%}')]
 
+LOCALIZATION_READING = 'localization x3'     # the reading at 3x the localization (`llc_systematics`'s default)
+
+def systematics_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
+    """The two systematic parts that `llc_systematics` measured at each net's final weights, if the run recorded
+    them (columns `final_llc`, `final_llc_stronger`, `temperature_moves`, `target_not_lambda`): the LLC along
+    training moved by each net's shift under 3x the localization, as one more 'mean LLC at the final weights'
+    reading; `MOVES_ROW`, the mean temperature slope; `NOT_LAMBDA_ROW`, the nets it marks, noted 'K of N nets'."""
+    if 'final_llc_stronger' not in nets or 'llc_last' not in nets:
+        return []
+    setting = nets.get('llc_setting', pd.Series(['along training'])).iloc[0]
+    shift, k = nets.final_llc_stronger - nets.final_llc, int(nets.target_not_lambda.astype(bool).sum())
+    return [stat_row(f'mean LLC at the final weights, {setting}, {LOCALIZATION_READING}', nets.llc_last + shift,
+                     np.mean, n_boot, f'{len(nets)} nets: the LLC along training plus each net\'s shift under 3x '
+                     'the localization (same step, draws and seed)'),
+            stat_row(MOVES_ROW, nets.temperature_moves, np.mean, n_boot, 'slope x ln nβ / estimate from nβ to '
+                     '10 nβ at a tenth of the step, net by net'),
+            summary_row(NOT_LAMBDA_ROW, k, k, k, f'{k} of {len(nets)} nets; |moves| > {SLOPE_TOLERANCE:g}')]
+
 def spearman_interval(x, y, n_boot: int = 200, seed: int = 0) -> tuple[float, float, float]:
     "Spearman's rho of (x, y) and a 95% bootstrap interval over pairs; all NaN when it cannot be computed."
     x, y = np.asarray(x, float), np.asarray(y, float)
@@ -128,6 +147,19 @@ two = pd.DataFrame(dict(llc_estimates=[20, 20], llc_flagged_share=[0.25, 1.0], l
 assert flag['value'] == 25 / 40 and '25 of 40 flagged' in flag['note'] and 'last 10 of each net: 75%' in flag['note']
 assert flagged_rows(two.drop(columns='llc_flagged_share')) == []
 flag
+
+# %% [markdown]
+# `systematics_rows` turns the columns of `llc_systematics` into summary rows. Two nets whose LLC along training
+# is 30 and 40 and whose shift under 3× the localization is −6 and −2 read 31 under that localization, and one
+# of the two crosses the slope's tolerance.
+
+# %%
+sys_nets = two.assign(llc_setting='paper', llc_last=[30.0, 40.0], final_llc=[28.0, 41.0],
+                      final_llc_stronger=[22.0, 39.0], temperature_moves=[0.2, 0.01], target_not_lambda=[True, False])
+reading, moves_row, marked = systematics_rows(sys_nets, n_boot=0)
+assert reading['quantity'] == 'mean LLC at the final weights, paper, localization x3' and reading['value'] == 31.0
+assert moves_row['quantity'] == MOVES_ROW and abs(moves_row['value'] - 0.105) < 1e-12
+assert marked['value'] == 1 and marked['note'].startswith('1 of 2 nets') and systematics_rows(two, 0) == []
 
 
 # %% [markdown]

@@ -57,7 +57,8 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 
-from fracsgd.studies.common import flagged_rows, plot_ageing, plot_noise, stat_row, summary_row, write_report
+from fracsgd.studies.common import (flagged_rows, plot_ageing, plot_noise, stat_row, summary_row, systematics_rows,
+                                   write_report)
 from fracsgd.core import analysis_field, read_table, write_table, save_figures
 from fracsgd.diffusion.ageing import plot_sgd_gd, sgd_gd_controls
 from fracsgd.diffusion.spectral import fit_power_law
@@ -288,7 +289,7 @@ def _final_weight_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
                           f'{cal.sum()} nets; {int(nets.calibrated_flagged[cal].astype(bool).sum())} flagged'))
     rows += [stat_row(f'{name} minus calibrated, final weights', (v - nets.llc_calibrated)[cal], mean, n_boot,
                        f'same {cal.sum()} nets, same weights') for name, v in ends.items()]
-    return rows
+    return rows + systematics_rows(nets, n_boot)      # the localization reading and the temperature slope
 
 
 # %%

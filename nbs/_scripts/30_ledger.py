@@ -170,6 +170,7 @@ from fracsgd.ledger.decades import decade_rule
 from fracsgd.ledger.differences import ABS_DIFF, abs_difference
 from fracsgd.ledger.provenance import COMPACT, LEDGER_DIR, STAND_IN, compact_label, save_compact, study_configuration
 from fracsgd.ledger.scale import paper_kind, paper_scale
+from fracsgd.ledger.uncertainty import NO_FLAG_COUNT, llc_flagged, llc_readings, ratio_hold, systematic_parts, widen
 
 # %% [markdown]
 # ## What the ledger is
@@ -624,114 +625,8 @@ pd.DataFrame({t: dict(max=round(r.max(), 4), at=r.idxmax()) for t, r in ratios.i
 # %% [markdown]
 # ## The LLC estimator's own uncertainty
 #
-# Our intervals on an LLC are bootstraps over nets or t-intervals over the last estimates of one run: sampling
-# error only. The estimator's systematic error is larger, and the repository measures it where it can. At the
-# final weights of the 50 MNIST seeds, the paper's setting read with $n\beta = 256/\ln 256$ (devinterp's reading,
-# the one along training) gives +35.9, read with $n\beta = n/\ln n$ (the paper's formula with $n$ = 5,000 images)
-# −96.6, and our calibrated estimator (another step size and localization at the latter $n\beta$) −93.6 with
-# every net flagged; on deep linear networks the paper's preset is 40–77% below the exact λ
-# ([DLN chapter](dln.html)); every moons estimate is flagged by its diagnostics. So:
-#
-# * a study that measures the LLC at the same weights under several readings writes one summary row per reading,
-#   named `mean LLC at the final weights, <reading>`, the reading its LLC rows use marked `(along training)`;
-# * an `llc` row's interval is widened by the shifts between readings ($[\ell + \min\Delta, h + \max\Delta]$,
-#   Δ ≥ 0 included), an `llc-scaled` row's by the ratios between readings (the hull of $[\ell, h]$ and $r[\ell, h]$
-#   for each ratio $r$), an `llc-spread` row's by their absolute values; `llc-ratio` rows are not widened, since a
-#   factor common to every LLC cancels in a ratio or a rank, but they cannot be decisive either: no study measures
-#   its LLCs under a second reading along training and per net, so that the readings differ by a common factor is
-#   never shown. Where it is measured at the final weights it is false: the 50 MNIST seeds read +35.9 and −96.6,
-#   of opposite signs. The note says which of the two holds the row back;
-# * two parts of the estimator's systematic error are measured by no study at its own weights: the shift under
-#   another localization γ ([localization](localization.html)) and the temperature slope that flags a finite-$n$
-#   target not converged to λ ([LLC temperature](llc_temperature.html)). Every row that involves the LLC says so
-#   in its note (`LLC_NOT_MEASURED`), so its interval is read as a lower bound on the uncertainty;
-# * an `llc`, `llc-scaled` or `llc-spread` row of a result that measures no such spread cannot be decisive, and
-#   says so;
-# * a result whose diagnostics flag every LLC estimate its rows use (a summary note "K flagged" with K the number
-#   of nets analysed) cannot decide any claim that involves the LLC;
-# * every row that involves the LLC states $n\beta$ (recorded as `llc_nbeta` in `provenance.json`).
-#
-# The readings cover the two $n\beta$ the paper allows and one change of localization and step size; other
-# localizations are not measured at these weights, so the widened interval is a lower bound on the systematic
-# uncertainty.
-
-# %%
-#| export
-SYSTEMATIC = 'mean LLC at the final weights, '      # summary rows: the LLC at the same weights under each reading
-ALONG = '(along training)'                           # marks the reading that a study's own LLC rows use
-def llc_readings(summary: pd.DataFrame) -> tuple[float, dict]:
-    "(the reading along training, {reading: mean LLC at the final weights}) from a summary; (nan, {}) if none."
-    rows = summary[summary.index.str.startswith(SYSTEMATIC)].value.astype(float)
-    if rows.empty:
-        return math.nan, {}
-    along = [q for q in rows.index if ALONG in q]
-    if len(along) != 1:
-        raise ValueError(f'the summary has {len(along)} rows "{SYSTEMATIC}... {ALONG}"; exactly one is needed')
-    return float(rows[along[0]]), {q.removeprefix(SYSTEMATIC): float(v) for q, v in rows.items()}
-
-def widen(llc: str, lo: float, hi: float, base: float, readings: dict) -> tuple[float, float]:
-    "The interval [lo, hi] widened by the spread between LLC readings, as the claim's `llc` kind says."
-    if llc == 'llc':
-        shifts = [r - base for r in readings.values()] + [0.0]
-        return lo + min(shifts), hi + max(shifts)
-    if llc in ('llc-scaled', 'llc-spread'):
-        ratios = [r / base for r in readings.values()]
-        ratios = [abs(r) for r in ratios] if llc == 'llc-spread' else ratios
-        ends = [lo, hi] + [r * x for r in ratios for x in (lo, hi)]
-        return min(ends), max(ends)
-    return lo, hi
-
-LLC_NOT_MEASURED = ("not in the interval, as not measured at these weights: the LLC's shift under another localization, "
-                    'and the temperature slope that flags a target not converged to λ (LLC temperature chapter)')
-def ratio_hold(base: float, readings: dict) -> str:
-    "Why an `llc-ratio` row is not decisive: a common factor cancels, but no study shows the readings differ by one."
-    if not readings:
-        return ('ratios or ranks of LLCs taken under one nβ reading: whether another reading changes them by a '
-                'common factor, which would cancel, is not measured at this model')
-    other = {k: v for k, v in readings.items() if ALONG not in k}
-    if flips := {k: v for k, v in other.items() if v * base <= 0}:
-        return (f'the LLC at the final weights reads {base:.3g} under the reading along training and '
-                + ', '.join(f'{v:.3g} under "{k}"' for k, v in flips.items()) + ': another sign, so no common '
-                'factor relates them and a ratio or rank of LLCs under one need not hold under the other')
-    return ('the readings differ at the final weights by the factors ' + ', '.join(f'{v / base:.3g} ({k})' for k, v in
-            other.items()) + '; whether every LLC of the ratio moves by that factor (per net, along training) is not measured')
-
-NO_FLAG_COUNT = 'no count of flagged LLC estimates is recorded with this result, so the all-flagged rule cannot act'
-def llc_flagged(summary: pd.DataFrame) -> str | None:
-    "'all K LLC estimates flagged ...' when a note counts every estimate flagged ('K of N flagged', or 'K flagged' of the nets), '' when some pass, None if none counts."
-    found = None
-    for q, note in summary.get('note', pd.Series(dtype=str)).items():
-        m = re.search(r'(\d+)(?: of (\d+))? flagged', note) if isinstance(note, str) and 'calibrated' not in q else None
-        if m:
-            lead, found = re.match(r'(\d+) nets;', note), ''
-            n = float(m.group(2) or (lead.group(1) if lead else summary.value.get('nets analysed', math.nan)))
-            if int(m.group(1)) >= n:
-                return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
-    return found
-
-
-# %% [markdown]
-# At the 50 MNIST end points, the committed result holds the three readings; table 8's mean final LLC (32.6, its
-# bootstrap interval 0.9 wide) becomes an interval 133 wide, and eq. 17's $d_s$, which scales with λ, takes the
-# sign of the other readings:
-
-# %%
-seeds = read_table(COMPACT / 'mnist-seeds/full/summary.csv').set_index('quantity')
-base, readings = llc_readings(seeds)
-assert round(base, 1) == 35.9 and {k: round(v, 1) for k, v in readings.items()} == {
-    'paper-devinterp-nbeta (along training)': 35.9, 'paper': -96.6, 'calibrated': -93.6}
-lam, ds = seeds.loc['mean final LLC'], seeds.loc['mean d_s']
-assert [round(x, 1) for x in widen('llc', lam.ci_low, lam.ci_high, base, readings)] == [-100.3, 33.1]
-assert [round(x, 1) for x in widen('llc-scaled', ds.ci_low, ds.ci_high, base, readings)] == [-99.9, 37.1]
-assert widen('llc-ratio', 1.0, 2.0, base, readings) == (1.0, 2.0)
-assert 'another sign' in ratio_hold(base, readings) and 'not measured' in ratio_hold(math.nan, {})
-assert 'factors 2' in ratio_hold(1.0, {'a (along training)': 1.0, 'b': 2.0})
-moons_full = read_table(COMPACT / 'moons-posterior/full/summary.csv').set_index('quantity')
-assert llc_flagged(moons_full) == 'all 500 LLC estimates flagged by their diagnostics' and 'all 1000' in llc_flagged(seeds)
-some = pd.DataFrame(dict(value=[1.0], note=['50 nets; 4999 of 5000 flagged by their diagnostics']), index=['x'])
-assert llc_flagged(some) == '' and 'all 5000' in llc_flagged(some.assign(note='50 nets; 5000 of 5000 flagged'))
-dict(readings=readings, mean_final_llc=widen('llc', lam.ci_low, lam.ci_high, base, readings))
-
+# How a row's interval is widened by the estimator's systematic error, and when that error keeps a row from being
+# decisive, is its own chapter: [the LLC's uncertainty in the ledger](llc_uncertainty.html).
 
 # %% [markdown]
 # ## From a compact result to ledger rows, and into the ledger
@@ -827,7 +722,9 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
         if llc == 'llc-ratio':
             hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
-        notes += [LLC_NOT_MEASURED] if llc != 'llc-derived' else []
+        parts, marked = systematic_parts(summary)
+        notes += [parts] if llc != 'llc-derived' else []
+        hold += [marked] * bool(marked)
     if claim['decisive'] and not math.isnan(value):
         hold.append(claim['decisive'])
     if edge := grid_edge(value, said):
