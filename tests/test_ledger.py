@@ -266,7 +266,7 @@ def test_a_row_flagged_everywhere_is_never_decisive(tmp_path):
 def test_llc_rows_carry_the_estimators_systematic_spread():
     led = read_ledger().set_index(['claim_id', 'source'])
     lam = led.loc[('tab8-llc-mean', 'compact/mnist-seeds/full')]
-    # bootstrap [32.17, 33.09], widened by the readings at the final weights (35.9, -96.6, -93.6)
+    # bootstrap [32.17, 33.09], widened by the readings at the final weights (35.9, -96.6, -93.6, 30.6)
     assert round(lam.ci_low, 1) == -100.3 and round(lam.ci_high, 2) == 33.09 and lam.verdict == 'inconclusive'
     assert 'sampling interval [32.17, 33.09]' in lam.note and 'nβ = 256/ln 256' in lam.note
     # a result that measures no spread cannot decide an LLC row, and says so

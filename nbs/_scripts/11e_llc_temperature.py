@@ -184,6 +184,7 @@ def llc_systematics(models, data, loss='classification', settings: SGLDSettings 
                              diverged=diverged, n_beta=nb, localization=s.localization,
                              localization_factor=localization_factor, factor=factor))
 
+
 # %% [markdown]
 # On the two crossings above, at one fixed setting (a tenth of the regular case's calibrated step and a full
 # batch), both

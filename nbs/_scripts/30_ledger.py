@@ -622,6 +622,7 @@ assert round(ratios['tab7'].max(), 2) == 0.68 and ratios['tab4'].idxmax() == 'ti
 assert round(ratios['tab4'].max(), 2) == 1.14 and (pd.concat([r for t, r in ratios.items() if t != 'tab4']) < 1).all()
 pd.DataFrame({t: dict(max=round(r.max(), 4), at=r.idxmax()) for t, r in ratios.items()}).T
 
+
 # %% [markdown]
 # ## The LLC estimator's own uncertainty
 #
