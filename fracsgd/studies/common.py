@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 from scipy import stats
 
 from ..core import save_figures, write_table
+from ..llc.result import SENSITIVITY_FACTOR
 from ..llc.temperature import MOVES_ROW, NOT_LAMBDA_ROW, SLOPE_TOLERANCE
 
 # %% auto #0
@@ -58,7 +59,7 @@ def flagged_rows(nets: pd.DataFrame) -> list[dict]:
     return [summary_row(ALONG_FLAGGED, k / n if n else np.nan, note=f'{len(nets)} nets; {k} of {n} flagged by their '
                         f'diagnostics; in the last 10 of each net: {nets.llc_final_flagged_share.mean():.0%}')]
 
-LOCALIZATION_READING = 'localization x3'     # the reading at 3x the localization (`llc_systematics`'s default)
+LOCALIZATION_READING = f'localization x{SENSITIVITY_FACTOR:g}'   # the reading at `llc_systematics`'s default factor
 
 def systematics_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
     """The two systematic parts that `llc_systematics` measured at each net's final weights, if the run recorded
@@ -70,8 +71,8 @@ def systematics_rows(nets: pd.DataFrame, n_boot: int) -> list[dict]:
     setting = nets.get('llc_setting', pd.Series(['along training'])).iloc[0]
     shift, k = nets.final_llc_stronger - nets.final_llc, int(nets.target_not_lambda.astype(bool).sum())
     return [stat_row(f'mean LLC at the final weights, {setting}, {LOCALIZATION_READING}', nets.llc_last + shift,
-                     np.mean, n_boot, f'{len(nets)} nets: the LLC along training plus each net\'s shift under 3x '
-                     'the localization (same step, draws and seed)'),
+                     np.mean, n_boot, f'{len(nets)} nets: the LLC along training plus each net\'s shift under '
+                     f'{SENSITIVITY_FACTOR:g}x the localization (same step, draws and seed)'),
             stat_row(MOVES_ROW, nets.temperature_moves, np.mean, n_boot, 'slope x ln nβ / estimate from nβ to '
                      '10 nβ at a tenth of the step, net by net'),
             summary_row(NOT_LAMBDA_ROW, k, k, k, f'{k} of {len(nets)} nets; |moves| > {SLOPE_TOLERANCE:g}')]

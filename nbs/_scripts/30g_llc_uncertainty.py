@@ -169,6 +169,7 @@ def systematic_parts(summary: pd.DataFrame) -> tuple[str, str]:
     hold = f'every one of the {n} nets has its LLC target marked not converged to λ' if n and k >= n else ''
     return note, hold
 
+
 # %%
 def _summary(moves, k, n):
     return pd.DataFrame(dict(value=[moves, k], ci_low=[moves - .1, k], ci_high=[moves + .1, k],
