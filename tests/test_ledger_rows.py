@@ -87,3 +87,15 @@ def test_the_ledger_page_opens_with_a_short_summary():
     assert len(words) <= 250, len(words)
     for said in ('reproduce', 'do not', 'cannot be judged', 'Theorem 3.1', '1.96', 'Theorem 3.2', 'Cor. 3.3'):
         assert said in first
+
+
+def test_a_stand_in_llc_row_still_says_why_its_systematic_part_is_missing():
+    # A stand-in row's lead once dropped every reason it was held back, so 51 LLC rows on stand-ins said nothing of
+    # the estimator's systematic uncertainty (issue 42, item 3: carry it, or say why not).
+    claims = read_claims().reset_index(drop=True)[['claim_id', 'llc']]
+    rows = read_ledger().reset_index(drop=True).merge(claims, on='claim_id')
+    stand = rows[rows.note.str.startswith('STAND-IN', na=False) & rows.llc.isin(['llc', 'llc-scaled', 'llc-ratio'])
+                 & rows.value.notna()]
+    assert len(stand) > 40
+    silent = stand[~stand.note.str.contains('not measured at this model', regex=False)]
+    assert silent.empty, silent[['claim_id', 'config']].to_string()

@@ -737,7 +737,8 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
         hold.append(late)
     why = '; '.join(hold)
     if prov.get(STAND_IN) and v != 'not run yet':  # a stand-in's numbers are never a reproduction, whatever they say
-        lead, v = f"STAND-IN ({prov[STAND_IN]}); the rule on these numbers: {rule}", 'not run at paper scale'
+        lead = f"STAND-IN ({prov[STAND_IN]}" + (f'; also {why}' if why else '') + f"); the rule on these numbers: {rule}"
+        v = 'not run at paper scale'
     elif v != 'not run yet' and not (kind == 'paper protocol' or (kind == 'longer than the paper' and named)):
         lead = f'NOT AT PAPER SCALE ({kind}' + (f'; also {why}' if why else '') + f'); the rule on these numbers: {rule}'
         v = 'not run at paper scale'
