@@ -37,12 +37,17 @@ def test_disagreeing_decisive_rows_are_found(tmp_path):
 def test_each_question_has_one_verdict_from_its_primary():
     qt = question_table().set_index('question')
     assert qt.verdict.to_dict() == {'fig1-early-phase': 'reproduced', 'fig1-late-phase': 'inconclusive',
-                                    'lemma34-mnist-seeds': 'inconclusive', 'lemma34-table4': 'not reproduced'}
+                                    'lemma34-mnist-seeds': 'inconclusive', 'lemma34-table4': 'not reproduced',
+                                    'fig3-xi-choice': 'inconclusive', 'tab2-kl-bayes-sgd': 'inconclusive',
+                                    'tab2-js-bayes-sgd': 'inconclusive', 'tab2-wasserstein-bayes-sgd': 'inconclusive',
+                                    'tab2-kl-out-of-sample-control': 'not run at paper scale'}
+    # the moons run trained 1,000 epochs answers table 2; the run against a converged posterior supports it
+    assert qt.primary['tab2-kl-bayes-sgd'] == 'tab2-kl' and 'tab2-kl-converged' in qt.support['tab2-kl-bayes-sgd']
     late = qt.loc['fig1-late-phase']
     assert late.primary == 'fig1-late-long' and late.estimator and 'fig1-late-1000ep (custom 868ac1f0)' in late.support
     every = question_table(every=True)
     of = question_of()
-    assert every.question.is_unique and len(every) == of.nunique() == len(read_claims()) - 5
+    assert every.question.is_unique and len(every) == of.nunique() == len(read_claims()) - 10
     # the rows of a question: the primary's first, none of them decisive on fig. 1's late phase
     rows = question_support('fig1-late-phase')
     assert rows.claim.iloc[0] == 'fig1-late-long' and not rows.verdict.isin(DECISIVE).any()

@@ -13,7 +13,7 @@ from nbdev.showdoc import *
 # %% [markdown]
 # ## In one minute
 #
-# Of the paper's 190 questions (195 claims), 3 reproduce, 18 do not, 51 are inconclusive, 94 ran only at scales
+# Of the paper's 185 questions (195 claims), 3 reproduce, 18 do not, 51 are inconclusive, 89 ran only at scales
 # that cannot decide and 24 have no number.
 #
 # **What reproduces.** Fig. 1's early super-diffusion on moons (slope 0.932 [0.929, 0.935]); SGD favouring its
@@ -39,14 +39,14 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 from fracsgd.ledger.questions import question_verdicts
 qv = question_verdicts()
-STUDIES = ['moons-diffusion', 'moons-posterior', 'reference-posterior', 'mnist-seeds', 'mnist-architectures', 'mnist-ablations', 'cifar10',
+STUDIES = ['moons-diffusion', 'moons-posterior', 'mnist-seeds', 'mnist-architectures', 'mnist-ablations', 'cifar10',
            'tiny-imagenet', 'tinystories', 'grokking', 'known-lambda', 'known-lambda-sgd', 'noise-regime', 'exact-posterior',
            'llc-domain', 'dln', 'all studies']
 COLOURS = {'reproduced': '#1a9850', 'not reproduced': '#d73027', 'inconclusive': '#fdae61',
            'not run at paper scale': '#abd9e9', 'not run yet': '#f4f4f4'}
 HATCHES = {'paper protocol': '', 'longer than the paper': 'oo', 'assumed': '---', 'reduced': '///', 'stand-in': 'xxx',
            'no number': ''}
-LABELS = {'reference-posterior': 'reference-posterior (table 2)', 'known-lambda': 'known-lambda (theorems)', 'known-lambda-sgd': 'known-lambda-sgd (theorems)',
+LABELS = {'moons-posterior': 'moons-posterior (+ reference-posterior)', 'known-lambda': 'known-lambda (theorems)', 'known-lambda-sgd': 'known-lambda-sgd (theorems)',
           'noise-regime': 'noise-regime (theorems)', 'exact-posterior': 'exact-posterior (Cor. 3.2)', 'llc-domain': 'llc-domain (A.1)', 'dln': 'dln (table 3)',
           'all studies': 'all studies (λ ≤ d/2)'}
 assert set(qv.study) == set(STUDIES) and set(qv.verdict) <= set(COLOURS) and set(qv.scale) <= set(HATCHES)
@@ -63,7 +63,7 @@ for i, study in enumerate(STUDIES):
 ax.set_yticks(range(len(STUDIES)), [LABELS.get(x, x) for x in STUDIES])
 ax.invert_yaxis()
 ax.set_xlabel("questions of the paper, by study (a claim repeating another's measurement counts once)", fontsize=8)
-ax.set_title('Verdicts by study (colour) and by the scale of the number behind them (hatching)', fontsize=9)
+ax.set_title('Verdicts (colour) by study, and the scale of the number behind them (hatching)', fontsize=9)
 ax.legend(handles=[Patch(facecolor=c, edgecolor='0.3', label=v) for v, c in COLOURS.items()] +
           [Patch(facecolor='white', edgecolor='0.3', hatch=h, label=f'scale: {k}') for k, h in HATCHES.items()
            if k != 'no number'], fontsize=7, loc='lower right', frameon=False)
@@ -86,8 +86,8 @@ assert set(decisive.index[decisive.verdict == 'not reproduced']) == {'fig21-ds-l
     set(_slopes) - {'tab7-mlp-234752-slope'})                                  # 16 of table 7's 17 slopes
 assert len(_slopes) == 17 and _t.verdict['tab7-mlp-234752-slope'] == 'inconclusive'
 assert by_question.drop(columns='questions').sum().to_dict() == {
-    'reproduced': 3, 'not reproduced': 18, 'inconclusive': 51, 'not run at paper scale': 94, 'not run yet': 24}
-assert by_question.questions.sum() == 190 == len(qv) and len(_t) == 195
+    'reproduced': 3, 'not reproduced': 18, 'inconclusive': 51, 'not run at paper scale': 89, 'not run yet': 24}
+assert by_question.questions.sum() == 185 == len(qv) and len(_t) == 195
 assert qv.verdict.value_counts().to_dict() == by_question.drop(columns='questions').sum().to_dict()
 assert by_scale.claims.to_dict() == {'paper protocol': 66, 'longer than the paper': 10, 'assumed': 36, 'reduced': 12,
                                      'stand-in': 47, 'no number': 24} and by_scale.claims.sum() == len(_t) == 195
@@ -146,7 +146,10 @@ assert _t.verdict['a1-radius'] == 'not run yet' and _t.ours['a1-radius'] == ''
 assert disagreements() == [], disagreements()
 _q = question_table().set_index('question')
 assert _q.verdict.to_dict() == {'fig1-early-phase': 'reproduced', 'fig1-late-phase': 'inconclusive',
-                                'lemma34-mnist-seeds': 'inconclusive', 'lemma34-table4': 'not reproduced'}
+                                'lemma34-mnist-seeds': 'inconclusive', 'lemma34-table4': 'not reproduced',
+                                'fig3-xi-choice': 'inconclusive', 'tab2-kl-bayes-sgd': 'inconclusive',
+                                'tab2-js-bayes-sgd': 'inconclusive', 'tab2-wasserstein-bayes-sgd': 'inconclusive',
+                                'tab2-kl-out-of-sample-control': 'not run at paper scale'}
 assert _l.ci_high.xs('appD-llc-le-half-d').max() < 0.002
 assert [round(x, 2) for x in _l.loc[('tab3-llc-settings', 'held-out-stand-in'), ['value', 'ci_low', 'ci_high']]] == [0.51, 0.36, 0.64]
 assert (_read().git_commit != '').all()                       # every row names the commit that made its result
@@ -225,7 +228,8 @@ LEDGER_COLUMNS = ('claim_id', 'config', 'config_hash', 'scale', 'value', 'ci_low
 #
 # The totals above count questions: a claim that repeats another's measurement (table 8's bound row is fig. 2a's 50
 # nets and number again; the three fig.-1 late rows are one protocol; table 4's bound is asked of the paper's printed
-# numbers and of our stand-in) counts once, with the verdict of the question's
+# numbers and of our stand-in; fig. 3's ξ and table 2's distances are asked of the moons run and of the same nets
+# against a converged posterior) counts once, with the verdict of the question's
 # primary claim ([questions](ledger_questions.html)). Each is counted by the number the ledger shows for it (the one
 # closest to the paper's protocol) and its verdict under the rules below:
 
@@ -352,7 +356,7 @@ by_scale
 # %% [markdown]
 # ### One verdict per question
 #
-# Four questions are asked by several claims. Each shows the verdict of its primary claim, read by the estimator
+# Nine questions are asked by several claims. Each shows the verdict of its primary claim, read by the estimator
 # named in `questions.csv`; the other rows are support, with their verdicts:
 
 # %%
