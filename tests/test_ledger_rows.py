@@ -101,3 +101,21 @@ def test_a_stand_in_llc_row_still_says_why_its_systematic_part_is_missing():
     assert len(stand) > 40
     silent = stand[~stand.note.str.contains('not measured at this model', regex=False)]
     assert silent.empty, silent[['claim_id', 'config']].to_string()
+
+
+def test_every_llc_row_carries_the_systematic_parts_or_says_why_not():
+    # issue 42, item 3: the localization shift and the temperature slope are in every LLC-bearing row's note, as
+    # measured or as not measured; App. D's bound rows (llc-derived) once skipped it, and a derived result did not
+    # inherit its source's readings, so the seeds' single-constant row said "not measured" where they were measured
+    from fracsgd.ledger.uncertainty import LLC_NOT_MEASURED
+    claims = read_claims().reset_index(drop=True)[['claim_id', 'llc']]
+    rows = read_ledger().reset_index(drop=True).merge(claims, on='claim_id')
+    llc = rows[(rows.llc != '') & rows.value.notna()]
+    assert len(llc) > 150 and (llc.llc == 'llc-derived').sum() >= 12
+    said = llc.note.str.contains(LLC_NOT_MEASURED, regex=False) | llc.note.str.contains(
+        'measured at these weights: the shift under', regex=False)
+    assert said.all(), llc[~said][['claim_id', 'source']].to_string()
+    seeds = llc[llc.source.isin(['compact/mnist-seeds/full', 'compact/derived/mnist-seeds-full'])]
+    assert len(seeds) >= 7 and seeds.note.str.contains('moves -3.36', regex=False).all()
+    one = seeds.set_index('claim_id').note['sec331-single-ds']
+    assert 'another sign' in one and 'no count of flagged' not in one

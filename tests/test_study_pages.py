@@ -60,3 +60,13 @@ def test_study_page_opens_with_paragraph_figure_and_verdicts(nb):
     parsed.feed(shown._repr_html_())
     assert parsed.heads and parsed.heads[0] == ['claim', 'paper', 'ours', 'scale', 'verdict'], parsed.heads[:1]
     assert parsed.details_after_first, f'{nb.name}: the notes are not in a <details> block after the table'
+
+
+def test_every_study_with_ledger_rows_shows_its_verdict_table():
+    # a study whose results put numbers in the ledger has a page that shows them, read from the ledger
+    from fracsgd.ledger.claims import read_ledger
+    rows = read_ledger()
+    studies = {s.split('/')[1] for s in rows[rows.value.notna()].source if s.split('/')[1] not in ('derived', 'paper')}
+    shown = {m for nb in NBS.glob('*.ipynb') for _, src in cells(nb) for m in re.findall(r"study_table\('([^']+)'\)", src)}
+    assert studies <= shown, f'no page shows the verdict table of {sorted(studies - shown)}'
+    assert len(studies) >= 16

@@ -18,6 +18,7 @@ from .table import ours_text, paper_text
 from .provenance import COMPACT, LEDGER_DIR
 from ..experiment.protocol import NBETA_NAMES
 from .scale import paper_kind
+from .uncertainty import instrument_rows
 
 # %% auto #0
 __all__ = ['DLN_SOURCE', 'DLN_STAND_IN', 'SUMMARY_COLUMNS', 'RADIUS_SOURCE', 'RADIUS_READING', 'DERIVED', 'PRINTED',
@@ -312,8 +313,12 @@ def derived_results(compact_dir=None, claims=None) -> list[Path]:
     compact = Path(compact_dir or COMPACT)
     out = []
     for source, (name, rows_of) in DERIVED_FROM.items():
-        prov = _derived_from(COMPACT / source, [COMPACT / source / name])
-        out.append(_write_derived(compact / 'derived' / prov['config'], rows_of(read_table(COMPACT / source / name)), prov))
+        tables = [COMPACT / source / name, COMPACT / source / 'summary.csv']
+        prov = _derived_from(COMPACT / source, tables)
+        parent = instrument_rows(read_table(tables[1]).set_index('quantity'))    # the same LLC estimates' readings,
+        inherited = [(q, r.value, r.ci_low, r.ci_high, f'{r.note}; from {source}')   # flags and systematic parts
+                     for q, r in parent.fillna({'note': ''}).iterrows()]
+        out.append(_write_derived(compact / 'derived' / prov['config'], rows_of(read_table(tables[0])) + inherited, prov))
     claims_table = read_claims(claims)
     used = printed_values(claims_table)
     digest = hashlib.sha256(json.dumps(used, sort_keys=True).encode()).hexdigest()[:16]

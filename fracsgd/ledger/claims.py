@@ -192,7 +192,7 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
             hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
         parts, marked = systematic_parts(summary)
-        notes += [parts] if llc != 'llc-derived' else []
+        notes.append(parts)
         hold += [marked] * bool(marked)
     if claim['decisive'] and not math.isnan(value):
         hold.append(claim['decisive'])

@@ -12,7 +12,7 @@ from ..llc.temperature import MOVES_ROW, NOT_LAMBDA_ROW
 
 # %% auto #0
 __all__ = ['SYSTEMATIC', 'ALONG', 'LLC_NOT_MEASURED', 'NO_FLAG_COUNT', 'llc_readings', 'widen', 'ratio_hold', 'llc_flagged',
-           'systematic_parts']
+           'systematic_parts', 'instrument_rows']
 
 # %% ../../nbs/30g_llc_uncertainty.ipynb #0a6fc748
 SYSTEMATIC = 'mean LLC at the final weights, '      # summary rows: the LLC at the same weights under each reading
@@ -85,3 +85,11 @@ def systematic_parts(summary: pd.DataFrame) -> tuple[str, str]:
             'estimate depends on temperature)')
     hold = f'every one of the {n} nets has its LLC target marked not converged to λ' if n and k >= n else ''
     return note, hold
+
+# %% ../../nbs/30g_llc_uncertainty.ipynb #eb123c82
+def instrument_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    "The rows of a summary (indexed by quantity) that describe its LLC estimator and that the ledger's gate reads."
+    notes = summary.get('note', pd.Series('', summary.index)).fillna('').astype(str)
+    keep = (summary.index.str.startswith(SYSTEMATIC) | summary.index.isin([MOVES_ROW, NOT_LAMBDA_ROW])
+            | notes.str.contains(r'\d+(?: of \d+)? flagged').to_numpy())
+    return summary[keep]

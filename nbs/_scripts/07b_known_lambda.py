@@ -10,6 +10,18 @@
 #| hide
 from nbdev.showdoc import *
 
+# %% [markdown]
+# **In the ledger.** Where λ is exact, Theorem 3.1's ρ is 1.96 at a regular minimum and 3.28 at $w_1^2w_2^2$ where 1
+# is predicted, the first-passage exponent is −0.18 where ½ is, and $d_s$ exceeds λ (Cor. 3.3). The paper states
+# these without an experiment, so the scale is `assumed` and no row is decisive (*In the ledger*, below). The rows
+# this page puts in the [claims ledger](ledger.html), read from it; each row's configuration, rule and reasons are
+# one click away:
+
+# %%
+#| echo: false
+from fracsgd.ledger.checks import study_table
+study_table('known-lambda')                # this study's rows of the claims ledger, read from it
+
 # %%
 #| export
 from __future__ import annotations

@@ -10,6 +10,17 @@
 #| hide
 from nbdev.showdoc import *
 
+# %% [markdown]
+# **In the ledger.** Measured against this posterior, table 2's distances and fig. 3's ξ support the questions the
+# moons run answers ([one verdict per question](ledger_questions.html)); none decides, since the prior and $n$ are
+# our choice and the SGD nets are the 200-epoch ones App. G.4 would discard. The rows this page puts in the [claims
+# ledger](ledger.html), read from it; each row's configuration, rule and reasons are one click away:
+
+# %%
+#| echo: false
+from fracsgd.ledger.checks import study_table
+study_table('reference-posterior')                # this study's rows of the claims ledger, read from it
+
 # %%
 #| export
 from __future__ import annotations

@@ -183,6 +183,35 @@ seeds_note, seeds_hold = systematic_parts(seeds)        # the fourth mnist-seeds
 assert '50 of 50 nets' in seeds_note and 'moves -3.36' in seeds_note and 'every one of the 50' in seeds_hold
 seeds_note
 
+
+# %% [markdown]
+# ## What a derived result inherits
+#
+# Some ledger rows come from a result derived from a study's files (the [ledger checks](ledger_checks.html)
+# chapter): the two halves of the MNIST seeds' runs, the slopes per architecture. Their numbers rest on the same
+# LLC estimates, so they carry the same readings, flags and systematic parts, and the gate should find them in the
+# derived summary as it does in the parent's. `instrument_rows` picks those rows out of a summary: the readings at
+# the final weights, the temperature slope and its marks, and every row whose note counts flagged estimates.
+
+# %%
+#| export
+def instrument_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    "The rows of a summary (indexed by quantity) that describe its LLC estimator and that the ledger's gate reads."
+    notes = summary.get('note', pd.Series('', summary.index)).fillna('').astype(str)
+    keep = (summary.index.str.startswith(SYSTEMATIC) | summary.index.isin([MOVES_ROW, NOT_LAMBDA_ROW])
+            | notes.str.contains(r'\d+(?: of \d+)? flagged').to_numpy())
+    return summary[keep]
+
+
+# %%
+inherited = instrument_rows(seeds)
+assert set(inherited.index) == {*(SYSTEMATIC + k for k in readings), MOVES_ROW, NOT_LAMBDA_ROW,
+                                'LLC estimates along training flagged'}
+assert llc_readings(inherited) == (base, readings) and llc_flagged(inherited) == llc_flagged(seeds)
+assert systematic_parts(inherited) == systematic_parts(seeds)
+assert instrument_rows(seeds.loc[['mean d_s', 'nets']]).empty
+inherited[['value', 'note']]
+
 # %%
 #| hide
 import nbdev; nbdev.nbdev_export()

@@ -27,6 +27,7 @@ from fracsgd.ledger.table import ours_text, paper_text
 from fracsgd.ledger.provenance import COMPACT, LEDGER_DIR
 from fracsgd.experiment.protocol import NBETA_NAMES
 from fracsgd.ledger.scale import paper_kind
+from fracsgd.ledger.uncertainty import instrument_rows
 
 # %% [markdown]
 # The [claims ledger](ledger.html) turns each study's compact summary into rows, one claim at a time. Four things
@@ -369,7 +370,9 @@ plt.tight_layout();
 # own printed numbers. `derived_results` writes each as a compact result of the ledger under `compact/derived/`
 # (one per source result, its `provenance.json` copied from the source's with `derived_from` naming it, so that the
 # row keeps the source's scale, stand-in and $n\beta$) or `compact/paper/printed/`; the claims name them in their
-# `configs`, and nothing else reads them:
+# `configs`, and nothing else reads them. A derived result rests on its source's LLC estimates, so it also copies
+# the source summary's rows on them (`instrument_rows`: the readings at the final weights, the temperature slope
+# and its marks, the counts of flagged estimates), and its rows are gated on the same evidence as the source's:
 #
 # * **Table 7's slopes** (`tab7-mlp-*-slope`, from `mnist-architectures/full/per_architecture.csv`). Eq. 17 gives
 #   $d_s = 2\bar\lambda\cdot$slope, so table 7's printed $d_s$ and final LLC imply a whole-run slope of
@@ -508,8 +511,12 @@ def derived_results(compact_dir=None, claims=None) -> list[Path]:
     compact = Path(compact_dir or COMPACT)
     out = []
     for source, (name, rows_of) in DERIVED_FROM.items():
-        prov = _derived_from(COMPACT / source, [COMPACT / source / name])
-        out.append(_write_derived(compact / 'derived' / prov['config'], rows_of(read_table(COMPACT / source / name)), prov))
+        tables = [COMPACT / source / name, COMPACT / source / 'summary.csv']
+        prov = _derived_from(COMPACT / source, tables)
+        parent = instrument_rows(read_table(tables[1]).set_index('quantity'))    # the same LLC estimates' readings,
+        inherited = [(q, r.value, r.ci_low, r.ci_high, f'{r.note}; from {source}')   # flags and systematic parts
+                     for q, r in parent.fillna({'note': ''}).iterrows()]
+        out.append(_write_derived(compact / 'derived' / prov['config'], rows_of(read_table(tables[0])) + inherited, prov))
     claims_table = read_claims(claims)
     used = printed_values(claims_table)
     digest = hashlib.sha256(json.dumps(used, sort_keys=True).encode()).hexdigest()[:16]
@@ -536,6 +543,8 @@ for s in scratch:
         (committed / 'provenance.json').read_text())['config_hash']
 derived = {s.relative_to(s.parents[1]).as_posix(): read_table(s / 'summary.csv').set_index('quantity') for s in scratch}
 slopes = derived['derived/mnist-architectures-full']
+assert list(slopes.index[17:]) == ['LLC estimates along training flagged']      # inherited from its source
+slopes = slopes.iloc[:17]
 assert len(slopes) == 17 and round(slopes.value.min(), 2) == 0.52 and round(slopes.value.max(), 2) == 0.73
 from fracsgd.studies.mnist_architectures import PAPER_TABLE7
 from fracsgd.studies.mnist_seeds import PAPER_TABLE8
@@ -546,6 +555,8 @@ bounds = derived['derived/cifar10-quick-stand-in']
 assert [round(x, 2) for x in bounds.value] == [1.96, 1.96]
 one_ds = derived['derived/mnist-seeds-full']
 assert round(one_ds.value.iloc[0], 2) == 1.5 and one_ds.ci_low.iloc[0] > 1.4
+assert one_ds.note['nets whose LLC target is not converged to λ'].endswith('; from mnist-seeds/full')   # inherited
+assert len(one_ds.index[one_ds.index.str.startswith('mean LLC at the final weights, ')]) == 4
 printed = derived['paper/printed'].iloc[0]
 assert round(printed.value, 3) == 1.142 and printed.ci_low > 1
 pd.concat(derived, names=['result']).round(4)
