@@ -147,7 +147,8 @@ dict(readings=readings, mean_final_llc=widen('llc', lam.ci_low, lam.ci_high, bas
 # replaces `LLC_NOT_MEASURED` and, when every net is marked, the reason the row is held back. The shift itself
 # needs nothing here: it arrives as a reading and `widen` takes it in. On the 50 MNIST seeds the estimate at
 # 10 nβ is −34.9 against +35.4 at nβ (a tenth of the step, the same 400 draws), so `moves` is −3.36 and every net
-# is marked. Six rows (table 8, fig. 2a, App. D) are held back for it, as they already were for their flags.
+# is marked. Seven rows (table 8, fig. 2a, App. D, and §3.3.1's single constant, derived from the same nets) are held
+# back for it, as they already were for their flags.
 
 # %%
 #| export
@@ -181,6 +182,8 @@ assert systematic_parts(_summary(0.01, 3, 50))[1] == ''
 assert llc_flagged(_summary(0.3, 50, 50)) is None       # the marks are not the diagnostics' flags
 seeds_note, seeds_hold = systematic_parts(seeds)        # the fourth mnist-seeds run measured both parts
 assert '50 of 50 nets' in seeds_note and 'moves -3.36' in seeds_note and 'every one of the 50' in seeds_hold
+from fracsgd.ledger.claims import read_ledger
+assert read_ledger().note.str.contains('every one of the 50 nets has its LLC target', regex=False).sum() == 7
 seeds_note
 
 
