@@ -740,14 +740,14 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
     if late := decade_rule(claim, rule, said, summary, compact):    # a late exponent over < 1 decade (30c)
         hold.append(late)
     why = '; '.join(hold)
+    lead = lambda label, first: (f'{label} ({"; also ".join(x for x in (first, why) if x)}); '
+                                 f'the rule on these numbers: {rule}')
     if prov.get(STAND_IN) and v != 'not run yet':  # a stand-in's numbers are never a reproduction, whatever they say
-        lead = f"STAND-IN ({prov[STAND_IN]}" + (f'; also {why}' if why else '') + f"); the rule on these numbers: {rule}"
-        v = 'not run at paper scale'
+        lead, v = lead('STAND-IN', prov[STAND_IN]), 'not run at paper scale'
     elif v != 'not run yet' and not (kind == 'paper protocol' or (kind == 'longer than the paper' and named)):
-        lead = f'NOT AT PAPER SCALE ({kind}' + (f'; also {why}' if why else '') + f'); the rule on these numbers: {rule}'
-        v = 'not run at paper scale'
+        lead, v = lead('NOT AT PAPER SCALE', kind), 'not run at paper scale'
     elif why and v != 'not run yet':
-        lead, v = f'NOT DECISIVE ({why}); the rule on these numbers: {rule}', 'inconclusive'
+        lead, v = lead('NOT DECISIVE', ''), 'inconclusive'
     else:
         lead = ''
     note = '; '.join(x for x in [lead, *notes, claim['caveat']] if x)
