@@ -197,13 +197,16 @@ def test_every_study_smoke_preset_runs_under_a_float64_placement(name, tmp_path)
     smoke_run_checks(study, res)
 
 
-def test_a_smoke_study_runs_on_ray_and_resumes(tmp_path):
+def test_a_smoke_study_runs_on_ray_and_resumes(tmp_path, monkeypatch):
     # issue 24: the runner's Ray backend on the CPU (no GPU asked for), then a second call finds every run done
+    # and starts no Ray pool for it (a local Ray cluster takes seconds to start)
     pytest.importorskip('ray')
+    import fracsgd.experiment.sweep as sweep
     from fracsgd.experiment.runner import run_study
     res = run_study('moons-diffusion', 'smoke', tmp_path / 'ray', device='cpu', backend='ray', workers=2,
                     progress=False, report=False)
     assert res['counts']['failed'] == 0 and res['counts']['done'] > 0
+    monkeypatch.setattr(sweep, 'RayPool', lambda *a, **k: pytest.fail('a Ray pool was started with nothing to run'))
     again = run_study('moons-diffusion', 'smoke', tmp_path / 'ray', device='cpu', backend='ray', workers=2,
                       progress=False, report=False)
     assert again['counts'] == dict(done=0, failed=0, skipped=res['counts']['done'])

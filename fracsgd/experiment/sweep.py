@@ -192,6 +192,8 @@ def _pool(backend: str, workers: int | None, address: str | None, start_method: 
 
 def _outcomes(make_pool, fn: Callable, runs: dict, todo: list, limit: int):
     "Yield `(key, outcome)` as runs finish, keeping at most `limit` in flight; replace a broken local pool."
+    if not todo:                                         # every run done: no pool to start (Ray takes seconds)
+        return
     pool, queue, flying = make_pool(), list(reversed(todo)), {}
     try:
         while queue or flying:
