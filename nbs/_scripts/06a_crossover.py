@@ -79,9 +79,9 @@ import matplotlib.pyplot as plt
 # asymptotic exponent (the bias table below shows by how much).
 #
 # The restart profile fits $A$ and $s$ at every candidate $t_c$ (about 55 fits per curve, and again in every
-# bootstrap replicate below), so each fit is kept lean: its starting lines come in closed form (`_line`) and
-# MINPACK's Levenberg–Marquardt runs on the late points directly, as `curve_fit` would call it. Measured on one
-# curve of the coverage test below (2 CPU cores, 2026-12-03), one `_eq32_fit` takes 0.52 ms where it took 1.0, and
+# bootstrap replicate below), so each fit is kept lean: its starting lines come in closed form and MINPACK's
+# Levenberg–Marquardt runs on the late points directly, as `curve_fit` would call it. Measured on one curve of the
+# coverage test below (2 CPU cores, 2026-12-03), one such fit takes 0.52 ms where it took 1.0, and
 # `fit_late_exponent` with 50 replicates 2.3 s where it took 3.4; the late slope at the selected $t_c$ moves by
 # about $10^{-9}$ (the solver's own tolerance, from a start that differs in the last bits).
 

@@ -301,8 +301,15 @@ class RayPool:
         if self.started and joining:
             ray.init(address=address, logging_level='WARNING')
         elif self.started:
-            with _driver_path():
-                ray.init(num_cpus=workers or cpu_cores(), include_dashboard=False, logging_level='WARNING')
+            for attempt in (1, 2):      # a loaded machine can miss Ray's fixed 30-s raylet wait: try once more
+                try:
+                    with _driver_path():
+                        ray.init(num_cpus=workers or cpu_cores(), include_dashboard=False, logging_level='WARNING')
+                    break
+                except Exception as e:
+                    if attempt == 2 or 'timed out during startup' not in str(e):
+                        raise
+                    ray.shutdown()
         self.tasks = {}
 
     def submit(self, fn, *args) -> Future:
