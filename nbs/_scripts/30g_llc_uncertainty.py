@@ -99,12 +99,13 @@ def ratio_hold(base: float, readings: dict) -> str:
     return ('the readings differ at the final weights by the factors ' + ', '.join(f'{v / base:.3g} ({k})' for k, v in
             other.items()) + '; whether every LLC of the ratio moves by that factor (per net, along training) is not measured')
 
+FLAGGED = r'(\d+)(?: of (\d+))? flagged'           # how a summary's note counts flagged LLC estimates
 NO_FLAG_COUNT = 'no count of flagged LLC estimates is recorded with this result, so the all-flagged rule cannot act'
 def llc_flagged(summary: pd.DataFrame) -> str | None:
     "'all K LLC estimates flagged ...' when a note counts every estimate flagged ('K of N flagged', or 'K flagged' of the nets), '' when some pass, None if none counts."
     found = None
     for q, note in summary.get('note', pd.Series(dtype=str)).items():
-        m = re.search(r'(\d+)(?: of (\d+))? flagged', note) if isinstance(note, str) and 'calibrated' not in q else None
+        m = re.search(FLAGGED, note) if isinstance(note, str) and 'calibrated' not in q else None
         if m:
             lead, found = re.match(r'(\d+) nets;', note), ''
             n = float(m.group(2) or (lead.group(1) if lead else summary.value.get('nets analysed', math.nan)))
@@ -202,7 +203,7 @@ def instrument_rows(summary: pd.DataFrame) -> pd.DataFrame:
     "The rows of a summary (indexed by quantity) that describe its LLC estimator and that the ledger's gate reads."
     notes = summary.get('note', pd.Series('', summary.index)).fillna('').astype(str)
     keep = (summary.index.str.startswith(SYSTEMATIC) | summary.index.isin([MOVES_ROW, NOT_LAMBDA_ROW])
-            | notes.str.contains(r'\d+(?: of \d+)? flagged').to_numpy())
+            | notes.map(lambda n: bool(re.search(FLAGGED, n))).to_numpy())
     return summary[keep]
 
 
