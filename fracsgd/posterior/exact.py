@@ -49,9 +49,19 @@ class StudentLocation:
         return out.reshape(w.shape[:-1])
 
     def batch_grad(self, w, xb) -> np.ndarray:
-        "Mean gradient of the per-sample loss over each walker's batch: `w` (N, 2), `xb` (N, B, 2) -> (N, 2)."
-        d = w[:, None, :] - xb
-        return ((self.nu + 2) / (self.nu * self.s ** 2 + (d * d).sum(-1)))[..., None].__mul__(d).mean(1)
+        """Mean gradient of the per-sample loss over each walker's batch: `w` (N, 2), `xb` (N, B, 2) -> (N, 2).
+        For B ≤ 2 (SGD's inner loop) it works on the two coordinates' (N, B) arrays and sums the batch in order
+        before dividing by B: the same floats as the (N, B, 2) broadcast and `.mean(1)` of larger batches, faster."""
+        B = xb.shape[1]
+        if B > 2:
+            d = w[:, None, :] - xb
+            return ((self.nu + 2) / (self.nu * self.s ** 2 + (d * d).sum(-1)))[..., None].__mul__(d).mean(1)
+        d0, d1 = w[:, 0, None] - xb[..., 0], w[:, 1, None] - xb[..., 1]
+        c = (self.nu + 2) / (self.nu * self.s ** 2 + (d0 * d0 + d1 * d1))
+        g0, g1 = c * d0, c * d1
+        if B == 2:
+            return np.stack([(g0[:, 0] + g0[:, 1]) / 2, (g1[:, 0] + g1[:, 1]) / 2], -1)
+        return np.stack([g0[:, 0], g1[:, 0]], -1)
 
     def local_noise(self, w) -> tuple[np.ndarray, np.ndarray]:
         "(Hessian of L_m, covariance of one per-sample gradient over the data) at one point `w` (2,)."
@@ -132,14 +142,17 @@ def basin_moments(prob, labels, axes) -> list[tuple[np.ndarray, np.ndarray]]:
 
 # %% ../../nbs/15b_exact_posterior.ipynb #642193ec
 def sgd_walkers(grad: Callable, data: np.ndarray, w0: np.ndarray, lr: float, batch: int, steps: int,
-                every: int = 50, seed: int = 0) -> np.ndarray:
-    "Minibatch SGD from each row of `w0` (N, d); `grad(w, data[idx])`, idx (N, batch): positions after every `every` steps."
+                every: int = 50, seed: int = 0, chunk: int = 250) -> np.ndarray:
+    """Minibatch SGD from each row of `w0` (N, d); `grad(w, data[idx])`, idx (N, batch): positions after every `every`
+    steps. The indices are drawn `chunk` steps at a time, the same stream as one draw per step."""
     rng = np.random.default_rng(seed)
     w, out = np.array(w0, dtype=float), []
-    for t in range(1, steps + 1):
-        w = w - lr * grad(w, data[rng.integers(0, len(data), (len(w), batch))])
-        if t % every == 0:
-            out.append(w.copy())
+    for t0 in range(0, steps, chunk):
+        xb = data[rng.integers(0, len(data), (min(chunk, steps - t0), len(w), batch))]
+        for t, x in enumerate(xb, t0 + 1):
+            w = w - lr * grad(w, x)
+            if t % every == 0:
+                out.append(w.copy())
     return np.array(out)
 
 def basin_of(points, axes, labels) -> np.ndarray:
