@@ -119,3 +119,43 @@ def test_every_llc_row_carries_the_systematic_parts_or_says_why_not():
     assert len(seeds) >= 7 and seeds.note.str.contains('moves -3.36', regex=False).all()
     one = seeds.set_index('claim_id').note['sec331-single-ds']
     assert 'another sign' in one and 'no count of flagged' not in one
+
+
+def test_a_result_that_took_its_llc_from_another_reads_the_sources_diagnostics(tmp_path):
+    # The MNIST controls read the LLC along training from mnist-seeds/full (the same nets), and their rows said "no
+    # count of flagged LLC estimates" although every one of those estimates was diagnosed, and flagged, there.
+    from fracsgd.ledger.claims import ledger_rows
+    rows = read_ledger().reset_index(drop=True)
+    took = rows[rows.source == 'compact/mnist-seeds/custom-a16ed3fd8d0f094e']
+    llc = took[took.note.str.contains('nβ =', regex=False)]
+    assert len(llc) >= 5
+    assert not llc.note.str.contains('no count of flagged', regex=False).any()
+    assert llc.note.str.contains('all 1000 LLC estimates flagged', regex=False).all()
+    assert llc.note.str.contains("mnist-seeds/full's, on the same nets", regex=False).all()
+    # a result that names a source the ledger does not hold is refused, naming it
+    src = COMPACT / 'mnist-seeds/custom-a16ed3fd8d0f094e'
+    copy = tmp_path / 'compact' / 'mnist-seeds' / 'controls'
+    copy.mkdir(parents=True)
+    for f in ('summary.csv', 'provenance.json'):
+        (copy / f).write_bytes((src / f).read_bytes())
+    with pytest.raises(FileNotFoundError, match='mnist-seeds/full'):
+        ledger_rows(copy)
+    prov = json.loads((copy / 'provenance.json').read_text())
+    (copy / 'provenance.json').write_text(json.dumps({k: v for k, v in prov.items() if k != 'llc_source'}))
+    alone = ledger_rows(copy)            # without the source, the same result says it has no count of its own
+    assert alone.note.str.contains('no count of flagged', regex=False).sum() >= 5
+
+
+def test_an_llc_row_missing_part_of_its_uncertainty_says_what_run_it_needs():
+    # issue 42: "where a row needs a run you cannot make, it says 'not run yet' and why"; a row that lacks the flag
+    # count, the readings at the final weights or the systematic parts names the run that would record them
+    from fracsgd.ledger.uncertainty import LLC_NOT_MEASURED, NO_FLAG_COUNT
+    claims = read_claims().reset_index(drop=True)[['claim_id', 'llc']]
+    rows = read_ledger().reset_index(drop=True).merge(claims, on='claim_id')
+    llc = rows[(rows.llc != '') & rows.value.notna()]
+    lacks = (llc.note.str.contains(NO_FLAG_COUNT, regex=False) | llc.note.str.contains(LLC_NOT_MEASURED, regex=False)
+             | llc.note.str.contains('not measured at this model', regex=False))
+    says = llc.note.str.contains(r'not run yet: what is not measured here needs a new run .*took [\d.]+ (h|min) here')
+    assert lacks.sum() > 100 and (says == lacks).all(), llc[says != lacks][['claim_id', 'source']].to_string()
+    full = llc[llc.source == 'compact/mnist-seeds/full']                 # every part measured: no such note
+    assert len(full) >= 6 and not says[full.index].any()

@@ -18,13 +18,14 @@ from .decades import decade_rule
 from .differences import ABS_DIFF, abs_difference
 from .provenance import COMPACT, LEDGER_DIR, STAND_IN, compact_label, save_compact, study_configuration
 from .scale import paper_kind, paper_scale
-from .uncertainty import NO_FLAG_COUNT, llc_flagged, llc_readings, ratio_hold, systematic_parts, widen
+from .uncertainty import (LLC_NOT_MEASURED, NO_FLAG_COUNT, llc_flagged, llc_readings, ratio_hold,
+                                       systematic_parts, widen, with_llc_source)
 
 # %% auto #0
 __all__ = ['CLAIMS', 'LEDGER', 'KINDS', 'VERDICTS', 'DECISIVE', 'CLAIM_COLUMNS', 'LLC_KINDS', 'LEDGER_COLUMNS', 'FEW',
            'TWICE_MAX', 'TC', 'read_claims', 'paper_interval', 'verdict', 'few_points', 'grid_edge', 'summary_value',
-           'crossover_note', 'ledger_rows', 'read_ledger', 'record_claims', 'rebuild_ledger', 'keep_results',
-           'stale_rows']
+           'crossover_note', 'not_recorded', 'ledger_rows', 'read_ledger', 'record_claims', 'rebuild_ledger',
+           'keep_results', 'stale_rows']
 
 # %% ../../nbs/30_ledger.ipynb #61e1a730
 CLAIMS, LEDGER = LEDGER_DIR / 'claims.csv', LEDGER_DIR / 'ledger.csv'   # beside the compact results (provenance)
@@ -170,6 +171,14 @@ def crossover_note(summary: pd.DataFrame, quantity: str) -> str:
         rule += ": detect_crossover's model comparison"
     return f't_c = {s.value:.0f} [{s.ci_low:.0f}, {s.ci_high:.0f}] steps, {rule}'
 
+def not_recorded(prov: dict) -> str:
+    "Why a row lacks a part of the LLC's uncertainty, and what it would take: a run that records it."
+    took = prov.get('run_seconds')
+    when = f'{took / 3600:.1f} h' if took and took >= 3600 else f'{max(1, round((took or 0) / 60))} min'
+    cost = f' (the committed one took {when} here)' if took else ''
+    return ('not run yet: what is not measured here needs a new run of this configuration that records the LLC '
+            f'diagnostics and readings{cost}; the ledger reads committed results only')
+
 def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) -> dict:
     "Interval (widened for the LLC), the rule's verdict, the verdict and the note of one ledger row."
     notes, hold = [said], []
@@ -191,9 +200,14 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
         if llc == 'llc-ratio':
             hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
+        if src := prov.get('llc_source'):
+            notes.append(f"the LLC estimates are {src}'s, on the same nets; their flags, readings and systematic "
+                         'parts here are counted over all of its nets')
         parts, marked = systematic_parts(summary)
         notes.append(parts)
         hold += [marked] * bool(marked)
+        if flagged is None or parts == LLC_NOT_MEASURED or not readings:
+            notes.append(not_recorded(prov))
     if claim['decisive'] and not math.isnan(value):
         hold.append(claim['decisive'])
     if edge := grid_edge(value, said):
@@ -222,6 +236,11 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
     compact = Path(compact)
     prov = json.loads((compact / 'provenance.json').read_text())
     summary = read_table(compact / 'summary.csv').set_index('quantity')
+    if src := prov.get('llc_source'):              # its LLC estimates are another result's, diagnosed there (30g)
+        made = compact.parent.parent / src / 'summary.csv'
+        if not made.exists():
+            raise FileNotFoundError(f'{compact}: its LLC estimates come from {src!r}, but {made} does not exist')
+        summary = with_llc_source(summary, read_table(made).set_index('quantity'), src)
     claims = read_claims() if claims is None else claims
     scale = paper_scale(prov, summary)                # against the paper's protocol (scale chapter)
     kind, made_by = paper_kind(scale), f"{prov['study']}/{prov.get('preset', prov['config'])}"

@@ -67,8 +67,9 @@ def study_configuration(folder) -> dict:
     cfg = study.config(preset) if made else None          # only for a folder the runner did not describe (older)
     scale = meta['scale'] if 'scale' in meta else protocol_scale(study, cfg, what)
     nbeta = meta['llc_nbeta'] if 'llc_nbeta' in meta else llc_nbeta(study, cfg)
+    source = {'llc_source': meta['llc_source']} if meta.get('llc_source') else {}   # whose LLC estimates it took
     return dict(study=name, config=label, config_hash=config_hash, run_keys=sorted(plan), stand_in=what,
-                preset=preset if made else 'custom', scale=scale, llc_nbeta=nbeta)
+                preset=preset if made else 'custom', scale=scale, llc_nbeta=nbeta, **source)
 
 def compact_label(cfg: dict) -> str:
     "The folder name of a `study_configuration`'s compact result: its label, with the hash for a custom one."

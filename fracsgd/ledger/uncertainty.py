@@ -12,7 +12,7 @@ from ..llc.temperature import MOVES_ROW, NOT_LAMBDA_ROW
 
 # %% auto #0
 __all__ = ['SYSTEMATIC', 'ALONG', 'LLC_NOT_MEASURED', 'FLAGGED', 'NO_FLAG_COUNT', 'llc_readings', 'widen', 'ratio_hold',
-           'llc_flagged', 'systematic_parts', 'instrument_rows']
+           'llc_flagged', 'systematic_parts', 'instrument_rows', 'with_llc_source']
 
 # %% ../../nbs/30g_llc_uncertainty.ipynb #0a6fc748
 SYSTEMATIC = 'mean LLC at the final weights, '      # summary rows: the LLC at the same weights under each reading
@@ -94,3 +94,14 @@ def instrument_rows(summary: pd.DataFrame) -> pd.DataFrame:
     keep = (summary.index.str.startswith(SYSTEMATIC) | summary.index.isin([MOVES_ROW, NOT_LAMBDA_ROW])
             | notes.map(lambda n: bool(re.search(FLAGGED, n))).to_numpy())
     return summary[keep]
+
+# %% ../../nbs/30g_llc_uncertainty.ipynb #1dbf40f4
+def with_llc_source(summary: pd.DataFrame, source_summary: pd.DataFrame, source: str) -> pd.DataFrame:
+    """`summary` (indexed by quantity) with the instrument rows of `source_summary`, the summary of the result
+    `source` whose LLC estimates it took, where it has no row of that quantity itself."""
+    rows = instrument_rows(source_summary)
+    rows = rows[~rows.index.isin(summary.index)]
+    if rows.empty:
+        return summary
+    note = f'from {source}, whose LLC estimates these nets take (over all of its nets)'
+    return pd.concat([summary, rows.assign(note=[f'{n}; {note}' if n else note for n in rows.note.fillna('')])])

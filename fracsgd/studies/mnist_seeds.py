@@ -20,7 +20,7 @@ from ..diffusion.spectral import fit_power_law
 from ..diffusion.return_probability import returns_summary
 from ..train.displacement import runs_matrix
 from ..ledger.provenance import COMPACT
-from ..experiment.store import load_study
+from ..experiment.store import load_study, record_meta
 from ..diffusion.net_analysis import analyse_nets, compact_trajectories
 from .mnist_runs import MNISTRun, MNISTStudy, record_data_source
 
@@ -125,6 +125,7 @@ def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
         nets = nets[nets.optimizer == 'sgd'].drop(columns='optimizer')
         if cfg.llc_source:
             sgd = borrow_llc(sgd, cfg.llc_source)
+            record_meta(folder, llc_source=cfg.llc_source)   # the ledger reads the source's LLC diagnostics
             gd = traj[traj.optimizer == 'gd'].drop(columns=[c for c in ('llc',) if c in traj])
             traj = pd.concat([sgd.assign(optimizer='sgd'), gd], ignore_index=True)
             traj.attrs['llc_check'] = sgd.attrs['llc_check']

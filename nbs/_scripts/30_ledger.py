@@ -173,7 +173,8 @@ from fracsgd.ledger.decades import decade_rule
 from fracsgd.ledger.differences import ABS_DIFF, abs_difference
 from fracsgd.ledger.provenance import COMPACT, LEDGER_DIR, STAND_IN, compact_label, save_compact, study_configuration
 from fracsgd.ledger.scale import paper_kind, paper_scale
-from fracsgd.ledger.uncertainty import NO_FLAG_COUNT, llc_flagged, llc_readings, ratio_hold, systematic_parts, widen
+from fracsgd.ledger.uncertainty import (LLC_NOT_MEASURED, NO_FLAG_COUNT, llc_flagged, llc_readings, ratio_hold,
+                                       systematic_parts, widen, with_llc_source)
 
 # %% [markdown]
 # ## What the ledger is
@@ -638,7 +639,10 @@ pd.DataFrame({t: dict(max=round(r.max(), 4), at=r.idxmax()) for t, r in ratios.i
 #
 # `ledger_rows` reads a compact result and nothing else: for every claim of that study that names a
 # `quantity`, the summary row of that name gives our value and interval, and the rule gives the verdict. Each
-# row records where it came from: the compact folder and the SHA-256 of its `summary.csv`. `record_claims` is the
+# row records where it came from: the compact folder and the SHA-256 of its `summary.csv`. One exception is
+# declared in the result itself: a result whose provenance names an `llc_source` took its LLC estimates from that
+# committed result, so the gate also reads the source's diagnostics of them (`with_llc_source`, LLC uncertainty
+# chapter). `record_claims` is the
 # one function a study calls: it saves the compact result, computes its rows, and replaces the ledger's rows of the
 # same claims and configuration, atomically.
 
@@ -706,6 +710,14 @@ def crossover_note(summary: pd.DataFrame, quantity: str) -> str:
         rule += ": detect_crossover's model comparison"
     return f't_c = {s.value:.0f} [{s.ci_low:.0f}, {s.ci_high:.0f}] steps, {rule}'
 
+def not_recorded(prov: dict) -> str:
+    "Why a row lacks a part of the LLC's uncertainty, and what it would take: a run that records it."
+    took = prov.get('run_seconds')
+    when = f'{took / 3600:.1f} h' if took and took >= 3600 else f'{max(1, round((took or 0) / 60))} min'
+    cost = f' (the committed one took {when} here)' if took else ''
+    return ('not run yet: what is not measured here needs a new run of this configuration that records the LLC '
+            f'diagnostics and readings{cost}; the ledger reads committed results only')
+
 def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) -> dict:
     "Interval (widened for the LLC), the rule's verdict, the verdict and the note of one ledger row."
     notes, hold = [said], []
@@ -727,9 +739,14 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
         if llc == 'llc-ratio':
             hold.append(ratio_hold(base, readings))
         notes.append(prov.get('llc_nbeta') or 'nβ not recorded with this result')
+        if src := prov.get('llc_source'):
+            notes.append(f"the LLC estimates are {src}'s, on the same nets; their flags, readings and systematic "
+                         'parts here are counted over all of its nets')
         parts, marked = systematic_parts(summary)
         notes.append(parts)
         hold += [marked] * bool(marked)
+        if flagged is None or parts == LLC_NOT_MEASURED or not readings:
+            notes.append(not_recorded(prov))
     if claim['decisive'] and not math.isnan(value):
         hold.append(claim['decisive'])
     if edge := grid_edge(value, said):
@@ -758,6 +775,11 @@ def ledger_rows(compact, claims: pd.DataFrame | None = None, root=None) -> pd.Da
     compact = Path(compact)
     prov = json.loads((compact / 'provenance.json').read_text())
     summary = read_table(compact / 'summary.csv').set_index('quantity')
+    if src := prov.get('llc_source'):              # its LLC estimates are another result's, diagnosed there (30g)
+        made = compact.parent.parent / src / 'summary.csv'
+        if not made.exists():
+            raise FileNotFoundError(f'{compact}: its LLC estimates come from {src!r}, but {made} does not exist')
+        summary = with_llc_source(summary, read_table(made).set_index('quantity'), src)
     claims = read_claims() if claims is None else claims
     scale = paper_scale(prov, summary)                # against the paper's protocol (scale chapter)
     kind, made_by = paper_kind(scale), f"{prov['study']}/{prov.get('preset', prov['config'])}"

@@ -184,7 +184,10 @@ assert llc_flagged(_summary(0.3, 50, 50)) is None       # the marks are not the 
 seeds_note, seeds_hold = systematic_parts(seeds)        # the fourth mnist-seeds run measured both parts
 assert '50 of 50 nets' in seeds_note and 'moves -3.36' in seeds_note and 'every one of the 50' in seeds_hold
 from fracsgd.ledger.claims import read_ledger
-assert read_ledger().note.str.contains('every one of the 50 nets has its LLC target', regex=False).sum() == 7
+ledger_notes = read_ledger().set_index('source').note     # seeds/full, its derived result, and the controls
+held = ledger_notes[ledger_notes.str.contains('every one of the 50 nets has its LLC target', regex=False)]
+assert set(held.index) == {'compact/mnist-seeds/full', 'compact/derived/mnist-seeds-full',
+                           'compact/mnist-seeds/custom-a16ed3fd8d0f094e'} and len(held) == 13
 seeds_note
 
 
@@ -215,6 +218,37 @@ assert llc_readings(inherited) == (base, readings) and llc_flagged(inherited) ==
 assert systematic_parts(inherited) == systematic_parts(seeds)
 assert instrument_rows(seeds.loc[['mean d_s', 'nets']]).empty
 inherited[['value', 'note']]
+
+
+# %% [markdown]
+# A study result can also take its LLC estimates from another: the MNIST controls train the seeds study's first ten
+# nets again beside gradient descent, and read the LLC along training from the seeds' full run instead of
+# estimating it twice (the runs record the source as `llc_source`). Its own summary then has no diagnostics of those
+# estimates, yet they were diagnosed where they were made. `with_llc_source` gives such a summary the source's
+# instrument rows where it has none of its own, each note naming where it came from. The readings and counts are
+# the source's over all of its nets, not over the subset that took them, and the note says so.
+
+# %%
+#| export
+def with_llc_source(summary: pd.DataFrame, source_summary: pd.DataFrame, source: str) -> pd.DataFrame:
+    """`summary` (indexed by quantity) with the instrument rows of `source_summary`, the summary of the result
+    `source` whose LLC estimates it took, where it has no row of that quantity itself."""
+    rows = instrument_rows(source_summary)
+    rows = rows[~rows.index.isin(summary.index)]
+    if rows.empty:
+        return summary
+    note = f'from {source}, whose LLC estimates these nets take (over all of its nets)'
+    return pd.concat([summary, rows.assign(note=[f'{n}; {note}' if n else note for n in rows.note.fillna('')])])
+
+
+# %%
+own = seeds.loc[['mean d_s', 'mean final LLC', 'nets']]
+assert llc_flagged(own) is None and systematic_parts(own)[0] == LLC_NOT_MEASURED    # nothing of its own
+took = with_llc_source(own, seeds, 'mnist-seeds/full')
+assert llc_flagged(took) == llc_flagged(seeds) and llc_readings(took) == (base, readings)
+assert systematic_parts(took)[1] == systematic_parts(seeds)[1]                         # the same marks hold it back
+assert took.loc[MOVES_ROW, 'note'].endswith('(over all of its nets)') and len(took) == len(own) + len(inherited)
+assert with_llc_source(seeds, seeds, 'x').equals(seeds)                              # its own rows win
 
 # %%
 #| hide
