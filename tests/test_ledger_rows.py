@@ -159,3 +159,16 @@ def test_an_llc_row_missing_part_of_its_uncertainty_says_what_run_it_needs():
     assert lacks.sum() > 100 and (says == lacks).all(), llc[says != lacks][['claim_id', 'source']].to_string()
     full = llc[llc.source == 'compact/mnist-seeds/full']                 # every part measured: no such note
     assert len(full) >= 6 and not says[full.index].any()
+
+
+def test_every_row_the_rule_leaves_undecided_says_why():
+    # a review found two inconclusive rows at the paper's protocol with empty notes (qualitative claims), and one
+    # whose note never said that the two-sample rule could not tell; each now leads with the rule's reason
+    rows = read_ledger().reset_index(drop=True)
+    undecided = rows[(rows.rule == 'inconclusive') & rows.value.notna()]
+    assert len(undecided) > 50
+    why = undecided.note.str.contains(r"qualitative claim|the numbers cannot tell|holds the paper's bound|"
+                                      r"wider than the paper's value")
+    assert why.all(), undecided[~why][['claim_id', 'source']].to_string()
+    inconclusive = rows[(rows.verdict == 'inconclusive') & rows.value.notna()]
+    assert inconclusive.note.str.startswith('NOT DECISIVE (').all()

@@ -710,6 +710,21 @@ def crossover_note(summary: pd.DataFrame, quantity: str) -> str:
         rule += ": detect_crossover's model comparison"
     return f't_c = {s.value:.0f} [{s.ci_low:.0f}, {s.ci_high:.0f}] steps, {rule}'
 
+QUALITATIVE = ('a qualitative claim: the claims table holds no number or bound of the paper to test ours against, so no '
+               'rule decides it')
+
+def undecided(claim) -> str:
+    "Why the rule reads a claim's number inconclusive, by the claim's kind (the branches of `verdict`)."
+    kind = claim['kind']
+    if kind == 'qualitative':
+        return QUALITATIVE
+    if kind == 'value' and str(claim.get('paper_sd', '') or ''):
+        return ("the numbers cannot tell: ours is within the combined spread s of the paper's, but 2s exceeds the "
+                "paper's value, so agreement would not show a match")
+    if kind in ('above', 'below'):
+        return "the interval holds the paper's bound"
+    return "the interval is wider than the paper's value"
+
 def not_recorded(prov: dict) -> str:
     "Why a row lacks a part of the LLC's uncertainty, and what it would take: a run that records it."
     took = prov.get('run_seconds')
@@ -754,6 +769,8 @@ def _gate(claim, value, lo, hi, said, summary, prov, kind, named, compact=None) 
     if (n := few_points(summary, claim['quantity'])) is not None and not math.isnan(value):
         hold.append(f'FEW POINTS: an interval from {n} points (fewer than {FEW})')
     rule = v = verdict(claim, value, lo, hi)
+    if rule == 'inconclusive':
+        hold.append(undecided(claim))
     if late := decade_rule(claim, rule, said, summary, compact):    # a late exponent over < 1 decade (30c)
         hold.append(late)
     why = '; '.join(hold)
