@@ -18,8 +18,9 @@ from .criticality import criticality_problem, gradient_pull_bound
 # %% auto #0
 __all__ = ['REACH_LIMIT', 'RHAT_LIMIT', 'ESS_MIN', 'DRIFT_LIMIT', 'ACCEPTANCE_FLAG', 'MIN_RELAXATIONS', 'REACH_HIGH',
            'Z_INTERVAL', 'SENSITIVITY_FACTOR', 'LOCALIZATION_EXTRAPOLATION', 'LOCALIZATION_SPREAD', 'INTERVAL_LIMIT',
-           'batch_means_se', 'chain_statistics', 'reach_used', 'llc_problems', 'problem_clauses', 'LLCResult',
-           'stronger_localization', 'localization_interval', 'with_localization_interval']
+           'batch_means_se', 'chain_statistics', 'reach_used', 'llc_problems', 'problem_clauses', 'problem_kind',
+           'problem_counts', 'LLCResult', 'stronger_localization', 'localization_interval',
+           'with_localization_interval']
 
 # %% ../../nbs/09b_llc_result.ipynb #310f08b7
 def batch_means_se(x: np.ndarray) -> tuple[float, float]:
@@ -117,6 +118,16 @@ _PROBLEM_START = re.compile(r'; (?=non-finite LLC|negative LLC|MALA acceptance|c
 def problem_clauses(problems: str) -> list[str]:
     "The problems of a diagnostics `problems` text one by one (the inverse of its '; ' join)."
     return [p for p in _PROBLEM_START.split(problems) if p]
+
+def problem_kind(clause: str) -> str:
+    "The name of one problem clause, without its numbers: 'ESS 5 < 100: ...' is 'ESS'."
+    head = re.split(r' \(|:', clause, maxsplit=1)[0]
+    return re.sub(r'\s+[-+\d.]+\s*[<>=].*$', '', head).strip()
+
+def problem_counts(problems) -> str:
+    "How many of the estimates whose `problems` texts are given have each kind of problem, most frequent first."
+    counts = pd.Series([problem_kind(c) for p in problems for c in problem_clauses(str(p or ''))], dtype=object)
+    return ', '.join(f'{k} {n}' for k, n in counts.value_counts().items())
 
 # %% ../../nbs/09b_llc_result.ipynb #501ec971
 @dataclass

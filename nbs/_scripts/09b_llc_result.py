@@ -137,6 +137,10 @@ def chain_statistics(values: np.ndarray) -> dict:
 #
 # The two limits were set on the tuning part of the [validation set](llc_validation.html), where every estimate
 # off by more than 15% was caught by one of these checks, and kept fixed for the held-out part.
+#
+# A study that estimates many LLCs keeps each `problems` text; `problem_counts` says how many estimates have each
+# kind of problem (the clause's words without its numbers), so a page can say why its estimates were flagged,
+# not only how many.
 
 # %%
 #| export
@@ -195,6 +199,16 @@ def problem_clauses(problems: str) -> list[str]:
     "The problems of a diagnostics `problems` text one by one (the inverse of its '; ' join)."
     return [p for p in _PROBLEM_START.split(problems) if p]
 
+def problem_kind(clause: str) -> str:
+    "The name of one problem clause, without its numbers: 'ESS 5 < 100: ...' is 'ESS'."
+    head = re.split(r' \(|:', clause, maxsplit=1)[0]
+    return re.sub(r'\s+[-+\d.]+\s*[<>=].*$', '', head).strip()
+
+def problem_counts(problems) -> str:
+    "How many of the estimates whose `problems` texts are given have each kind of problem, most frequent first."
+    counts = pd.Series([problem_kind(c) for p in problems for c in problem_clauses(str(p or ''))], dtype=object)
+    return ', '.join(f'{k} {n}' for k, n in counts.value_counts().items())
+
 
 # %%
 flat_chains = np.full((2, 100), 5.0) + np.random.default_rng(1).normal(0, 1, (2, 100))
@@ -217,6 +231,12 @@ assert reach_used(sq_distance=4.0, localization=0.5, n_params=2) == 1.0   # held
 several = llc_problems(5.0, 0.1, 0.5, rising['drift_z'], apart['rhat'], 10.0, reach=0.5, relaxations=0.3)
 assert [c.split()[0] for c in problem_clauses(several)] == ['MALA', 'chains', 'running', 'R-hat', 'ESS']
 assert '; '.join(problem_clauses(several)) == several and problem_clauses('') == []
+assert [problem_kind(c) for c in problem_clauses(several)] == [
+    'MALA acceptance', 'chains drift along flat directions held only by the localization',
+    'running estimate still rising', 'R-hat', 'ESS']
+assert problem_counts([several, llc_problems(5.0, 0.1, 1.0, 0.0, ess=10.0), '']) == (
+    'ESS 2, MALA acceptance 1, chains drift along flat directions held only by the localization 1, '
+    'running estimate still rising 1, R-hat 1')
 
 
 # %%

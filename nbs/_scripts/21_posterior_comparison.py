@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+from fracsgd.llc.result import problem_counts
 from fracsgd.studies.common import summary_row
 from fracsgd.core import read_table
 from fracsgd.experiment.store import load_study, status
@@ -385,7 +386,8 @@ def _summary(res: dict, data: dict, cfg: AnalysisSettings, rng) -> pd.DataFrame:
         summary_row('bootstrap stability (mean ARI)', rep.stability),
         summary_row('smallest cluster (nets)', rep.smallest),
         summary_row('LLC (mean over analysed nets, LLC > 0)', llc.mean(), *_interval([rng.choice(llc, len(llc)).mean() for _ in range(B)]),
-             f'{int((pool.llc <= 0).sum())} nets with LLC ≤ 0; {int(pool.llc_flagged.sum())} flagged by the diagnostics'),
+             f'{int((pool.llc <= 0).sum())} nets with LLC ≤ 0; {int(pool.llc_flagged.sum())} flagged by the diagnostics'
+             + (f' (by kind: {problem_counts(pool.llc_problems)})' if 'llc_problems' in pool else '')),
         summary_row('LLC position of the median, (median − min)/(max − min)', position(llc),
              *_interval([position(rng.choice(llc, len(llc))) for _ in range(B)]), 'below 0.5: concentrated at the low end'),
         summary_row('late exponent s (log-log slope after t_c)', ex['slope'], ex['ci_low'], ex['ci_high'], ex['note']),

@@ -275,7 +275,8 @@ def evaluate(self: MoonsPosterior, run: PosteriorRun, data, nets, trained: dict)
     llc_seconds = time.perf_counter() - t0
     solutions.insert(0, 'net', ids)
     solutions = solutions.assign(llc=np.atleast_1d(llc.llc), llc_se=np.atleast_1d(llc.llc_se),
-                                 llc_flagged=(llc.diagnostics.problems != '').to_numpy())
+                                 llc_flagged=(llc.diagnostics.problems != '').to_numpy(),
+                                 llc_problems=llc.diagnostics.problems.to_numpy())
     weights = torch.stack([torch.cat([p.detach().reshape(-1).cpu() for p in n.parameters()]) for n in nets])
     return dict(solutions=solutions, predictions=_long_predictions(predict_on_probe(nets, probe), ids),
                 weights=pd.DataFrame({'net': ids, 'w': list(weights.numpy())}), llc_seconds=llc_seconds)
