@@ -133,7 +133,10 @@ def test_study_pages_rows_are_the_ledgers():
     assert seeds.loc['tab8-llc-mean', 'nβ'].startswith('nβ = 256/ln 256') and seeds.loc['fig18-r2', 'nβ'] == ''
     # held back: every LLC along training is flagged (the rule alone is inconclusive, on the widened interval)
     assert seeds.loc['tab8-llc-mean', 'why'] == ('NOT DECISIVE (all 1000 LLC estimates flagged by their diagnostics; '
-                                                 'every one of the 50 nets has its LLC target marked not converged to λ)')
+                                                 'every one of the 50 nets has its LLC target marked not converged to λ; '
+                                                 'the numbers cannot tell: ours is within the combined spread s of the '
+                                                 "paper's, but 2s exceeds the paper's value, so agreement would not show "
+                                                 'a match)')
     assert seeds.loc['fig18-r2', 'why'] == ''
     post = study_verdicts('moons-posterior').set_index(['claim', 'config'])
     assert post.why[('fig4b-tempered-agrees', 'full')].startswith('NOT AT PAPER SCALE (reduced; also all 500 LLC')
