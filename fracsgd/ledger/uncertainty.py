@@ -65,7 +65,9 @@ def llc_flagged(summary: pd.DataFrame) -> str | None:
             lead, found = re.match(r'(\d+) nets;', note), ''
             n = float(m.group(2) or (lead.group(1) if lead else summary.value.get('nets analysed', math.nan)))
             if int(m.group(1)) >= n:
-                return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
+                kinds = re.search(r'\(by kind: ([^)]*)\)', note)        # what the study recorded of why (problem_counts)
+                return (f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
+                        + (f' ({kinds.group(1)})' if kinds else ''))
     return found
 
 # %% ../../nbs/30g_llc_uncertainty.ipynb #cc0ef9de

@@ -643,7 +643,6 @@ def table2_view(label: str) -> pd.DataFrame:
 
 pd.concat([table2_view(label) for label in LABELS], ignore_index=True)
 
-
 # %% [markdown]
 # ### Why every LLC is flagged
 #
@@ -662,6 +661,7 @@ import math
 table3 = CONFIGS['full-converged'].llc
 assert math.isclose(table3.step_size * table3.localization * table3.n_draws, 0.4) and table3.n_burnin == 0
 pd.Series({k: int(v) for k, v in kinds.items()}, name='nets flagged (of 464)').to_frame()
+
 
 # %% [markdown]
 # So the flag is not a detail of these nets: table 3's chain is too short for its own localization on a net of

@@ -110,7 +110,9 @@ def llc_flagged(summary: pd.DataFrame) -> str | None:
             lead, found = re.match(r'(\d+) nets;', note), ''
             n = float(m.group(2) or (lead.group(1) if lead else summary.value.get('nets analysed', math.nan)))
             if int(m.group(1)) >= n:
-                return f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
+                kinds = re.search(r'\(by kind: ([^)]*)\)', note)        # what the study recorded of why (problem_counts)
+                return (f'all {int(m.group(1))} LLC estimates flagged by their diagnostics'
+                        + (f' ({kinds.group(1)})' if kinds else ''))
     return found
 
 
@@ -137,6 +139,8 @@ moons_full = read_table(COMPACT / 'moons-posterior/full/summary.csv').set_index(
 assert llc_flagged(moons_full) == 'all 500 LLC estimates flagged by their diagnostics' and 'all 1000' in llc_flagged(seeds)
 some = pd.DataFrame(dict(value=[1.0], note=['50 nets; 4999 of 5000 flagged by their diagnostics']), index=['x'])
 assert llc_flagged(some) == '' and 'all 5000' in llc_flagged(some.assign(note='50 nets; 5000 of 5000 flagged'))
+why = some.assign(note='50 nets; 50 of 50 flagged (by kind: ESS 50, R-hat 2)')
+assert llc_flagged(why) == 'all 50 LLC estimates flagged by their diagnostics (ESS 50, R-hat 2)'   # and why, if told
 dict(readings=readings, mean_final_llc=widen('llc', lam.ci_low, lam.ci_high, base, readings))
 
 
