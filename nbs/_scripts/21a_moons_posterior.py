@@ -946,12 +946,14 @@ speed.round(2)
 # %% [markdown]
 # One vectorized call for 20 nets took 13–22 s, the loop of 20 calls 35–54 s: 1.6 and 4.2 times faster, on a
 # machine that two other jobs were loading (the spread between the repeats is theirs). In the studies, the LLC of
-# all 500 solutions took 33 s summed over the ten calls of 50 nets (the paper's protocol) and 74 s (the converged
-# variant; 168 s in its first run, on a loaded machine). The whole study took 1.5 min (quick) and 1.4 min (full)
-# wall clock; its converged variant 3.1 min (quick) and 4.0 min (full, re-run alone on 2026-12-03 to record why each
-# LLC is flagged; 11 min in its first run, loaded, with the same numbers). The full run was repeated on 2026-11-26 with the machine
-# otherwise idle: every number of its summary came out as in the run of 2026-11-23, which took 6.6 min on a loaded
-# machine with older code (training 382 s and LLCs 322 s of worker time, against 29 s and 33 s now). Both quick
+# all 500 solutions took 79 s summed over the ten calls of 50 nets at the paper's protocol and 74 s in the converged
+# variant (the two re-runs of 2026-12-03 that recorded why each LLC is flagged, each alone on the two cores). The
+# whole study took 1.5 min (quick) and 1.7 min (full) wall clock; its converged variant 3.1 min (quick) and 4.0 min
+# (full). Every number of both re-runs' summaries came out as in the runs they replaced, to 1e-14 relative, but
+# their worker times are not those of the runs of 2026-11-26: the full one then took 29 s of training and 33 s of
+# LLCs, against 73 s and 79 s now (the converged one took 998 s and 168 s on a loaded machine, against 351 s and 74
+# s now). The code has changed since (more LLC diagnostics among it); whether that or the machine made the
+# difference was not measured. Both quick
 # configurations stay within the 5 minutes the issue sets.
 
 # %%
