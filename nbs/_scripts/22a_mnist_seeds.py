@@ -115,7 +115,7 @@ class MNISTSeedsConfig:
     ages: tuple = ()                        # with controls: ages of the increment MSD (MNISTRun.ages)
     late_start: int = 0                     # with controls: the late window's first step; the returns start there
     returns_dim: int = 0                    # with controls: Gaussian directions of the projected paths
-    llc_source: str = ''                    # with controls: a compact result (under COMPACT) whose LLC column the SGD nets take
+    llc_source: str = ''                    # a compact result (under COMPACT) whose LLC column the SGD nets take
 
 QUICK = MNISTSeedsConfig()
 FULL = replace(QUICK, n_models=50, epochs=100, calibrated='10nets-1x5000', n_boot=200)
@@ -126,11 +126,15 @@ CONTROLS = replace(FULL, n_models=10, nets_per_run=10, calibrated='', volume_eps
                    ages=CONTROL_AGES, late_start=200, returns_dim=256, llc_every=0, llc_source='mnist-seeds/full')
 CONTROLS_SMOKE = replace(SMOKE, n_models=2, epochs=10, calibrated='', volume_eps=(), controls=True,
                          ages=(2, 4, 8, 16), late_start=4, returns_dim=8, n_boot=10)
+# the automatic LLC rule at the full run's final weights: its first nets again, one per run (so two workers share the
+# pilots), with no LLC along training: that column is borrowed from the full run, which these nets must equal
+FINAL_AUTO = replace(FULL, n_models=2, nets_per_run=1, calibrated='10nets-auto', volume_eps=(), llc_every=0,
+                     llc_source='mnist-seeds/full')
 
 class MNISTSeeds(MNISTStudy):
     "The MNIST seeds study (paper table 8), for the runner."
     name, presets = 'mnist-seeds', dict(smoke=SMOKE, quick=QUICK, full=FULL, controls=CONTROLS,
-                                        **{'controls-smoke': CONTROLS_SMOKE})
+                                        **{'controls-smoke': CONTROLS_SMOKE, 'final-auto': FINAL_AUTO})
     keep = ('per_net.csv', 'trajectory_compact.parquet')
 
 STUDY = MNISTSeeds()
@@ -198,11 +202,14 @@ PAPER_TABLE8.describe().loc[['mean', 'std', 'min', 'max']].round(3)
 # %% [markdown]
 # A study may take the LLC along training from an earlier result on the same nets instead of estimating it again
 # (the controls preset does, below): `borrow_llc` copies the `llc` column of a committed compact trajectory table,
-# and refuses unless the two runs' $R(t)$ agree at every (net, step) they share, to within float rounding.
+# and refuses unless the two runs' $R(t)$ agree at every (net, step) they share, to within float rounding: 10⁻⁴
+# relative. Ensembles of different sizes round differently in float32: net 0 trained alone (the `final-auto` preset,
+# below) differs from the same net trained among the full run's 50 by up to 2.6·10⁻⁵ in $R$ after 2,000 steps, while
+# nets 0–9 trained as ten matched them exactly. Another seed differs at once by far more.
 
 # %%
 #| export
-def borrow_llc(traj: pd.DataFrame, source: str, rtol: float = 1e-5) -> pd.DataFrame:
+def borrow_llc(traj: pd.DataFrame, source: str, rtol: float = 1e-4) -> pd.DataFrame:
     """`traj` with the `llc` column of the compact result `source` (a folder under COMPACT), refused unless R(t)
     agrees at every shared (run, step); `attrs['llc_check']`: the shared pairs and the largest relative difference."""
     ref = read_table(COMPACT / source / 'trajectory_compact.parquet')
@@ -250,6 +257,9 @@ def per_net(folder, cfg: MNISTSeedsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
             gd = traj[traj.optimizer == 'gd'].drop(columns=[c for c in ('llc',) if c in traj])
             traj = pd.concat([sgd.assign(optimizer='sgd'), gd], ignore_index=True)
             traj.attrs['llc_check'] = sgd.attrs['llc_check']
+    elif cfg.llc_source:                          # the same nets as the source, trained again for what it lacks
+        traj = sgd = borrow_llc(sgd, cfg.llc_source)
+        record_meta(folder, llc_source=cfg.llc_source)
     rows = analyse_nets(sgd, ds_llc=cfg.ds_llc, n_boot=cfg.n_boot).assign(llc_setting=cfg.llc)
     return rows.merge(nets, on='run', how='left'), traj
 
