@@ -46,11 +46,12 @@ def main():
                  'llc_end/paper']].rename(columns=lambda c: c if c == 'run' else f'full/{c}')
     table = auto.merge(curv, on='run', how='left')
     write_table(table, committed_dir('mnist_seeds', 'final_auto.csv'))
-    runs = read_table(Path(a.out) / 'runs.csv') if (Path(a.out) / 'runs.csv').exists() else None
+    runs = read_table(Path(a.out) / 'runs.parquet')
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip()
     meta = dict(date=str(date.today()), machine=f'{platform.machine()} {os.cpu_count()} cores', commit=commit,
                 workers=a.workers, threads_per_worker=1, nets=a.nets, seconds_wall_this_call=round(seconds, 1),
-                run_seconds=[round(float(s), 1) for s in runs.seconds] if runs is not None and 'seconds' in runs else None,
+                run_seconds=[round(float(s), 1) for s in runs.seconds],
+                seconds_calibrated=[round(float(s), 1) for s in runs.seconds_calibrated],
                 counts=res.get('counts'), command=f'python tools/final_auto_llc.py --nets {a.nets} --workers {a.workers}')
     committed_dir('mnist_seeds', 'final_auto.json').write_text(json.dumps(meta, indent=1, default=str) + '\n')
     print(table.round(4).to_string())
