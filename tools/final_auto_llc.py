@@ -20,8 +20,6 @@ import argparse, dataclasses, json, platform, subprocess, time
 from datetime import date
 from pathlib import Path
 
-import pandas as pd
-
 from fracsgd.core import committed_dir, read_table, write_table
 from fracsgd.experiment.runner import run_study
 from fracsgd.ledger.provenance import COMPACT
